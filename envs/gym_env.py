@@ -1,0 +1,229 @@
+"""Gymnasium environment ``FiveThousand-v0``: one learning seat against policy-driven opponents."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from envs.encoding import OBS_HIGH, OBS_LOW, OBS_VERSION, encode, observation_size
+from envs.game import DECIDE, OVER, ROLL, Game, IllegalMoveError
+from envs.render import render_text
+from envs.rules import NUM_ACTIONS, Rules
+
+ILLEGAL_ACTION_MODES = ("lose", "raise")
+
+
+class FiveThousandEnv(gym.Env):
+    """The dice game 5000 (RULES.md) from the seat of one learning player.
+
+    ## Description
+    Each turn a player rolls five dice, sets aside scoring dice, and either banks the
+    points of the turn or rolls the remaining dice, risking a bust that loses the
+    turn's points. The first player to bank exactly 5000 wins. The other seats are
+    played by opponent policies inside ``step()``: the learner is only ever handed a
+    scoring roll of its own, never a bust or a finished game.
+
+    ## Action Space
+    ``Discrete(64)``. Bits 0-4 select the dice of the current roll to hold, by position
+    in the roll sorted ascending (as the observation shows it); bit 5 set means bank
+    after holding, clear means roll the dice left. Among equal faces only leftmost-first
+    holds are legal, so each distinct hold has one action. ``action_masks()`` gives the
+    legal ones (what sb3-contrib's MaskablePPO reads).
+
+    ## Observation Space
+    ``Box(-1, 2, (3N+41,), float32)`` for N players, laid out as documented in
+    ``envs.encoding`` (scores from the learner's seat onward, entered flags, whose turn,
+    turn total, the 50 rule, dice count, the sorted roll one-hot, face counts). With
+    ``dict_obs=True``: ``{"observation": that vector, "action_mask": int8 (64,)}``.
+
+    ## Rewards
+    +1 when the learner wins, -1 when any other player wins (with N players a loss is
+    -1 whoever wins), 0 on every other step and on truncation. An illegal action with
+    ``illegal_action="lose"`` ends the episode with -1.
+
+    ## Episode End
+    Terminated when a player wins or (``illegal_action="lose"``) the learner plays an
+    illegal action; truncated after ``max_turns`` turns (all players' turns counted).
+
+    ## Arguments
+    - ``n_players``: 2 to 8.
+    - ``opponents``: a bot name (``"random"``, ``"threshold:350"``, ...) or an object
+      implementing ``agents.base.Policy``, used for every other seat; or a sequence of
+      N-1 of them, for the seats after the learner's in turn order.
+    - ``learner_seat``: a seat number, or ``"random"`` to draw it at each reset. Seat 0
+      always plays first.
+    - ``hold``: ``"free"`` (default) or ``"all"`` (RULES.md R5).
+    - ``target``, ``entry``: rule options (5000 and 500 by default).
+    - ``max_turns``: truncation limit, 1000 by default.
+    - ``illegal_action``: ``"lose"`` (default) or ``"raise"`` (IllegalMoveError).
+    - ``dict_obs``: observations as a dict that carries the action mask.
+    - ``render_mode``: ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+
+    def __init__(
+        self,
+        n_players: int = 2,
+        opponents: Any = "random",
+        learner_seat: int | str = 0,
+        hold: str = "free",
+        target: int = 5000,
+        entry: int = 500,
+        max_turns: int = 1000,
+        illegal_action: str = "lose",
+        dict_obs: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        from agents import make_policy  # agents import envs; import here to avoid a cycle
+
+        self.rules = Rules(hold=hold, target=target, entry=entry)
+        if not isinstance(n_players, int) or not 2 <= n_players <= 8:
+            raise ValueError(f"n_players must be 2..8, got {n_players!r}")
+        if learner_seat != "random" and (
+            not isinstance(learner_seat, int) or not 0 <= learner_seat < n_players
+        ):
+            raise ValueError(f"learner_seat must be 0..{n_players - 1} or 'random', got {learner_seat!r}")
+        if not isinstance(max_turns, int) or max_turns < n_players:
+            raise ValueError(f"max_turns must be an integer >= n_players, got {max_turns!r}")
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if isinstance(opponents, str) or not isinstance(opponents, Sequence):
+            opponents = [opponents] * (n_players - 1)
+        if len(opponents) != n_players - 1:
+            raise ValueError(f"need {n_players - 1} opponents for {n_players} players, got {len(opponents)}")
+        self.opponents = [make_policy(o) for o in opponents]
+        self.n_players = n_players
+        self.learner_seat_option = learner_seat
+        self.max_turns = max_turns
+        self.illegal_action = illegal_action
+        self.dict_obs = dict_obs
+        self.render_mode = render_mode
+        self.obs_version = OBS_VERSION
+
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        vector = spaces.Box(OBS_LOW, OBS_HIGH, shape=(observation_size(n_players),), dtype=np.float32)
+        if dict_obs:
+            mask = spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8)
+            self.observation_space = spaces.Dict({"observation": vector, "action_mask": mask})
+        else:
+            self.observation_space = vector
+
+        self.game: Game | None = None
+        self.learner_seat = 0 if learner_seat == "random" else learner_seat
+        self._seat_policy: list[Any] = []
+        self._done = True
+
+    # ------------------------------------------------------------------ API
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        rng = self.np_random
+        if self.learner_seat_option == "random":
+            self.learner_seat = int(rng.integers(self.n_players))
+        # Seat k after the learner is played by opponents[k - 1].
+        self._seat_policy = [None] * self.n_players
+        for k, policy in enumerate(self.opponents, start=1):
+            self._seat_policy[(self.learner_seat + k) % self.n_players] = policy
+        # The first decision is the learner's by construction. In the rare game that an
+        # opponent wins (or every learner roll busts until the turn limit) before it, a
+        # new game is dealt: an episode never starts finished.
+        while True:
+            self.game = Game(self.n_players, self.rules, seed=int(rng.integers(2**63)))
+            self._advance()
+            if self.game.state.phase == DECIDE:
+                break
+        self._done = False
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), self._info()
+
+    def step(self, action):
+        try:
+            action = operator.index(action)
+        except TypeError:
+            raise ValueError(f"action must be an integer in 0..63, got {action!r}") from None
+        if not 0 <= action < NUM_ACTIONS:
+            raise ValueError(f"action must be an integer in 0..63, got {action!r}")
+        if self._done:
+            raise RuntimeError("the episode is over: call reset() before step()")
+        game = self.game
+        try:
+            game.act(action)
+        except IllegalMoveError:
+            if self.illegal_action == "raise":
+                raise
+            self._done = True
+            info = self._info()
+            info["illegal_action"] = True
+            return self._observation(), -1.0, True, False, info
+        self._advance()
+        reward, terminated, truncated = self._outcome()
+        self._done = terminated or truncated
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), reward, terminated, truncated, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        """Legal actions now (all False once the episode is over)."""
+        if self._done or self.game is None:
+            return np.zeros(NUM_ACTIONS, dtype=bool)
+        return self.game.action_mask()
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            return None
+        if self.game is None:
+            text = "(call reset() first)\n"
+        else:
+            names = [f"player {i}" for i in range(self.n_players)]
+            names[self.learner_seat] += " (learner)"
+            text = render_text(self.game, names)
+        if self.render_mode == "ansi":
+            return text
+        print(text)
+        return None
+
+    # ------------------------------------------------------------- internals
+    def _advance(self) -> None:
+        """Play dice and opponents until the learner must decide, the game ends, or the
+        turn limit is reached."""
+        game = self.game
+        s = game.state
+        rng = self.np_random
+        while s.turns < self.max_turns:
+            phase = s.phase
+            if phase == ROLL:
+                game.roll()
+            elif phase == OVER or s.current == self.learner_seat:
+                return
+            else:
+                game.act(self._seat_policy[s.current].act(game, rng))
+
+    def _outcome(self) -> tuple[float, bool, bool]:
+        s = self.game.state
+        if s.phase == OVER:
+            return (1.0 if s.winner == self.learner_seat else -1.0), True, False
+        return 0.0, False, s.turns >= self.max_turns
+
+    def _observation(self):
+        obs = encode(self.game, self.learner_seat)
+        if self.dict_obs:
+            return {"observation": obs, "action_mask": self.action_masks().astype(np.int8)}
+        return obs
+
+    def _info(self) -> dict[str, Any]:
+        s = self.game.state
+        return {
+            "illegal_action": False,
+            "turns": s.turns,
+            "winner": s.winner,
+            "learner_seat": self.learner_seat,
+        }

@@ -1,0 +1,146 @@
+"""PettingZoo AEC environment for 5000 with 2 to 8 players.
+
+Every seat is an agent (``player_0`` ... ``player_{N-1}``, ``player_0`` plays first).
+The agent selected is always the one whose decision is due: dice are rolled and busts
+resolved inside ``step()``, so the same agent is often selected several times in a row
+(one decision per roll) and an agent whose turn busts at once is skipped.
+
+Observations are ``{"observation": float32 vector, "action_mask": int8 (64,)}``, the
+vector as in ``envs.encoding`` seen from the observing agent's seat; the mask is all
+zeros for agents whose decision is not due. Actions use the same encoding as
+``FiveThousand-v0``. Rewards: +1 to the winner, -1 to every other agent; nothing on
+truncation after ``max_turns`` turns.
+
+Use ``env()`` for the wrapped environment (illegal moves end the game with -1 for the
+offender, out-of-range actions and API misuse raise) or ``raw_env`` for the bare one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from envs.encoding import OBS_HIGH, OBS_LOW, encode, observation_size
+from envs.game import MAX_PLAYERS, MIN_PLAYERS, OVER, ROLL, Game
+from envs.render import render_text
+from envs.rules import NUM_ACTIONS, Rules
+
+
+def env(**kwargs) -> AECEnv:
+    """The AEC environment with PettingZoo's standard safety wrappers."""
+    aec = raw_env(**kwargs)
+    aec = wrappers.TerminateIllegalWrapper(aec, illegal_reward=-1)
+    aec = wrappers.AssertOutOfBoundsWrapper(aec)
+    return wrappers.OrderEnforcingWrapper(aec)
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    metadata = {
+        "render_modes": ["ansi", "human"],
+        "name": "fivethousand_v0",
+        "is_parallelizable": False,
+        "render_fps": 4,
+    }
+
+    def __init__(
+        self,
+        n_players: int = 2,
+        hold: str = "free",
+        target: int = 5000,
+        entry: int = 500,
+        max_turns: int = 1000,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        if not isinstance(n_players, int) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
+            raise ValueError(f"n_players must be 2..{MAX_PLAYERS}, got {n_players!r}")
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a positive integer, got {max_turns!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.rules = Rules(hold=hold, target=target, entry=entry)
+        self.n_players = n_players
+        self.max_turns = max_turns
+        self.render_mode = render_mode
+        self.possible_agents = [f"player_{i}" for i in range(n_players)]
+        self.agents = self.possible_agents[:]
+        obs_space = spaces.Dict(
+            {
+                "observation": spaces.Box(OBS_LOW, OBS_HIGH, (observation_size(n_players),), np.float32),
+                "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
+            }
+        )
+        self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
+        self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
+        self.np_random, _ = seeding.np_random(None)
+        self.game: Game | None = None
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        seat = self.possible_agents.index(agent)
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        game = self.game
+        if game.state.phase != OVER and game.state.current == seat:
+            mask[game.legal_actions()] = 1
+        return {"observation": encode(game, seat), "action_mask": mask}
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is not None:
+            self.np_random, _ = seeding.np_random(seed)
+        self.game = Game(self.n_players, self.rules, seed=int(self.np_random.integers(2**63)))
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {a: {} for a in self.agents}
+        self._roll_until_decision()
+        if self.render_mode == "human":
+            self.render()
+
+    def step(self, action: int) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0
+        self.game.act(int(action))
+        self._roll_until_decision()
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _roll_until_decision(self) -> None:
+        """Roll (resolving busts) until a decision is due, then select its agent; set
+        rewards and terminations when the game has ended or the turn limit is hit."""
+        s = self.game.state
+        while s.phase == ROLL and s.turns < self.max_turns:
+            self.game.roll()
+        self.rewards = dict.fromkeys(self.agents, 0)
+        if s.phase == OVER:
+            for i, agent in enumerate(self.possible_agents):
+                self.rewards[agent] = 1 if i == s.winner else -1
+            self.terminations = dict.fromkeys(self.agents, True)
+        elif s.turns >= self.max_turns:
+            self.truncations = dict.fromkeys(self.agents, True)
+        self.agent_selection = self.possible_agents[s.current]
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        text = render_text(self.game, self.possible_agents)
+        if self.render_mode == "ansi":
+            return text
+        print(text)
+        return None
+
+    def close(self) -> None:
+        pass
