@@ -28,8 +28,8 @@ from envs.rules import (
     NUM_DICE,
     ROLL_BY_CODE,
     ROLL_INFO,
-    Rules,
     RollInfo,
+    Rules,
     can_bank,
     describe_action,
     roll_info,
@@ -171,7 +171,9 @@ class Game:
         if not isinstance(n_players, int) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
             raise ValueError(f"n_players must be 2..{MAX_PLAYERS}, got {n_players!r}")
         if not isinstance(first_player, int) or not 0 <= first_player < n_players:
-            raise ValueError(f"first_player must be a seat 0..{n_players - 1}, got {first_player!r}")
+            raise ValueError(
+                f"first_player must be a seat 0..{n_players - 1}, got {first_player!r}"
+            )
         self.rules = rules if rules is not None else Rules()
         self.state = GameState(scores=[0] * n_players, current=first_player)
         self.seed(seed)
@@ -239,7 +241,9 @@ class Game:
                     f"the roll must have {s.dice_left} dice, got {len(info.dice)}: {list(dice)}"
                 )
         if info.bust:
-            s.last_event = f"player {s.current} rolled {list(info.dice)}: bust, loses {s.turn_total}"
+            s.last_event = (
+                f"player {s.current} rolled {list(info.dice)}: bust, loses {s.turn_total}"
+            )
             self._end_turn()
         else:
             s.roll = info.dice

@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 from envs.encoding import OBS_HIGH, OBS_LOW, OBS_VERSION, encode, observation_size
 from envs.game import DECIDE, OVER, ROLL, Game, IllegalMoveError
-from envs.render import render_text
+from envs.render import render_rgb, render_text
 from envs.rules import NUM_ACTIONS, Rules
 
 ILLEGAL_ACTION_MODES = ("lose", "raise")
@@ -62,10 +62,11 @@ class FiveThousandEnv(gym.Env):
     - ``max_turns``: truncation limit, 1000 by default.
     - ``illegal_action``: ``"lose"`` (default) or ``"raise"`` (IllegalMoveError).
     - ``dict_obs``: observations as a dict that carries the action mask.
-    - ``render_mode``: ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
+    - ``render_mode``: ``"ansi"`` (``render()`` returns text), ``"human"`` (prints it) or
+      ``"rgb_array"`` (an image of the dice and score bars, for video recording).
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -88,17 +89,25 @@ class FiveThousandEnv(gym.Env):
         if learner_seat != "random" and (
             not isinstance(learner_seat, int) or not 0 <= learner_seat < n_players
         ):
-            raise ValueError(f"learner_seat must be 0..{n_players - 1} or 'random', got {learner_seat!r}")
+            raise ValueError(
+                f"learner_seat must be 0..{n_players - 1} or 'random', got {learner_seat!r}"
+            )
         if not isinstance(max_turns, int) or max_turns < n_players:
             raise ValueError(f"max_turns must be an integer >= n_players, got {max_turns!r}")
         if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
+            raise ValueError(
+                f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}"
+            )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
         if isinstance(opponents, str) or not isinstance(opponents, Sequence):
             opponents = [opponents] * (n_players - 1)
         if len(opponents) != n_players - 1:
-            raise ValueError(f"need {n_players - 1} opponents for {n_players} players, got {len(opponents)}")
+            raise ValueError(
+                f"need {n_players - 1} opponents for {n_players} players, got {len(opponents)}"
+            )
         self.opponents = [make_policy(o) for o in opponents]
         self.n_players = n_players
         self.learner_seat_option = learner_seat
@@ -109,7 +118,9 @@ class FiveThousandEnv(gym.Env):
         self.obs_version = OBS_VERSION
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
-        vector = spaces.Box(OBS_LOW, OBS_HIGH, shape=(observation_size(n_players),), dtype=np.float32)
+        vector = spaces.Box(
+            OBS_LOW, OBS_HIGH, shape=(observation_size(n_players),), dtype=np.float32
+        )
         if dict_obs:
             mask = spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8)
             self.observation_space = spaces.Dict({"observation": vector, "action_mask": mask})
@@ -176,10 +187,12 @@ class FiveThousandEnv(gym.Env):
             return np.zeros(NUM_ACTIONS, dtype=bool)
         return self.game.action_mask()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
             return None
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game) if self.game is not None else None
         if self.game is None:
             text = "(call reset() first)\n"
         else:

@@ -69,7 +69,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.agents = self.possible_agents[:]
         obs_space = spaces.Dict(
             {
-                "observation": spaces.Box(OBS_LOW, OBS_HIGH, (observation_size(n_players),), np.float32),
+                "observation": spaces.Box(
+                    OBS_LOW, OBS_HIGH, (observation_size(n_players),), np.float32
+                ),
                 "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
             }
         )

@@ -1,8 +1,11 @@
-"""Plain-text picture of a game, for ``render_mode="ansi"``/``"human"`` and the CLI."""
+"""Pictures of a game: text (``"ansi"``/``"human"`` render modes, the CLI) and an RGB
+array (``"rgb_array"``, e.g. for video recording)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import numpy as np
 
 from envs.game import DECIDE, OVER, Game
 
@@ -30,3 +33,53 @@ def render_text(game: Game, names: Sequence[str] | None = None) -> str:
     if s.last_event:
         lines.append("   last: " + s.last_event)
     return "\n".join(lines) + "\n"
+
+
+# Pip positions on a 3x3 grid for each face.
+_PIPS = {
+    1: [(1, 1)],
+    2: [(0, 0), (2, 2)],
+    3: [(0, 0), (1, 1), (2, 2)],
+    4: [(0, 0), (0, 2), (2, 0), (2, 2)],
+    5: [(0, 0), (0, 2), (1, 1), (2, 0), (2, 2)],
+    6: [(0, 0), (0, 2), (1, 0), (1, 2), (2, 0), (2, 2)],
+}
+_DIE, _GAP, _BAR = 48, 10, 14
+
+
+def _draw_die(img: np.ndarray, top: int, left: int, face: int, color) -> None:
+    img[top : top + _DIE, left : left + _DIE] = (40, 40, 40)
+    img[top + 2 : top + _DIE - 2, left + 2 : left + _DIE - 2] = color
+    cell = _DIE // 3
+    for row, col in _PIPS[face]:
+        y, x = top + row * cell + cell // 2, left + col * cell + cell // 2
+        img[y - 4 : y + 4, x - 4 : x + 4] = (20, 20, 20)
+
+
+def render_rgb(game: Game) -> np.ndarray:
+    """A picture of the game (H x W x 3 uint8): the roll, the dice held this turn, and a
+    bar per player (banked score dark, the mover's turn total light)."""
+    s = game.state
+    n = len(s.scores)
+    width = 5 * (_DIE + _GAP) + _GAP
+    height = 2 * (_DIE + _GAP) + _GAP + n * (_BAR + 6) + _GAP
+    img = np.full((height, width, 3), 255, dtype=np.uint8)
+    for i, face in enumerate(s.roll or ()):
+        _draw_die(img, _GAP, _GAP + i * (_DIE + _GAP), face, (250, 250, 250))
+    held = [d for hold in s.held for d in hold][-5:]
+    for i, face in enumerate(held):
+        _draw_die(img, 2 * _GAP + _DIE, _GAP + i * (_DIE + _GAP), face, (200, 200, 200))
+    top = 2 * (_DIE + _GAP) + _GAP
+    span = width - 2 * _GAP
+    target = game.rules.target
+    for p, score in enumerate(s.scores):
+        y = top + p * (_BAR + 6)
+        img[y : y + _BAR, _GAP : _GAP + span] = (230, 230, 230)
+        banked = int(span * min(score / target, 1.0))
+        mover = p == s.current and s.phase != OVER
+        color = (200, 60, 60) if p == s.winner else (60, 90, 200) if mover else (90, 90, 90)
+        img[y : y + _BAR, _GAP : _GAP + banked] = color
+        if mover:
+            extra = int(span * min((score + s.turn_total) / target, 1.0))
+            img[y : y + _BAR, _GAP + banked : _GAP + extra] = (150, 180, 250)
+    return img

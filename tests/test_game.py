@@ -176,8 +176,22 @@ def test_exact_target_wins_r9():
     ("scores", "banker", "turn_total_roll", "expected", "winner", "why"),
     [
         # Gift of 300 (three 3s) from player 0 at 4800.
-        ([4800, 1000, 700], 0, [3, 3, 3, 2, 4], [4800, 1000, 1000], None, "R9 lowest qualified gets it"),
-        ([4800, 700, 700], 0, [3, 3, 3, 2, 4], [4800, 1000, 700], None, "R9 tie: first after banker"),
+        (
+            [4800, 1000, 700],
+            0,
+            [3, 3, 3, 2, 4],
+            [4800, 1000, 1000],
+            None,
+            "R9 lowest qualified gets it",
+        ),
+        (
+            [4800, 700, 700],
+            0,
+            [3, 3, 3, 2, 4],
+            [4800, 1000, 700],
+            None,
+            "R9 tie: first after banker",
+        ),
         ([700, 4800, 700], 1, [3, 3, 3, 2, 4], [700, 4800, 1000], None, "R9 tie order wraps"),
         ([4800, 0, 400], 0, [3, 3, 3, 2, 4], [4800, 0, 400], None, "R9 nobody has 500: lost"),
         ([4800, 0, 700], 0, [3, 3, 3, 2, 4], [4800, 0, 1000], None, "R9 0 doesn't qualify"),

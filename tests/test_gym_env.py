@@ -1,0 +1,218 @@
+"""FiveThousand-v0: the Gymnasium interface, masks, rewards, errors."""
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import envs  # noqa: F401 - registers FiveThousand-v0
+from envs.encoding import observation_size
+from envs.game import DECIDE, IllegalMoveError
+from envs.gym_env import FiveThousandEnv
+from envs.rules import BANK_BIT, NUM_ACTIONS
+
+
+def random_legal(env, rng):
+    legal = np.flatnonzero(env.unwrapped.action_masks())
+    return int(legal[rng.integers(len(legal))])
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dict_obs": True}, {"n_players": 5, "hold": "all"}])
+def test_gymnasium_and_sb3_env_checkers_pass(kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "clean" means not even a warning
+        gym_check_env(gym.make("FiveThousand-v0", **kwargs).unwrapped)
+        sb3_check_env(FiveThousandEnv(**kwargs), warn=True)
+
+
+def test_spaces_and_observation_size():
+    env = gym.make("FiveThousand-v0", n_players=4)
+    assert env.action_space == gym.spaces.Discrete(64)
+    assert env.observation_space.shape == (observation_size(4),) == (53,)
+    obs, info = env.reset(seed=0)
+    assert obs.dtype == np.float32 and env.observation_space.contains(obs)
+
+
+@pytest.mark.parametrize("n_players", [2, 3, 8])
+@pytest.mark.parametrize("hold", ["free", "all"])
+def test_learner_only_sees_its_own_scoring_decisions(n_players, hold):
+    env = gym.make("FiveThousand-v0", n_players=n_players, hold=hold, learner_seat="random")
+    rng = np.random.default_rng(0)
+    seats = set()
+    for episode in range(20):
+        env.reset(seed=episode)
+        base = env.unwrapped
+        seats.add(base.learner_seat)
+        done = False
+        while not done:
+            s = base.game.state
+            assert s.phase == DECIDE and s.current == base.learner_seat
+            mask = base.action_masks()
+            assert mask.dtype == bool and mask.shape == (NUM_ACTIONS,) and mask.any()
+            _, reward, terminated, truncated, info = env.step(random_legal(env, rng))
+            done = terminated or truncated
+        assert not base.action_masks().any()  # nothing is legal after the end
+        assert reward == (1.0 if info["winner"] == base.learner_seat else -1.0)
+    assert len(seats) > 1  # "random" seats do vary
+
+
+def test_rewards_are_zero_during_the_game_and_plus_minus_one_at_the_end():
+    env = gym.make("FiveThousand-v0", n_players=3, opponents="threshold:300")
+    rng = np.random.default_rng(1)
+    outcomes = []
+    for episode in range(30):
+        env.reset(seed=episode)
+        rewards = []
+        done = False
+        while not done:
+            _, reward, terminated, truncated, info = env.step(random_legal(env, rng))
+            rewards.append(reward)
+            done = terminated or truncated
+        assert all(r == 0 for r in rewards[:-1])
+        outcomes.append(rewards[-1])
+    assert set(outcomes) <= {-1.0, 1.0} and -1.0 in outcomes
+
+
+def test_truncation_after_max_turns_r11():
+    env = gym.make("FiveThousand-v0", max_turns=6, opponents="random")
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    while True:
+        _, reward, terminated, truncated, info = env.step(random_legal(env, rng) & ~BANK_BIT)
+        if terminated or truncated:
+            break
+    assert truncated and not terminated and reward == 0.0 and info["turns"] == 6
+
+
+def test_same_seed_same_episode():
+    def episode(seed):
+        env = gym.make("FiveThousand-v0", n_players=3, learner_seat="random")
+        rng = np.random.default_rng(seed)
+        obs, _ = env.reset(seed=seed)
+        trace = [obs.tolist()]
+        done = False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(random_legal(env, rng))
+            trace.append((obs.tolist(), reward))
+            done = terminated or truncated
+        return trace
+
+    assert episode(11) == episode(11)
+    assert episode(11) != episode(12)
+
+
+@pytest.mark.parametrize("action", [64, -1, 1.5, "3", None])
+def test_action_outside_the_space_raises_value_error(action):
+    env = gym.make("FiveThousand-v0")
+    env.reset(seed=0)
+    before = env.unwrapped.game.state.to_dict()
+    with pytest.raises(ValueError, match="0..63"):
+        env.step(action)
+    assert env.unwrapped.game.state.to_dict() == before
+
+
+def _illegal_action(env):
+    mask = env.unwrapped.action_masks()
+    return int(np.flatnonzero(~mask)[0])
+
+
+def test_illegal_action_loses_by_default():
+    env = gym.make("FiveThousand-v0")
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step(_illegal_action(env))
+    assert (reward, terminated, truncated, info["illegal_action"]) == (-1.0, True, False, True)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+
+
+def test_illegal_action_can_raise_and_change_nothing():
+    env = gym.make("FiveThousand-v0", illegal_action="raise")
+    env.reset(seed=0)
+    before = env.unwrapped.game.state.to_dict()
+    with pytest.raises(IllegalMoveError, match="legal:"):
+        env.step(_illegal_action(env))
+    assert env.unwrapped.game.state.to_dict() == before
+
+
+def test_observation_layout_from_the_learners_seat():
+    env = FiveThousandEnv(n_players=3, learner_seat=1)
+    env.reset(seed=3)
+    g = env.game
+    g.state.scores = [600, 1200, 0]
+    g.state.turn_total = 250
+    obs = env._observation()
+    n = 3
+    assert obs[:n].tolist() == pytest.approx([1200 / 5000, 0, 600 / 5000])  # own first
+    assert obs[n : 2 * n].tolist() == [1, 0, 1]
+    assert obs[2 * n : 3 * n].tolist() == [1, 0, 0]  # it is the learner's turn
+    assert obs[3 * n] == pytest.approx(250 / 5000)
+    assert obs[3 * n + 1] == pytest.approx((5000 - 1200 - 250) / 5000)
+    assert obs[3 * n + 2] == 1.0  # 250 ends in 50
+    roll = g.state.roll
+    assert obs[3 * n + 3] == pytest.approx(len(roll) / 5)
+    one_hot = obs[3 * n + 5 : 3 * n + 35].reshape(5, 6)
+    for i, face in enumerate(roll):
+        assert one_hot[i].tolist() == [float(f == face) for f in range(1, 7)]
+
+
+def test_dict_observation_carries_the_mask():
+    env = gym.make("FiveThousand-v0", dict_obs=True)
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"observation", "action_mask"}
+    assert obs["action_mask"].dtype == np.int8
+    assert (obs["action_mask"].astype(bool) == env.unwrapped.action_masks()).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"opponents": "grandmaster"}, "unknown bot 'grandmaster'; accepted: random"),
+        ({"opponents": ["random"], "n_players": 3}, "need 2 opponents"),
+        ({"n_players": 9}, "n_players"),
+        ({"learner_seat": 2}, "learner_seat"),
+        ({"illegal_action": "ignore"}, "illegal_action"),
+        ({"hold": "most"}, "hold"),
+        ({"max_turns": 1}, "max_turns"),
+        ({"render_mode": "video"}, "render_mode"),
+    ],
+)
+def test_bad_arguments_give_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        FiveThousandEnv(**kwargs)
+
+
+def test_opponents_may_be_policy_objects_per_seat():
+    from agents import RandomBot, ThresholdBot
+
+    env = FiveThousandEnv(n_players=3, opponents=[ThresholdBot(400), RandomBot()], learner_seat=2)
+    env.reset(seed=0)
+    assert env._seat_policy[0].name == "threshold:400"  # the seat after the learner
+    assert env._seat_policy[1].name == "random"
+
+
+def test_ansi_render_shows_scores_roll_and_turn_total():
+    env = gym.make("FiveThousand-v0", render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    roll = env.unwrapped.game.state.roll
+    assert "player 0 (learner)" in text and "turn total 0" in text
+    assert "roll: " + " ".join(map(str, roll)) in text
+
+
+def test_human_render_prints(capsys):
+    env = gym.make("FiveThousand-v0", render_mode="human")
+    env.reset(seed=0)
+    assert "roll:" in capsys.readouterr().out
+
+
+def test_rgb_render_works_with_sb3_make_vec_env():
+    # SB3's make_vec_env asks for render_mode="rgb_array" unless told otherwise.
+    from stable_baselines3.common.env_util import make_vec_env
+
+    vec_env = make_vec_env("FiveThousand-v0", n_envs=2, seed=0)
+    frames = vec_env.get_images()
+    assert len(frames) == 2 and frames[0].ndim == 3 and frames[0].dtype == np.uint8
+    assert (frames[0] != 255).any()  # something is drawn
