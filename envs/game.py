@@ -117,10 +117,19 @@ def state_problem(s: GameState, rules: Rules) -> str:
         return "the winner must have exactly the target score"
     if s.phase != OVER and any(score >= rules.target for score in s.scores):
         return "a score reached the target but the game is not over"
+    if s.turns < 0:
+        return f"negative turn count {s.turns}"
     if s.turn_total < 0 or s.turn_total % 50:
         return f"turn total {s.turn_total} is not a non-negative multiple of 50"
     if not 1 <= s.dice_left <= NUM_DICE:
         return f"dice_left {s.dice_left} not in 1..5"
+    if s.turn_total != sum(ROLL_INFO[h].best.points if h in ROLL_INFO else -1 for h in s.held):
+        return "the turn total is not the sum of the holds of this turn"
+    for h in s.held:
+        if h not in ROLL_INFO or ROLL_INFO[h].best is None or len(ROLL_INFO[h].best.dice) != len(h):
+            return f"held dice {list(h)} do not all score (R2)"
+    if s.phase == OVER and (s.turn_total or s.held):
+        return "a finished game has no turn in progress"
     if s.phase == DECIDE:
         if s.roll is None or len(s.roll) != s.dice_left or tuple(sorted(s.roll)) != s.roll:
             return "a decision needs a sorted roll of dice_left dice"
@@ -261,6 +270,8 @@ class Game:
         if s.phase != DECIDE:
             raise IllegalMoveError(f"no decision is due: the game is in the {s.phase!r} phase")
         try:
+            if isinstance(action, bool | np.bool_):
+                raise TypeError("a boolean is not an action")
             action = operator.index(action)
         except TypeError:
             raise IllegalMoveError(self._illegal_message(action)) from None
@@ -350,11 +361,9 @@ class Game:
         s.current = (s.current + 1) % len(s.scores)
 
     def _finish(self, winner: int) -> None:
-        s = self.state
-        s.turns += 1
-        s.winner = winner
-        s.phase = OVER
-        s.roll = None
+        self._end_turn()
+        self.state.winner = winner
+        self.state.phase = OVER
 
     # ----------------------------------------------------------------- JSON
     def to_json(self) -> str:

@@ -157,6 +157,8 @@ class FiveThousandEnv(gym.Env):
 
     def step(self, action):
         try:
+            if isinstance(action, bool | np.bool_):
+                raise TypeError
             action = operator.index(action)
         except TypeError:
             raise ValueError(f"action must be an integer in 0..63, got {action!r}") from None

@@ -9,7 +9,8 @@ Observations are ``{"observation": float32 vector, "action_mask": int8 (64,)}``,
 vector as in ``envs.encoding`` seen from the observing agent's seat; the mask is all
 zeros for agents whose decision is not due. Actions use the same encoding as
 ``FiveThousand-v0``. Rewards: +1 to the winner, -1 to every other agent; nothing on
-truncation after ``max_turns`` turns.
+truncation after ``max_turns`` turns. With ``env()``'s wrappers an illegal move ends the
+game with -1 for the offender and 0 for the others (PettingZoo's classic convention).
 
 Use ``env()`` for the wrapped environment (illegal moves end the game with -1 for the
 offender, out-of-range actions and API misuse raise) or ``raw_env`` for the bare one.
@@ -57,8 +58,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         super().__init__()
         if not isinstance(n_players, int) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
             raise ValueError(f"n_players must be 2..{MAX_PLAYERS}, got {n_players!r}")
-        if not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"max_turns must be a positive integer, got {max_turns!r}")
+        if not isinstance(max_turns, int) or max_turns < n_players:
+            raise ValueError(f"max_turns must be an integer >= n_players, got {max_turns!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.rules = Rules(hold=hold, target=target, entry=entry)

@@ -249,7 +249,7 @@ def test_acting_in_the_wrong_phase_is_refused():
         g.roll()
 
 
-@pytest.mark.parametrize("action", [2, 64, -1, 1.0, "1", None])
+@pytest.mark.parametrize("action", [2, 64, -1, 1.0, "1", None, True])
 def test_illegal_actions_name_the_legal_ones_and_change_nothing(action):
     g = game_at([0, 0])
     g.roll([1, 1, 2, 3, 4])

@@ -104,7 +104,7 @@ def test_same_seed_same_episode():
     assert episode(11) != episode(12)
 
 
-@pytest.mark.parametrize("action", [64, -1, 1.5, "3", None])
+@pytest.mark.parametrize("action", [64, -1, 1.5, "3", None, True, np.float32(2)])
 def test_action_outside_the_space_raises_value_error(action):
     env = gym.make("FiveThousand-v0")
     env.reset(seed=0)
@@ -213,6 +213,7 @@ def test_rgb_render_works_with_sb3_make_vec_env():
     from stable_baselines3.common.env_util import make_vec_env
 
     vec_env = make_vec_env("FiveThousand-v0", n_envs=2, seed=0)
+    vec_env.reset()
     frames = vec_env.get_images()
     assert len(frames) == 2 and frames[0].ndim == 3 and frames[0].dtype == np.uint8
     assert (frames[0] != 255).any()  # something is drawn
