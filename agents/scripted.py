@@ -14,7 +14,7 @@ class RandomBot:
     name = "random"
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
-        legal = game.legal_actions()
+        legal = game.legal()[0]
         return legal[int(rng.random() * len(legal))]
 
 

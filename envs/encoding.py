@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from envs.game import DECIDE, Game
-from envs.rules import NUM_DICE, ROLL_INFO, can_bank
+from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO
 
 OBS_VERSION = 1
 # Every entry lies in [OBS_LOW, OBS_HIGH]; the two turn-total features are clipped there
@@ -51,7 +51,6 @@ def _roll_features(roll: tuple[int, ...]) -> np.ndarray:
 
 
 _ROLL_FEATURE_TABLE = {roll: _roll_features(roll) for roll in ROLL_INFO}
-_NO_ROLL = np.zeros(_ROLL_FEATURES, dtype=np.float32)
 
 
 def encode(game: Game, seat: int) -> np.ndarray:
@@ -60,21 +59,24 @@ def encode(game: Game, seat: int) -> np.ndarray:
     n = len(s.scores)
     target = game.rules.target
     scores = s.scores[seat:] + s.scores[:seat]
-    obs = np.zeros(observation_size(n), dtype=np.float32)
-    obs[:n] = scores
-    obs[:n] /= target
-    obs[n : 2 * n] = [score > 0 for score in scores]
-    obs[2 * n + (s.current - seat) % n] = 1.0
-    head = 3 * n
-    obs[head] = min(s.turn_total / target, OBS_HIGH)
-    obs[head + 1] = max((target - s.scores[s.current] - s.turn_total) / target, OBS_LOW)
-    obs[head + 2] = s.turn_total % 100 == 50
+    whose_turn = [0.0] * n
+    whose_turn[(s.current - seat) % n] = 1.0
+    total = s.turn_total
+    head = [score / target for score in scores]
+    head += [float(score > 0) for score in scores]
+    head += whose_turn
+    head += [
+        min(total / target, OBS_HIGH),
+        max((target - s.scores[s.current] - total) / target, OBS_LOW),
+        float(total % 100 == 50),
+    ]
+    obs = np.empty(observation_size(n), dtype=np.float32)
     if s.phase == DECIDE:
-        info = ROLL_INFO[s.roll]
-        obs[head + 3] = len(info.dice) / NUM_DICE
-        banked, entry = s.scores[s.current], game.rules.entry
-        obs[head + 4] = any(
-            can_bank(banked, s.turn_total + h.points, entry) for h in info.holds(game.rules.hold)
-        )
-        obs[head + 5 :] = _ROLL_FEATURE_TABLE[info.dice]
+        legal = game.legal()[0]
+        head += [len(s.roll) / NUM_DICE, float(legal[-1] >= BANK_BIT)]
+        obs[len(head) :] = _ROLL_FEATURE_TABLE[s.roll]
+    else:
+        head += [0.0, 0.0]
+        obs[len(head) :] = 0.0
+    obs[: len(head)] = head
     return obs

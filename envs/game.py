@@ -39,6 +39,10 @@ ROLL, DECIDE, OVER = "roll", "decide", "over"
 MIN_PLAYERS, MAX_PLAYERS = 2, 8
 
 
+# (roll, hold variant, entry, entered, turn total % 100, capped turn total) -> legal moves
+_LEGAL_CACHE: dict[tuple, tuple[tuple[int, ...], np.ndarray]] = {}
+
+
 class IllegalMoveError(ValueError):
     """An action that the rules do not allow in the current state."""
 
@@ -209,24 +213,46 @@ class Game:
 
     def legal_actions(self) -> list[int]:
         """Legal actions in the current state, ascending; empty unless a decision is due."""
-        s = self.state
-        if s.phase != DECIDE:
+        if self.state.phase != DECIDE:
             return []
-        banked = s.scores[s.current]
-        entry = self.rules.entry
-        actions = []
-        for hold in ROLL_INFO[s.roll].holds(self.rules.hold):
-            actions.append(hold.bits)
-            if can_bank(banked, s.turn_total + hold.points, entry):
-                actions.append(hold.bits | BANK_BIT)
-        actions.sort()
-        return actions
+        return list(self.legal()[0])
 
     def action_mask(self) -> np.ndarray:
         """Boolean vector of the 64 actions, True where legal."""
-        mask = np.zeros(NUM_ACTIONS, dtype=bool)
-        mask[self.legal_actions()] = True
-        return mask
+        if self.state.phase != DECIDE:
+            return np.zeros(NUM_ACTIONS, dtype=bool)
+        return self.legal()[1].copy()
+
+    def legal(self) -> tuple[tuple[int, ...], np.ndarray]:
+        """(legal actions, boolean mask) of the pending decision: shared cached objects,
+        for hot paths that only read them. Call only in the decide phase."""
+        # Legality depends only on the roll, the rules, whether the player has entered,
+        # and the turn total up to the entry threshold and modulo 100 (R5, R8): cache it.
+        s = self.state
+        rules = self.rules
+        entered = s.scores[s.current] > 0
+        total = s.turn_total
+        key = (
+            s.roll,
+            rules.hold,
+            rules.entry,
+            entered,
+            total % 100,
+            entered or min(total, rules.entry),
+        )
+        cached = _LEGAL_CACHE.get(key)
+        if cached is None:
+            banked = 1 if entered else 0
+            actions = []
+            for hold in ROLL_INFO[s.roll].holds(rules.hold):
+                actions.append(hold.bits)
+                if can_bank(banked, total + hold.points, rules.entry):
+                    actions.append(hold.bits | BANK_BIT)
+            actions.sort()
+            mask = np.zeros(NUM_ACTIONS, dtype=bool)
+            mask[actions] = True
+            cached = _LEGAL_CACHE[key] = (tuple(actions), mask)
+        return cached
 
     def describe(self, action: int) -> str:
         roll = self.state.roll or ()

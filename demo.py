@@ -1,0 +1,90 @@
+"""A short match between scripted bots, played out in the terminal.
+
+    python demo.py [--bots threshold:350 random ...] [--seed 0] [--delay 0]
+
+Every roll and decision is shown; the scores are redrawn at the end of each round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from agents import make_policy
+from envs.game import OVER, ROLL, Game
+from envs.rules import BANK_BIT, Rules, describe_action
+
+
+def score_table(game: Game, names: list[str]) -> Table:
+    s = game.state
+    table = Table(title=f"after {s.turns} turns", title_justify="left")
+    table.add_column("seat")
+    table.add_column("bot")
+    table.add_column("score", justify="right")
+    for seat, (name, score) in enumerate(zip(names, s.scores, strict=True)):
+        style = "bold green" if seat == s.winner else None
+        table.add_row(str(seat), name, f"{score}" if score else "0 (not entered)", style=style)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Watch scripted bots play 5000.")
+    parser.add_argument(
+        "--bots",
+        nargs="+",
+        default=["threshold:350", "threshold:500", "random"],
+        help="one bot per seat, 2 to 8 of them (random, threshold:T)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the dice and the bots")
+    parser.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule (R5)")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to pause per move")
+    parser.add_argument("--max-turns", type=int, default=1000, help="stop after this many turns")
+    args = parser.parse_args(argv)
+    console = Console()
+    try:
+        bots = [make_policy(spec) for spec in args.bots]
+        game = Game(len(bots), Rules(hold=args.hold), seed=args.seed)
+    except ValueError as e:
+        console.print(f"[red]error:[/red] {e}")
+        return 2
+    names = [bot.name for bot in bots]
+    rng = np.random.default_rng(args.seed)
+    s = game.state
+    console.rule(f"5000: {' vs '.join(names)} (seed {args.seed}, hold={args.hold})")
+    while s.phase != OVER and s.turns < args.max_turns:
+        seat = s.current
+        if s.phase == ROLL:
+            turn_before = s.turns
+            info = game.roll()
+            if s.turns > turn_before:  # bust
+                console.print(f"  [red]{names[seat]} rolls {list(info.dice)}: bust[/red]")
+                if s.current == 0:
+                    console.print(score_table(game, names))
+            continue
+        roll = list(s.roll)
+        action = bots[seat].act(game, rng)
+        turn_before = s.turns
+        game.act(action)
+        line = f"  {names[seat]} rolls {roll}, {describe_action(action, roll)}"
+        if action & BANK_BIT:
+            console.print(f"[bold]{line}[/bold]: {s.last_event}")
+        else:
+            console.print(f"{line}: turn total {s.turn_total}")
+        if s.turns > turn_before and s.current == 0 and s.phase != OVER:
+            console.print(score_table(game, names))
+        time.sleep(args.delay)
+    console.print(score_table(game, names))
+    if s.phase == OVER:
+        console.print(f"[bold green]{names[s.winner]} (seat {s.winner}) wins.[/bold green]")
+    else:
+        console.print(f"Stopped after {s.turns} turns without a winner.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
