@@ -1,0 +1,269 @@
+"""The exactly optimal player, its on-disk cache, and the numbers and picture it gives.
+
+    python -m agents.optimal [--hold free|all] [--json] [--plot PATH.png]
+
+prints the first player's probability of winning a 2-player game when both play
+optimally, and the best expected points of one turn for a player who has entered.
+
+With 2 players ``OptimalBot`` maximizes its probability of winning, exactly (see
+``agents.solver``). With 3 or more players no exact solution is computed; the bot then
+plays the 2-player optimal policy against the *leader*, the opponent with the highest
+banked score, as if that were the only opponent. The engine still applies every rule
+to every player (bumps, gifts to the lowest qualified player); the approximation only
+concerns how the bot values them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from agents.solver import STEP, TwoPlayerSolution, solve_turn_ev, solve_two_player
+from envs.game import Game
+from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules
+
+SOLVER_VERSION = 1
+CACHE_ENV = "FIVETHOUSAND_CACHE"
+
+
+def cache_dir() -> Path:
+    """Where solutions are cached: $FIVETHOUSAND_CACHE, else ~/.cache/fivethousand-rl."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "fivethousand-rl")
+
+
+def _cache_path(rules: Rules) -> Path:
+    key = json.dumps({"rules": rules.to_dict(), "version": SOLVER_VERSION}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_dir() / f"optimal-2p-{rules.hold}-{rules.target}-{rules.entry}-{digest}.npz"
+
+
+def _checksum(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def _load(path: Path, rules: Rules) -> TwoPlayerSolution | None:
+    """The cached solution at `path`, or None if it is missing, stale or corrupt."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            scores, V, W = data["scores"], data["V"], data["W"]
+        n = len(scores)
+        ok = (
+            meta.get("rules") == rules.to_dict()
+            and meta.get("version") == SOLVER_VERSION
+            and V.shape == (n, n)
+            and W.shape == (n, n, rules.target // STEP + 1, NUM_DICE + 1)
+            and meta.get("checksum") == _checksum(scores, V, W)
+        )
+    except FileNotFoundError:
+        return None
+    except Exception:  # unreadable, truncated, not an npz: rebuild
+        ok = False
+    if not ok:
+        print(f"cache {path} is corrupt or stale; solving again", file=sys.stderr)
+        return None
+    return TwoPlayerSolution(rules=rules, scores=scores, V=V, W=W)
+
+
+def _save(path: Path, sol: TwoPlayerSolution) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "rules": sol.rules.to_dict(),
+        "version": SOLVER_VERSION,
+        "checksum": _checksum(sol.scores, sol.V, sol.W),
+    }
+    # Write to a temporary file in the same folder, then rename: never a half file.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, meta=json.dumps(meta), scores=sol.scores, V=sol.V, W=sol.W)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+_MEMORY: dict[Rules, TwoPlayerSolution] = {}
+
+
+def two_player_solution(
+    rules: Rules | None = None, show_progress: bool = True
+) -> TwoPlayerSolution:
+    """The exact 2-player solution for `rules`: from memory, from the disk cache, or
+    solved now (with a progress bar) and cached."""
+    rules = rules or Rules()
+    if rules in _MEMORY:
+        return _MEMORY[rules]
+    path = _cache_path(rules)
+    sol = _load(path, rules) if path.exists() else None
+    if sol is None:
+        sol = _solve_with_progress(rules, show_progress)
+        try:
+            _save(path, sol)
+        except OSError as e:  # a read-only home still gets a working bot
+            print(f"could not cache the solution at {path}: {e}", file=sys.stderr)
+    _MEMORY[rules] = sol
+    return sol
+
+
+def _solve_with_progress(rules: Rules, show: bool) -> TwoPlayerSolution:
+    if not show:
+        return solve_two_player(rules)
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(f"solving 2-player 5000 ({rules.hold}, target {rules.target})", total=1)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return solve_two_player(rules, progress=progress)
+
+
+class OptimalBot:
+    """Maximizes the probability of winning (exact for 2 players; for more, plays the
+    2-player optimum against the leading opponent, see the module docstring)."""
+
+    name = "optimal"
+
+    def __init__(self, rules: Rules | None = None, show_progress: bool = True) -> None:
+        self.rules = rules or Rules()
+        self.solution = two_player_solution(self.rules, show_progress)
+
+    def action_values(self, game: Game) -> dict[int, float]:
+        """Win probability of every legal action (2 players: exact)."""
+        if game.rules != self.rules:
+            raise ValueError(f"this optimal bot was solved for {self.rules}, not {game.rules}")
+        s = game.state
+        sol = self.solution
+        own = s.scores[s.current]
+        opp = max(score for seat, score in enumerate(s.scores) if seat != s.current)
+        info = ROLL_INFO[s.roll]
+        holds = info.hold_for_bits(self.rules.hold)
+        values = {}
+        for action in game.legal()[0]:
+            hold = holds[action & ~BANK_BIT]
+            total = s.turn_total + hold.points
+            if action & BANK_BIT:
+                values[action] = sol.bank_value(own, opp, total)
+            else:
+                left = (len(info.dice) - len(hold.dice)) or NUM_DICE
+                values[action] = sol.roll_value(own, opp, total, left)
+        return values
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        values = self.action_values(game)
+        return max(values, key=values.__getitem__)  # first of equal values: deterministic
+
+
+# ------------------------------------------------------------------ the picture
+def bank_thresholds(sol: TwoPlayerSolution) -> tuple[np.ndarray, np.ndarray]:
+    """Where the optimal player stops, for every (own, opponent, dice left k).
+
+    Among the turn totals it may bank without overshooting, ``threshold[ia, ib, k]`` is
+    the smallest total from which it banks every allowed total rather than roll k dice
+    ("bank from here on"); ``isolated[ia, ib, k]`` is True when it also banks some lower
+    totals, where banking is not a simple threshold (typically the total that bumps
+    the opponent).
+    """
+    rules, scores = sol.rules, sol.scores
+    n = len(scores)
+    thresholds = np.full((n, n, NUM_DICE + 1), np.nan)
+    isolated = np.zeros((n, n, NUM_DICE + 1), dtype=bool)
+    for ia, a in enumerate(scores):
+        totals = [t for t in range(100, rules.target - int(a) + 1, 100)]
+        for ib, b in enumerate(scores):
+            bank = np.array([sol.bank_value(int(a), int(b), t) for t in totals])
+            allowed = bank > -np.inf
+            for k in range(1, NUM_DICE + 1):
+                roll = sol.W[ia, ib, np.array(totals) // STEP, k]
+                banks = allowed & (bank >= roll)
+                # Smallest index from which every allowed total is banked.
+                start = len(totals)
+                while start > 0 and (banks[start - 1] or not allowed[start - 1]):
+                    start -= 1
+                if start < len(totals):
+                    thresholds[ia, ib, k] = totals[start]
+                isolated[ia, ib, k] = bool(banks[:start].any())
+    return thresholds, isolated
+
+
+def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
+    """One panel per number of dice left: the banking threshold over (own, opponent)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    thresholds, isolated = bank_thresholds(sol)
+    scores = sol.scores
+    fig, axes = plt.subplots(1, NUM_DICE, figsize=(4.2 * NUM_DICE, 4.6), constrained_layout=True)
+    vmax = np.nanmax(thresholds)
+    for k, ax in zip(range(1, NUM_DICE + 1), axes, strict=True):
+        grid = thresholds[:, :, k].T  # rows: opponent score, columns: own score
+        image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
+        ys, xs = np.nonzero(isolated[:, :, k].T)
+        ax.scatter(xs, ys, marker=".", s=6, c="red", label="also banks a lower total")
+        ticks = np.arange(0, len(scores), 5)
+        ax.set_xticks(ticks, [str(scores[i]) for i in ticks], rotation=90, fontsize=7)
+        ax.set_yticks(ticks, [str(scores[i]) for i in ticks], fontsize=7)
+        title = "hot dice: 5 dice to roll" if k == NUM_DICE else f"{k} dice left to roll"
+        ax.set_title(title)
+        ax.set_xlabel("own banked score")
+        if k == 1:
+            ax.set_ylabel("opponent's banked score")
+            ax.legend(loc="upper left", fontsize=7)
+    fig.colorbar(image, ax=axes, label="banks every turn total from here up", shrink=0.8)
+    fig.suptitle(
+        f"Optimal 2-player play, hold={sol.rules.hold}: the turn total from which it banks "
+        "rather than roll (red dot: it also banks some lower total, e.g. to bump)"
+    )
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Exact values of optimal 5000 play.")
+    parser.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule (R5)")
+    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument("--plot", metavar="PATH.png", help="draw the optimal banking strategy")
+    args = parser.parse_args(argv)
+    rules = Rules(hold=args.hold)
+    sol = two_player_solution(rules, show_progress=not args.json)
+    turn = solve_turn_ev(rules)
+    numbers = {
+        "hold": rules.hold,
+        "first_player_win_probability": sol.first_player_win_probability,
+        "best_expected_turn_points_entered": turn.entered_turn_value,
+    }
+    if args.json:
+        print(json.dumps(numbers, indent=2))
+    else:
+        print(f"hold={rules.hold}")
+        print(
+            "  first player's win probability, both optimal: "
+            f"{numbers['first_player_win_probability']:.10f}"
+        )
+        print(
+            "  best expected points of one turn (entered):   "
+            f"{numbers['best_expected_turn_points_entered']:.6f}"
+        )
+    if args.plot:
+        plot_strategy(sol, args.plot)
+        if not args.json:
+            print(f"  strategy picture written to {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
