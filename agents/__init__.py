@@ -3,22 +3,37 @@
 from __future__ import annotations
 
 from agents.base import Policy
-from agents.scripted import RandomBot, ThresholdBot
+from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
 
-BOT_NAMES = ("random", "threshold:T")
+BOT_NAMES = ("random", "threshold:T", "smart", "turn-ev", "optimal", "PATH.zip (SB3 checkpoint)")
+
+
+def _optimal() -> Policy:
+    from agents.optimal import OptimalBot  # imports the solver only when asked for
+
+    return OptimalBot()
+
+
+_SIMPLE = {"random": RandomBot, "smart": SmartBot, "turn-ev": TurnEVBot, "optimal": _optimal}
 
 
 def make_policy(spec: str | Policy) -> Policy:
-    """A policy from its short name ("random", "threshold:350"), or `spec` itself if it
-    already implements the Policy interface. Raises ValueError naming what is accepted."""
+    """A policy from its short name ("random", "threshold:350", "smart", "turn-ev",
+    "optimal"), a MaskablePPO checkpoint path ending in .zip, or `spec` itself if it
+    already implements the Policy interface. Raises ValueError naming what is accepted
+    (a CheckpointError, also a ValueError, for a missing or corrupt checkpoint)."""
     if isinstance(spec, Policy):
         return spec
     accepted = f"accepted: {', '.join(BOT_NAMES)} (e.g. threshold:350)"
     if not isinstance(spec, str):
         raise ValueError(f"expected a bot name or a Policy, got {type(spec).__name__}; {accepted}")
+    if spec.strip().endswith(".zip"):
+        from agents.neural import SB3Policy  # torch is imported only when needed
+
+        return SB3Policy(spec.strip())
     name, _, arg = spec.strip().partition(":")
-    if name == "random" and not arg:
-        return RandomBot()
+    if arg == "" and name in _SIMPLE:
+        return _SIMPLE[name]()
     if name == "threshold":
         if arg.isdigit():
             return ThresholdBot(int(arg))
@@ -26,4 +41,12 @@ def make_policy(spec: str | Policy) -> Policy:
     raise ValueError(f"unknown bot {spec!r}; {accepted}")
 
 
-__all__ = ["BOT_NAMES", "Policy", "RandomBot", "ThresholdBot", "make_policy"]
+__all__ = [
+    "BOT_NAMES",
+    "Policy",
+    "RandomBot",
+    "SmartBot",
+    "ThresholdBot",
+    "TurnEVBot",
+    "make_policy",
+]

@@ -132,24 +132,25 @@ def _solve_with_progress(rules: Rules, show: bool) -> TwoPlayerSolution:
 
 class OptimalBot:
     """Maximizes the probability of winning (exact for 2 players; for more, plays the
-    2-player optimum against the leading opponent, see the module docstring)."""
+    2-player optimum against the leading opponent, see the module docstring). The
+    solution for a game's rules is loaded (or solved) the first time it is needed."""
 
     name = "optimal"
 
-    def __init__(self, rules: Rules | None = None, show_progress: bool = True) -> None:
-        self.rules = rules or Rules()
-        self.solution = two_player_solution(self.rules, show_progress)
+    def __init__(self, show_progress: bool = True) -> None:
+        self.show_progress = show_progress
+
+    def solution(self, rules: Rules) -> TwoPlayerSolution:
+        return two_player_solution(rules, self.show_progress)
 
     def action_values(self, game: Game) -> dict[int, float]:
-        """Win probability of every legal action (2 players: exact)."""
-        if game.rules != self.rules:
-            raise ValueError(f"this optimal bot was solved for {self.rules}, not {game.rules}")
+        """Win probability of every legal action (exact with 2 players)."""
         s = game.state
-        sol = self.solution
+        sol = self.solution(game.rules)
         own = s.scores[s.current]
         opp = max(score for seat, score in enumerate(s.scores) if seat != s.current)
         info = ROLL_INFO[s.roll]
-        holds = info.hold_for_bits(self.rules.hold)
+        holds = info.hold_for_bits(game.rules.hold)
         values = {}
         for action in game.legal()[0]:
             hold = holds[action & ~BANK_BIT]

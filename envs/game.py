@@ -144,6 +144,22 @@ def state_problem(s: GameState, rules: Rules) -> str:
     return ""
 
 
+def gift_recipient(scores: list[int], banker: int, total: int, rules: Rules) -> int | None:
+    """Who receives an overshooting `total` banked by `banker` (R9): the other player
+    with the lowest score among those with at least the entry score, ties to the first
+    in turn order after the banker; None if nobody qualifies or the gift would take the
+    recipient past the target (the points are lost)."""
+    n = len(scores)
+    recipient = None
+    for k in range(1, n):
+        p = (banker + k) % n
+        if scores[p] >= rules.entry and (recipient is None or scores[p] < scores[recipient]):
+            recipient = p
+    if recipient is None or scores[recipient] + total > rules.target:
+        return None
+    return recipient
+
+
 class _DiceStream:
     """Uniform rolls drawn from a Generator in batches (one draw per roll, fast)."""
 
@@ -356,20 +372,11 @@ class Game:
     def _give_overshoot(self, me: int, total: int) -> str:
         """R9 overshoot: the turn total goes to the lowest qualified opponent."""
         s = self.state
-        n = len(s.scores)
-        recipient = None
-        for k in range(1, n):  # turn order after the banker: first wins ties
-            p = (me + k) % n
-            if s.scores[p] >= self.rules.entry and (
-                recipient is None or s.scores[p] < s.scores[recipient]
-            ):
-                recipient = p
         head = f"player {me} banked {total}: overshoot"
+        recipient = gift_recipient(s.scores, me, total, self.rules)
         if recipient is None:
-            return head + ", nobody qualifies for the gift, points lost"
+            return head + ", no gift (nobody has entry points, or it would overshoot them)"
         new = s.scores[recipient] + total
-        if new > self.rules.target:
-            return head + f", gift would take player {recipient} over {self.rules.target}, lost"
         s.scores[recipient] = new
         if new == self.rules.target:
             self._finish(recipient)

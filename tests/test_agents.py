@@ -110,3 +110,70 @@ def test_threshold_bot_banks_when_hot_dice_reach_threshold_r6():
     action = ThresholdBot(350).act(g, np.random.default_rng(0))
     assert action == action_for([5, 5], [5, 5], bank=True)
     assert action & BANK_BIT
+
+
+# Rows: (scores, seat to move, turn so far, roll, the action expected, why).
+SMART_ROWS = [
+    ([4800, 3000], [], [1, 1, 2, 3, 4], ([1, 1], True), "R9 takes the exact 5000"),
+    (
+        [4700, 3000],
+        [([1, 2, 3, 4, 6], [1])],
+        [1, 1, 3, 4],
+        ([1, 1], True),
+        "exact win after a roll",
+    ),
+    ([1200, 1500], [([1, 2, 3, 4, 6], [1])], [1, 1, 3, 4], ([1, 1], True), "R9 bumps 1500 to 0"),
+    ([4700, 2000], [], [1, 1, 1, 2, 3], ([1, 1], True), "biggest bank short of overshooting"),
+    (
+        [4500, 4800],
+        [([6, 6, 6, 2, 3], [6, 6, 6])],
+        [1, 5],
+        ([1], True),
+        "gift would be lost: banks",
+    ),
+    ([4500, 2000], [([6, 6, 6, 2, 3], [6, 6, 6])], [1, 5], ([1], False), "no gift: rolls on 1 die"),
+    ([4400, 1000], [], [1, 1, 5, 2, 3], ([1, 1], True), "endgame: banks safe progress"),
+]
+
+
+@pytest.mark.parametrize(("scores", "turn", "roll", "expected", "why"), SMART_ROWS)
+def test_smart_bot_knows_the_endgame(scores, turn, roll, expected, why):
+    g = game_at(scores)
+    for r, held in turn:
+        play(g, r, held, bank=False)
+    g.roll(roll)
+    held, bank = expected
+    assert make_policy("smart").act(g, np.random.default_rng(0)) == action_for(held, roll, bank), (
+        why
+    )
+
+
+def test_turn_ev_bot_takes_the_points_maximizing_choice():
+    # Entered: 1150 can't be banked (R8) and rolling on risks it all: bank the 1100.
+    g = game_at([1000, 0])
+    g.roll([1, 1, 1, 5, 3])
+    action = make_policy("turn-ev").act(g, np.random.default_rng(0))
+    assert action == action_for([1, 1, 1], [1, 1, 1, 5, 3], bank=True)
+    # Not entered with 300 in hand and 4 dice: it must roll; it keeps one ace.
+    g = game_at([0, 0])
+    g.roll([1, 2, 3, 4, 6])
+    assert make_policy("turn-ev").act(g, np.random.default_rng(0)) == action_for(
+        [1], [1, 2, 3, 4, 6], False
+    )
+
+
+@pytest.mark.parametrize("name", ["smart", "turn-ev"])
+@pytest.mark.parametrize("hold", ["free", "all"])
+def test_heuristic_bots_play_legally_in_big_games(name, hold):
+    bot = make_policy(name)
+    rng = np.random.default_rng(0)
+    for n_players in (2, 4, 8):
+        g = Game(n_players, Rules(hold=hold), seed=n_players)
+        while not g.over:
+            assert g.state.turns < 1000
+            if g.state.phase == ROLL:
+                g.roll()
+            else:
+                action = bot.act(g, rng)
+                assert action in g.legal_actions()
+                g.act(action)

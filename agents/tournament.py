@@ -1,0 +1,227 @@
+"""Tournaments: many seeded games between agents, seats rotated, in parallel workers.
+
+Game number g of a tournament with seed S draws everything (dice, random bots) from
+``numpy.random.SeedSequence([S, g])``, so results depend on the seed alone, not on
+the number of workers or the order in which games finish.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents import make_policy
+from agents.base import Policy
+from envs.game import OVER, ROLL, Game
+from envs.rules import Rules
+
+
+@dataclass(frozen=True)
+class Seating:
+    """One game to play: which agent (index into the tournament's agents) sits in
+    each seat, seat 0 first."""
+
+    game: int
+    agents: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GameResult:
+    game: int
+    agents: tuple[int, ...]  # agent of each seat
+    winner_seat: int | None  # None: cut off by the turn limit
+    turns: int
+
+
+def schedule(n_agents: int, players: int, games_per_matchup: int) -> list[Seating]:
+    """Every `players`-subset of the agents plays `games_per_matchup` games, the seats
+    rotating one place each game so that each agent sits in each seat equally often
+    (the count must be a multiple of `players`)."""
+    if not 2 <= players <= 8:
+        raise ValueError(f"players must be 2..8, got {players}")
+    if n_agents < players:
+        raise ValueError(
+            f"{players} players need at least {players} agents, got {n_agents} "
+            "(name an agent twice to seat it twice)"
+        )
+    if games_per_matchup < 1 or games_per_matchup % players:
+        raise ValueError(f"games per matchup must be a positive multiple of {players}")
+    out = []
+    for matchup in itertools.combinations(range(n_agents), players):
+        for j in range(games_per_matchup):
+            seats = tuple(matchup[(s + j) % players] for s in range(players))
+            out.append(Seating(len(out), seats))
+    return out
+
+
+def play_game(
+    policies: Sequence[Policy], rules: Rules, seed: Sequence[int], max_turns: int = 1000
+) -> tuple[int | None, int]:
+    """Play one game, seat i played by policies[i]; returns (winner seat or None, turns)."""
+    seq = np.random.SeedSequence(seed)
+    dice_seed, policy_seed = seq.spawn(2)
+    game = Game(len(policies), rules, seed=np.random.default_rng(dice_seed))
+    rng = np.random.default_rng(policy_seed)
+    state = game.state
+    while state.turns < max_turns:
+        phase = state.phase
+        if phase == ROLL:
+            game.roll()
+        elif phase == OVER:
+            break
+        else:
+            game.act(policies[state.current].act(game, rng))
+    return state.winner, state.turns
+
+
+# Worker processes build their own policies once (checkpoints load once per worker).
+_WORKER: dict = {}
+
+
+def _init_worker(specs: Sequence[str], rules: Rules, seed: int, max_turns: int) -> None:
+    _WORKER.update(
+        policies=[make_policy(spec) for spec in specs], rules=rules, seed=seed, max_turns=max_turns
+    )
+
+
+def _play_chunk(chunk: Sequence[Seating]) -> list[GameResult]:
+    w = _WORKER
+    results = []
+    for seating in chunk:
+        policies = [w["policies"][a] for a in seating.agents]
+        winner, turns = play_game(policies, w["rules"], [w["seed"], seating.game], w["max_turns"])
+        results.append(GameResult(seating.game, seating.agents, winner, turns))
+    return results
+
+
+def run(
+    specs: Sequence[str],
+    seatings: Sequence[Seating],
+    rules: Rules,
+    seed: int,
+    workers: int = 1,
+    max_turns: int = 1000,
+    on_progress: Callable[[int], None] | None = None,
+    chunk_size: int = 250,
+) -> list[GameResult]:
+    """Play every seating; `on_progress(n)` is told of each batch of n finished games."""
+    chunks = [seatings[i : i + chunk_size] for i in range(0, len(seatings), chunk_size)]
+    results: list[GameResult] = []
+    if workers <= 1:
+        _init_worker(specs, rules, seed, max_turns)
+        for chunk in chunks:
+            results.extend(_play_chunk(chunk))
+            if on_progress:
+                on_progress(len(chunk))
+    else:
+        workers = min(workers, os.cpu_count() or 1, len(chunks)) or 1
+        with ProcessPoolExecutor(
+            workers, initializer=_init_worker, initargs=(list(specs), rules, seed, max_turns)
+        ) as pool:
+            for chunk_results in pool.map(_play_chunk, chunks):
+                results.extend(chunk_results)
+                if on_progress:
+                    on_progress(len(chunk_results))
+    return sorted(results, key=lambda r: r.game)
+
+
+# ------------------------------------------------------------------ statistics
+def wilson_interval(wins: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% by default)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = wins / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summarize(names: Sequence[str], results: Sequence[GameResult], players: int) -> dict:
+    """Per-agent win rates with Wilson intervals, game lengths, the pairwise matrix (2
+    players) and openskill ratings."""
+    n = len(names)
+    games = [0] * n
+    wins = [0] * n
+    turns = [0] * n
+    seat_wins = [[0] * players for _ in range(n)]
+    seat_games = [[0] * players for _ in range(n)]
+    pair_games = np.zeros((n, n), dtype=int)
+    pair_wins = np.zeros((n, n), dtype=int)
+    truncated = 0
+    for r in results:
+        winner = r.agents[r.winner_seat] if r.winner_seat is not None else None
+        truncated += winner is None
+        for seat, a in enumerate(r.agents):
+            games[a] += 1
+            turns[a] += r.turns
+            seat_games[a][seat] += 1
+            if seat == r.winner_seat:
+                wins[a] += 1
+                seat_wins[a][seat] += 1
+        if players == 2:
+            a, b = r.agents
+            pair_games[a, b] += 1
+            pair_games[b, a] += 1
+            if winner is not None:
+                pair_wins[winner, b if winner == a else a] += 1
+    ratings = _openskill(n, results)
+    agents = []
+    for a, name in enumerate(names):
+        low, high = wilson_interval(wins[a], games[a])
+        agents.append(
+            {
+                "agent": name,
+                "games": games[a],
+                "wins": wins[a],
+                "win_rate": wins[a] / games[a] if games[a] else 0.0,
+                "ci95_low": low,
+                "ci95_high": high,
+                "mean_game_turns": turns[a] / games[a] if games[a] else 0.0,
+                "win_rate_by_seat": [
+                    seat_wins[a][s] / seat_games[a][s] if seat_games[a][s] else None
+                    for s in range(players)
+                ],
+                **ratings[a],
+            }
+        )
+    summary = {"players": players, "games": len(results), "truncated": truncated, "agents": agents}
+    if players == 2:
+        summary["pairwise"] = {
+            names[a]: {
+                names[b]: {
+                    "games": int(pair_games[a, b]),
+                    "wins": int(pair_wins[a, b]),
+                    "win_rate": pair_wins[a, b] / pair_games[a, b],
+                    "ci95": wilson_interval(int(pair_wins[a, b]), int(pair_games[a, b])),
+                }
+                for b in range(n)
+                if b != a and pair_games[a, b]
+            }
+            for a in range(n)
+        }
+    return summary
+
+
+def _openskill(n: int, results: Sequence[GameResult]) -> list[dict]:
+    """Plackett-Luce ratings from openskill, games taken in order: the winner first,
+    everybody else tied second (a cut-off game: all tied)."""
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    ratings = [model.rating() for _ in range(n)]
+    for r in results:
+        teams = [[ratings[a]] for a in r.agents]
+        ranks = [0 if seat == r.winner_seat else 1 for seat in range(len(r.agents))]
+        rated = model.rate(teams, ranks=ranks)
+        for a, team in zip(r.agents, rated, strict=True):
+            ratings[a] = team[0]
+    return [
+        {"rating_mu": r.mu, "rating_sigma": r.sigma, "rating_ordinal": r.ordinal()} for r in ratings
+    ]

@@ -1,0 +1,204 @@
+"""Exact solvers (turn EV and 2-player optimal) checked against independent
+recomputations and against simulations on the real engine."""
+
+import math
+
+import numpy as np
+import pytest
+
+from agents import make_policy
+from agents.optimal import OptimalBot, _cache_path, cache_dir, two_player_solution
+from agents.solver import bellman_residual, solve_turn_ev, solve_two_player
+from agents.tournament import play_game
+from envs.game import ROLL, Game, GameState
+from envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
+
+
+def independent_turn_ev(rules: Rules, entered: bool, cap: int) -> float:
+    """Expected points of one turn, by a plain backward recursion over the rolls
+    themselves (no merged chance classes), with a different cap than the solver."""
+    levels = cap // 50
+    value = {}  # (i, k) -> expected points before rolling k dice with total 50*i
+    for i in range(levels + 90, -1, -1):
+        t = i * 50
+        for k in range(1, NUM_DICE + 1):
+            if i > levels:
+                value[i, k] = t
+                continue
+            total = 0.0
+            for roll, p in roll_probabilities(k):
+                best = 0.0 if ROLL_INFO[roll].bust else -math.inf
+                for hold in ROLL_INFO[roll].holds(rules.hold):
+                    new = t + hold.points
+                    left = (k - len(hold.dice)) or NUM_DICE
+                    if can_bank(1 if entered else 0, new, rules.entry):
+                        best = max(best, new)
+                    best = max(best, value[min(new // 50, levels + 90), left])
+                total += p * best
+            value[i, k] = total
+    return value[0, NUM_DICE]
+
+
+@pytest.mark.parametrize("hold", ["free", "all"])
+def test_turn_ev_matches_an_independent_recursion(hold):
+    rules = Rules(hold=hold)
+    ev = solve_turn_ev(rules)
+    assert ev.entered_turn_value == pytest.approx(
+        independent_turn_ev(rules, True, 30_000), abs=1e-9
+    )
+    assert ev.value[0, 0, NUM_DICE] == pytest.approx(
+        independent_turn_ev(rules, False, 30_000), abs=1e-9
+    )
+
+
+def test_turn_ev_bot_scores_the_solved_value_per_turn():
+    """Simulated turns of the turn-ev bot, entered, average the exact expected points.
+    (A huge target keeps overshoots and exact wins out of the way.)"""
+    rules = Rules(target=1_000_000)
+    ev = solve_turn_ev(rules)
+    bot = make_policy("turn-ev")
+    rng = np.random.default_rng(0)
+    game = Game(2, rules, seed=1)
+    points = []
+    for _ in range(60_000):
+        game.state = GameState(scores=[1000, 1000])
+        while game.state.current == 0:
+            if game.state.phase == ROLL:
+                game.roll()
+            else:
+                game.act(bot.act(game, rng))
+        points.append(game.state.scores[0] - 1000)
+    points = np.array(points)
+    standard_error = points.std() / math.sqrt(len(points))
+    assert abs(points.mean() - ev.entered_turn_value) < 4 * standard_error
+
+
+@pytest.mark.parametrize(
+    "rules", [Rules(target=1000), Rules(target=1500, hold="all"), Rules(target=2000)]
+)
+def test_bellman_equations_hold_on_shrunken_games(rules):
+    assert bellman_residual(solve_two_player(rules)) < 1e-9
+
+
+def test_bellman_equations_hold_on_the_full_game():
+    sol = two_player_solution(Rules(), show_progress=False)
+    assert bellman_residual(sol) < 1e-9
+    assert 0.5 < sol.first_player_win_probability < 0.6  # moving first is an advantage
+
+
+@pytest.mark.parametrize(
+    ("rules", "scores"),
+    [
+        (Rules(target=1000), [0, 0]),
+        (Rules(target=1000), [500, 0]),
+        (Rules(target=1000), [0, 800]),
+        (Rules(target=1000), [900, 700]),
+        (Rules(target=1500, hold="all"), [0, 0]),
+        (Rules(target=1500, hold="all"), [1200, 1400]),
+    ],
+)
+def test_solver_win_probability_matches_simulated_optimal_play(rules, scores):
+    """The engine plays optimal against optimal from a position; the first player's
+    win rate agrees with the solver's value within 4 standard errors."""
+    sol = solve_two_player(rules)
+    expected = float(sol.V[sol.score_index(scores[0]), sol.score_index(scores[1])])
+    bot = OptimalBot(show_progress=False)
+    n_games = 6000
+    wins = 0
+    for g in range(n_games):
+        game = Game(2, rules, seed=np.random.default_rng([7, g]))
+        game.state.scores = list(scores)
+        while not game.over:
+            if game.state.phase == ROLL:
+                game.roll()
+            else:
+                game.act(bot.act(game, None))
+        wins += game.state.winner == 0
+    standard_error = math.sqrt(expected * (1 - expected) / n_games)
+    assert abs(wins / n_games - expected) < 4 * standard_error
+
+
+def test_optimal_against_itself_wins_half_with_seats_rotated():
+    bot = make_policy("optimal")
+    n_games = 4000
+    first_copy_wins = 0
+    for g in range(n_games):
+        seats = [bot, bot]
+        winner, _ = play_game(seats, Rules(), [11, g])
+        # Copy A sits in seat g % 2.
+        first_copy_wins += winner == g % 2
+    p = first_copy_wins / n_games
+    assert abs(p - 0.5) < 4 * math.sqrt(0.25 / n_games)
+
+
+@pytest.mark.parametrize("scores", [[0, 0], [2500, 4700], [4900, 0]])
+def test_optimal_action_values_average_to_the_state_value(scores):
+    """Over every first roll (with its probability), the best action's value averages
+    to the solver's value of the state: the bot and the tables agree."""
+    bot = OptimalBot(show_progress=False)
+    sol = bot.solution(Rules())
+    pass_value = 1.0 - float(sol.V[sol.score_index(scores[1]), sol.score_index(scores[0])])
+    total = 0.0
+    for roll, p in roll_probabilities(NUM_DICE):
+        game = Game(2)
+        game.state.scores = list(scores)
+        game.roll(roll)
+        if game.state.phase == ROLL:  # bust: the turn passes
+            total += p * pass_value
+            continue
+        values = bot.action_values(game)
+        assert set(values) == set(game.legal_actions())
+        total += p * max(values.values())
+    expected = float(sol.V[sol.score_index(scores[0]), sol.score_index(scores[1])])
+    assert total == pytest.approx(expected, abs=1e-12)
+
+
+def test_optimal_plays_legally_with_more_players():
+    bot = make_policy("optimal")
+    rng = np.random.default_rng(0)
+    for n in (3, 5):
+        for seed in range(3):
+            winner, turns = play_game([bot] * n, Rules(), [seed, n])
+            assert winner is not None and turns < 1000
+    game = Game(4, seed=0)
+    game.roll([1, 5, 5, 2, 3])
+    assert bot.act(game, rng) in game.legal_actions()
+
+
+def test_cache_is_keyed_by_rules_and_rebuilt_when_corrupt(tmp_path, monkeypatch, capsys):
+    from agents import optimal
+
+    monkeypatch.setenv("FIVETHOUSAND_CACHE", str(tmp_path))
+    monkeypatch.setattr(optimal, "_MEMORY", {})
+    rules = Rules(target=1000)
+    first = two_player_solution(rules, show_progress=False)
+    path = _cache_path(rules)
+    assert path.parent == cache_dir() == tmp_path and path.exists()
+    assert _cache_path(Rules(target=1000, hold="all")) != path  # another variant, another file
+    # A corrupt file is detected and replaced by a fresh solve.
+    path.write_bytes(b"not a solution")
+    monkeypatch.setattr(optimal, "_MEMORY", {})
+    again = two_player_solution(rules, show_progress=False)
+    assert "corrupt" in capsys.readouterr().err
+    assert np.array_equal(again.V, first.V)
+    # A tampered array fails the checksum.
+    with np.load(path) as data:
+        arrays = dict(data)
+    arrays["V"] = arrays["V"] + 0.01
+    np.savez(path, **arrays)
+    monkeypatch.setattr(optimal, "_MEMORY", {})
+    two_player_solution(rules, show_progress=False)
+    assert "corrupt" in capsys.readouterr().err
+
+
+def test_cli_prints_the_exact_numbers(tmp_path, capsys):
+    from agents.optimal import main
+
+    assert main(["--json", "--plot", str(tmp_path / "strategy.png")]) == 0
+    import json
+
+    numbers = json.loads(capsys.readouterr().out)
+    sol = two_player_solution(Rules(), show_progress=False)
+    assert numbers["first_player_win_probability"] == sol.first_player_win_probability
+    assert numbers["best_expected_turn_points_entered"] == solve_turn_ev().entered_turn_value
+    assert (tmp_path / "strategy.png").stat().st_size > 10_000
