@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class ThresholdBot:
         return best.bits
 
 
-@lru_cache(maxsize=None)
+@cache
 def _turn_ev(rules: Rules) -> TurnEV:
     return solve_turn_ev(rules)
 

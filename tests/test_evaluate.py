@@ -60,7 +60,7 @@ def test_tournament_outputs(tmp_path, capsys):
         + summary["pairwise"]["random"]["smart"]["wins"]
     )
     assert pair <= 60
-    rows = list(csv.DictReader(open(f"{out}.csv")))
+    rows = list(csv.DictReader(Path(f"{out}.csv").read_text().splitlines()))
     assert [r["agent"] for r in rows] == ["smart", "threshold:350", "random"]
     assert Path(f"{out}.png").stat().st_size > 5000
     printed = capsys.readouterr().out
