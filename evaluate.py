@@ -53,6 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON")
     p.add_argument("--csv", metavar="PATH", help="write per-agent results as CSV")
     p.add_argument("--plot", metavar="PATH.png", help="draw win rates (and the pairwise matrix)")
+    p.add_argument("--markdown", metavar="PATH.md", help="write the tables as Markdown")
     return p.parse_args(argv)
 
 
@@ -133,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         write_csv(args.csv, summary)
     if args.plot:
         plot(summary, args.plot)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(summary))
     return 0
 
 
@@ -167,6 +171,36 @@ def print_summary(console: Console, summary: dict) -> None:
                     cells.append(f"{cell['win_rate']:.1%} ±{half:.1%}")
             matrix.add_row(row, *cells)
         console.print(matrix)
+
+
+def markdown(summary: dict) -> str:
+    """The agent table and, for 2 players, the pairwise matrix, as Markdown."""
+    lines = [
+        "| agent | games | win rate | 95% interval | mean turns | openskill mu ± sigma |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    agents = sorted(summary["agents"], key=lambda a: -a["win_rate"])
+    for a in agents:
+        lines.append(
+            f"| {a['agent']} | {a['games']} | {a['win_rate']:.1%} | "
+            f"{a['ci95_low']:.1%} - {a['ci95_high']:.1%} | {a['mean_game_turns']:.1f} | "
+            f"{a['rating_mu']:.2f} ± {a['rating_sigma']:.2f} |"
+        )
+    if "pairwise" in summary:
+        names = [a["agent"] for a in agents]
+        lines += ["", "| row wins against column | " + " | ".join(names) + " |"]
+        lines.append("|---|" + "---:|" * len(names))
+        for row in names:
+            cells = []
+            for col in names:
+                cell = summary["pairwise"][row].get(col)
+                if cell is None:
+                    cells.append("")
+                else:
+                    low, high = cell["ci95"]
+                    cells.append(f"{cell['win_rate']:.1%} ({low:.1%} - {high:.1%})")
+            lines.append(f"| **{row}** | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def write_csv(path: str, summary: dict) -> None:

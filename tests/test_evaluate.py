@@ -43,6 +43,8 @@ def test_tournament_outputs(tmp_path, capsys):
             f"{out}.csv",
             "--plot",
             f"{out}.png",
+            "--markdown",
+            f"{out}.md",
         ]
     )
     assert code == 0
@@ -63,6 +65,8 @@ def test_tournament_outputs(tmp_path, capsys):
     rows = list(csv.DictReader(Path(f"{out}.csv").read_text().splitlines()))
     assert [r["agent"] for r in rows] == ["smart", "threshold:350", "random"]
     assert Path(f"{out}.png").stat().st_size > 5000
+    md = Path(f"{out}.md").read_text()
+    assert md.count("\n| **") == 3 and f"{by_name['smart']['win_rate']:.1%}" in md
     printed = capsys.readouterr().out
     assert "win rate" in printed and "smart" in printed
 
