@@ -1,8 +1,11 @@
-"""A short match between scripted bots, played out in the terminal.
+"""The main job of `make demo`: train a small agent, then measure it.
 
-    python demo.py [--bots threshold:350 random ...] [--seed 0] [--delay 0]
+    python demo.py [--seed 0] [--games 400]      # train (a few minutes), then evaluate
+    python demo.py --watch [--bots smart random] # watch bots play a match instead
 
-Every roll and decision is shown; the scores are redrawn at the end of each round.
+Training uses the `quick` preset of train.py (run folder checkpoints/demo_quick, replaced
+each time). The evaluation table shows the new agent and the shipped 2-player agent
+(checkpoints/ppo-2p) against each bot, seats alternating.
 """
 
 from __future__ import annotations
@@ -32,7 +35,57 @@ def score_table(game: Game, names: list[str]) -> Table:
     return table
 
 
+def train_and_evaluate(seed: int, games: int, workers: int) -> int:
+    import shutil
+    from pathlib import Path
+
+    import train
+    from agents.tournament import run, schedule, summarize
+
+    console = Console()
+    root = Path(__file__).resolve().parent
+    run_dir = root / "checkpoints" / "demo_quick"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)  # the demo's own scratch run
+    console.rule("training a small agent: python train.py --preset quick")
+    code = train.main(["--preset", "quick", "--run-name", "demo_quick", "--seed", str(seed)])
+    if code != 0:
+        return code
+    agents = {"new agent (quick preset)": str(run_dir / "best" / "model.zip")}
+    shipped = root / "checkpoints" / "ppo-2p" / "model.zip"
+    if shipped.is_file():
+        agents["shipped ppo-2p"] = str(shipped)
+    bots = ["optimal", "smart", "turn-ev", "threshold:350", "random"]
+    games += games % 2
+    table = Table(title=f"win rate against each bot, {games} games each, seats alternating")
+    table.add_column("agent")
+    for bot in bots:
+        table.add_column(bot, justify="right")
+    console.rule("evaluating")
+    for label, path in agents.items():
+        cells = []
+        for bot in bots:
+            results = run([path, bot], schedule(2, 2, games), Rules(), seed, workers=workers)
+            me = summarize([label, bot], results, 2)["agents"][0]
+            half = (me["ci95_high"] - me["ci95_low"]) / 2
+            cells.append(f"{me['win_rate']:.1%} ±{half:.1%}")
+        table.add_row(label, *cells)
+    console.print(table)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--watch" not in argv:
+        parser = argparse.ArgumentParser(description="Train a small agent, then evaluate it.")
+        parser.add_argument("--seed", type=int, default=0, help="seed of training and games")
+        parser.add_argument("--games", type=int, default=400, help="games per bot")
+        parser.add_argument("--workers", type=int, default=2, help="evaluation processes")
+        parser.add_argument("--watch", action="store_true", help="watch bots play instead")
+        args = parser.parse_args(argv)
+        return train_and_evaluate(args.seed, args.games, args.workers)
+    argv = [a for a in argv if a != "--watch"]
     parser = argparse.ArgumentParser(description="Watch scripted bots play 5000.")
     parser.add_argument(
         "--bots",

@@ -23,7 +23,6 @@ from rich.table import Table
 
 from agents import make_policy
 from agents import tournament as tour
-from envs.encoding import observation_size
 from envs.rules import Rules
 
 
@@ -71,14 +70,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--max-turns must be at least --players, got {args.max_turns}")
         games = -(-args.games // args.players) * args.players  # seats rotate evenly
         policies = [make_policy(spec) for spec in args.agents]  # fail fast, in this process
-        needed = observation_size(args.players)
-        for spec, policy in zip(args.agents, policies, strict=True):
-            size = getattr(policy, "obs_size", needed)
-            if size != needed:
-                raise ValueError(
-                    f"{spec} was trained for {size} observation values; "
-                    f"{args.players}-player games give {needed}"
-                )
+        for policy in policies:
+            if hasattr(policy, "encoder"):  # a checkpoint: does it fit this game?
+                policy.encoder(args.players, rules)
         seatings = tour.schedule(len(args.agents), args.players, games)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

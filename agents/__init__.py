@@ -5,7 +5,15 @@ from __future__ import annotations
 from agents.base import Policy
 from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
 
-BOT_NAMES = ("random", "threshold:T", "smart", "turn-ev", "optimal", "PATH.zip (SB3 checkpoint)")
+BOT_NAMES = (
+    "random",
+    "threshold:T",
+    "smart",
+    "turn-ev",
+    "optimal",
+    "PATH.zip (SB3 checkpoint)",
+    "PATH.npz (training snapshot)",
+)
 
 
 def _optimal() -> Policy:
@@ -31,6 +39,10 @@ def make_policy(spec: str | Policy) -> Policy:
         from agents.neural import SB3Policy  # torch is imported only when needed
 
         return SB3Policy(spec.strip())
+    if spec.strip().endswith(".npz"):
+        from agents.neural import load_snapshot
+
+        return load_snapshot(spec.strip())
     name, _, arg = spec.strip().partition(":")
     if arg == "" and name in _SIMPLE:
         return _SIMPLE[name]()

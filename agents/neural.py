@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.encoding import encode, observation_size
+from envs.encoding import encode, encode_rich, observation_size, rich_observation_size
 from envs.game import Game
+from envs.rules import Rules
 
 
 class CheckpointError(ValueError):
@@ -38,17 +39,28 @@ class SB3Policy:
             raise CheckpointError(f"checkpoint {path} does not take a flat observation vector")
         self.obs_size = shape[0]
         self.deterministic = deterministic
-        self.name = path.stem
+        self.name = path.stem if path.stem != "model" else path.parent.name or path.stem
         self.path = path
+        self._key = None
+
+    def encoder(self, n_players: int, rules: Rules):
+        """The observation encoding this checkpoint reads in such a game (told apart by
+        size), or CheckpointError if it fits neither."""
+        if self.obs_size == rich_observation_size(n_players, rules):
+            return encode_rich
+        if self.obs_size == observation_size(n_players):
+            return encode
+        raise CheckpointError(
+            f"{self.path} was trained for {self.obs_size} observation values; "
+            f"{n_players}-player games give {observation_size(n_players)} (compact) or "
+            f"{rich_observation_size(n_players, rules)} (rich)"
+        )
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
-        if observation_size(game.n_players) != self.obs_size:
-            raise CheckpointError(
-                f"checkpoint {self.path} takes {self.obs_size} observation values, "
-                f"a {game.n_players}-player game gives {observation_size(game.n_players)}"
-            )
-        seat = game.state.current
-        obs = encode(game, seat)
+        key = (game.n_players, game.rules)
+        if key != self._key:
+            self._encode, self._key = self.encoder(*key), key
+        obs = self._encode(game, game.state.current)
         mask = game.legal()[1]
         if not self.deterministic:
             import torch
@@ -56,3 +68,17 @@ class SB3Policy:
             torch.manual_seed(int(rng.integers(2**31)))
         action, _ = self.model.predict(obs, action_masks=mask, deterministic=self.deterministic)
         return int(action)
+
+
+def load_snapshot(path: str | Path):
+    """A self-play snapshot (``NumpyScorer`` weights, .npz) as a greedy policy."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"snapshot not found: {path}")
+    from agents.networks import NumpyScorer
+
+    try:
+        return NumpyScorer.load(path)
+    except Exception as e:
+        first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(f"could not load snapshot {path}: {first_line}") from None

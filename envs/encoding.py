@@ -1,4 +1,7 @@
-"""Observation encoding: what a player sees of a game, as a fixed-size float32 vector.
+"""Observation encodings: what a player sees of a game, as a fixed-size float32 vector.
+
+Two encodings: "compact" (the default, below) and "rich" (the compact vector plus
+one-hot scores and per-action consequences, further down), used by the trained agents.
 
 Shared by the Gymnasium and PettingZoo environments and by trained and exported
 policies, so that a model sees the same numbers wherever it plays. Change the layout
@@ -28,8 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.game import DECIDE, Game
-from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO
+from envs.game import DECIDE, Game, gift_recipient
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, can_bank
 
 OBS_VERSION = 1
 # Every entry lies in [OBS_LOW, OBS_HIGH]; the two turn-total features are clipped there
@@ -80,3 +83,109 @@ def encode(game: Game, seat: int) -> np.ndarray:
         obs[len(head) :] = 0.0
     obs[: len(head)] = head
     return obs
+
+
+# --------------------------------------------------------------------------- rich
+# The "rich" encoding adds, to the compact vector above, one-hot banked scores and a
+# block of features for each of the 64 actions describing where that action leads.
+# A policy can then score every action with one shared function of its consequences
+# (see agents.networks), which is how the game's values are structured: what matters
+# is the turn total after the hold, the dice left, and what banking it would do.
+ACTION_FEATURES = 42
+RICH_OBS_HIGH = 5.0  # points held / 1000 reach 4.4
+_NEED_BINS = 21  # one-hot of the points still needed after the action: 0, 50, ..., 1000
+
+
+def score_bins(rules) -> int:
+    return rules.target // 100 + 1
+
+
+def rich_state_size(n_players: int, rules) -> int:
+    return observation_size(n_players) + n_players * score_bins(rules)
+
+
+def rich_observation_size(n_players: int, rules) -> int:
+    return rich_state_size(n_players, rules) + NUM_ACTIONS * ACTION_FEATURES
+
+
+def action_features(game: Game, seat: int) -> np.ndarray:
+    """(64, ACTION_FEATURES) consequences of each legal action for `seat` (zeros for
+    illegal actions, and for everybody but the player to move).
+
+    Per action: 0 legal; 1 banks; 2 turn total after the hold / target; 3-7 one-hot
+    dice left to roll (1..5, 5 after hot dice); 8 points held / 1000; 9 points still
+    needed after it / target (clipped to [-1, 1]); 10-30 one-hot of that need in 0..1000
+    by 50; 31 need > 1000; 32 need < 0 (overshoot); 33 the new total may be banked (R8);
+    34 banking wins; 35 banking bumps somebody; 36 banking gifts an opponent; 37 that
+    gift wins for them; 38 banking loses the points (overshoot, no gift); 39 own score
+    after the action / target; 40 reserved (0); 41 the new total ends in 50.
+    """
+    out = np.zeros((NUM_ACTIONS, ACTION_FEATURES), dtype=np.float32)
+    s = game.state
+    if s.phase != DECIDE or s.current != seat:
+        return out
+    rules = game.rules
+    target, entry = rules.target, rules.entry
+    own = s.scores[seat]
+    others = [score for p, score in enumerate(s.scores) if p != seat]
+    info = ROLL_INFO[s.roll]
+    holds = info.hold_for_bits(rules.hold)
+    n_dice = len(info.dice)
+    for action in game.legal()[0]:
+        hold = holds[action & ~BANK_BIT]
+        total = s.turn_total + hold.points
+        left = (n_dice - len(hold.dice)) or NUM_DICE
+        need = target - own - total
+        row = out[action]
+        row[0] = 1.0
+        row[2] = total / target
+        row[2 + left] = 1.0
+        row[8] = hold.points / 1000
+        row[9] = min(max(need / target, -1.0), 1.0)
+        if 0 <= need <= 1000:
+            row[10 + need // 50] = 1.0
+        elif need > 1000:
+            row[31] = 1.0
+        else:
+            row[32] = 1.0
+        row[33] = can_bank(own, total, entry)
+        row[41] = total % 100 == 50
+        row[39] = own / target
+        if action & BANK_BIT:
+            row[1] = 1.0
+            if need == 0:
+                row[34] = 1.0
+                row[39] = 1.0
+            elif need > 0:
+                row[35] = (own + total) in others
+                row[39] = (own + total) / target
+            else:
+                recipient = gift_recipient(s.scores, seat, total, rules)
+                if recipient is None:
+                    row[38] = 1.0
+                else:
+                    row[36] = 1.0
+                    row[37] = s.scores[recipient] + total == target
+    return out
+
+
+def encode_rich(game: Game, seat: int) -> np.ndarray:
+    """The compact vector, one-hot banked scores (own first), then the action block."""
+    s = game.state
+    n = len(s.scores)
+    bins = score_bins(game.rules)
+    scores = s.scores[seat:] + s.scores[:seat]
+    one_hot = np.zeros(n * bins, dtype=np.float32)
+    one_hot[[j * bins + score // 100 for j, score in enumerate(scores)]] = 1.0
+    return np.concatenate([encode(game, seat), one_hot, action_features(game, seat).ravel()])
+
+
+ENCODINGS = {"compact": encode, "rich": encode_rich}
+
+
+def encoding_size(name: str, n_players: int, rules) -> int:
+    if name == "compact":
+        return observation_size(n_players)
+    if name == "rich":
+        return rich_observation_size(n_players, rules)
+    raise ValueError(f"unknown observation encoding {name!r}; accepted: {', '.join(ENCODINGS)}")

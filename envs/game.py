@@ -170,6 +170,14 @@ class _DiceStream:
         self._codes: list[int] = []
         self._next = 0
 
+    def get_state(self) -> dict:
+        return {"rng": self.rng.bit_generator.state, "codes": list(self._codes), "next": self._next}
+
+    def set_state(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self._codes = list(state["codes"])
+        self._next = int(state["next"])
+
     def draw(self, n: int) -> RollInfo:
         if self._next >= len(self._codes):
             # 6**5 is a multiple of 6**n, so code % 6**n is uniform for every n.
@@ -211,6 +219,13 @@ class Game:
         """Set the source of the dice."""
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self._dice = _DiceStream(rng)
+
+    def dice_state(self) -> dict:
+        """The dice source's exact position (generator state and unused draws)."""
+        return self._dice.get_state()
+
+    def set_dice_state(self, state: dict) -> None:
+        self._dice.set_state(state)
 
     # ----------------------------------------------------------------- queries
     @property

@@ -10,7 +10,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.encoding import OBS_HIGH, OBS_LOW, OBS_VERSION, encode, observation_size
+from envs.encoding import (
+    ENCODINGS,
+    OBS_HIGH,
+    OBS_LOW,
+    OBS_VERSION,
+    RICH_OBS_HIGH,
+    encoding_size,
+)
 from envs.game import DECIDE, OVER, ROLL, Game, IllegalMoveError
 from envs.render import render_rgb, render_text
 from envs.rules import NUM_ACTIONS, Rules
@@ -64,6 +71,10 @@ class FiveThousandEnv(gym.Env):
     - ``dict_obs``: observations as a dict that carries the action mask.
     - ``render_mode``: ``"ansi"`` (``render()`` returns text), ``"human"`` (prints it) or
       ``"rgb_array"`` (an image of the dice and score bars, for video recording).
+    - ``obs_encoding``: ``"compact"`` (default, above) or ``"rich"`` (adds one-hot scores
+      and the consequences of each action, see ``envs.encoding``).
+    - ``opponent_pool``: ``[(opponent, weight), ...]``; each opponent seat is drawn from
+      it at every reset (``add_opponent`` grows it, e.g. with self-play snapshots).
     """
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
@@ -80,6 +91,8 @@ class FiveThousandEnv(gym.Env):
         illegal_action: str = "lose",
         dict_obs: bool = False,
         render_mode: str | None = None,
+        obs_encoding: str = "compact",
+        opponent_pool: Sequence[tuple[Any, float]] | None = None,
     ) -> None:
         from agents import make_policy  # agents import envs; import here to avoid a cycle
 
@@ -108,7 +121,17 @@ class FiveThousandEnv(gym.Env):
             raise ValueError(
                 f"need {n_players - 1} opponents for {n_players} players, got {len(opponents)}"
             )
+        self._specs: dict[int, Any] = {}  # id(policy) -> how it was named
         self.opponents = [make_policy(o) for o in opponents]
+        for spec, policy in zip(opponents, self.opponents, strict=True):
+            self._specs[id(policy)] = spec
+        self.opponent_pool: list[tuple[Any, float]] = []
+        for spec, weight in opponent_pool or []:
+            self.add_opponent(spec, weight)
+        if obs_encoding not in ENCODINGS:
+            raise ValueError(f"obs_encoding must be one of {list(ENCODINGS)}, got {obs_encoding!r}")
+        self.obs_encoding = obs_encoding
+        self._encode = ENCODINGS[obs_encoding]
         self.n_players = n_players
         self.learner_seat_option = learner_seat
         self.max_turns = max_turns
@@ -118,9 +141,9 @@ class FiveThousandEnv(gym.Env):
         self.obs_version = OBS_VERSION
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
-        vector = spaces.Box(
-            OBS_LOW, OBS_HIGH, shape=(observation_size(n_players),), dtype=np.float32
-        )
+        size = encoding_size(obs_encoding, n_players, self.rules)
+        high = OBS_HIGH if obs_encoding == "compact" else RICH_OBS_HIGH
+        vector = spaces.Box(OBS_LOW, high, shape=(size,), dtype=np.float32)
         if dict_obs:
             mask = spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8)
             self.observation_space = spaces.Dict({"observation": vector, "action_mask": mask})
@@ -131,6 +154,7 @@ class FiveThousandEnv(gym.Env):
         self.learner_seat = 0 if learner_seat == "random" else learner_seat
         self._seat_policy: list[Any] = []
         self._done = True
+        self._learner_turns = self._learner_busts = 0
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -138,14 +162,21 @@ class FiveThousandEnv(gym.Env):
         rng = self.np_random
         if self.learner_seat_option == "random":
             self.learner_seat = int(rng.integers(self.n_players))
-        # Seat k after the learner is played by opponents[k - 1].
+        # Seat k after the learner is played by opponents[k - 1], or, with a pool, by
+        # a member drawn for this game in proportion to its weight.
+        opponents = self.opponents
+        if self.opponent_pool:
+            weights = np.array([w for _, w in self.opponent_pool], dtype=float)
+            picks = rng.choice(len(weights), size=self.n_players - 1, p=weights / weights.sum())
+            opponents = [self.opponent_pool[i][0] for i in picks]
         self._seat_policy = [None] * self.n_players
-        for k, policy in enumerate(self.opponents, start=1):
+        for k, policy in enumerate(opponents, start=1):
             self._seat_policy[(self.learner_seat + k) % self.n_players] = policy
         # The first decision is the learner's by construction. In the rare game that an
         # opponent wins (or every learner roll busts until the turn limit) before it, a
         # new game is dealt: an episode never starts finished.
         while True:
+            self._learner_turns = self._learner_busts = 0
             self.game = Game(self.n_players, self.rules, seed=int(rng.integers(2**63)))
             self._advance()
             if self.game.state.phase == DECIDE:
@@ -183,6 +214,65 @@ class FiveThousandEnv(gym.Env):
             self.render()
         return self._observation(), reward, terminated, truncated, self._info()
 
+    def add_opponent(self, spec: Any, weight: float = 1.0) -> None:
+        """Add a policy (or bot name, or checkpoint path) to the opponent pool; from the
+        next reset, each opponent seat is drawn from the pool by weight."""
+        from agents import make_policy
+
+        if not weight > 0:
+            raise ValueError(f"an opponent's weight must be positive, got {weight!r}")
+        self.opponent_pool.append((make_policy(spec), float(weight)))
+        self._specs[id(self.opponent_pool[-1][0])] = spec
+
+    def set_opponent_pool(self, pool: Sequence[tuple[Any, float]]) -> None:
+        """Replace the opponent pool (used from the next reset)."""
+        self.opponent_pool = []
+        for spec, weight in pool:
+            self.add_opponent(spec, weight)
+
+    def opponent_names(self) -> list[str]:
+        """Names of the policies in the seats around the learner this game."""
+        return [p.name for seat, p in enumerate(self._seat_policy) if seat != self.learner_seat]
+
+    def get_state(self) -> dict:
+        """Everything needed to continue this environment exactly where it is: the game,
+        the dice stream and the generators, the seats (opponents by their spec, so the
+        pool may have changed since the game began)."""
+        return {
+            "game": self.game.to_json() if self.game is not None else None,
+            "dice": self.game.dice_state() if self.game is not None else None,
+            "np_random": self.np_random.bit_generator.state,
+            "learner_seat": self.learner_seat,
+            "seat_specs": [
+                None if p is None else self._specs.get(id(p), p.name) for p in self._seat_policy
+            ],
+            "done": self._done,
+            "learner_turns": self._learner_turns,
+            "learner_busts": self._learner_busts,
+        }
+
+    def set_state(self, state: dict) -> None:
+        """Restore a state saved by ``get_state``."""
+        from agents import make_policy
+
+        by_spec = {
+            spec: p
+            for p in [q for q, _ in self.opponent_pool] + self.opponents
+            if (spec := self._specs.get(id(p))) is not None
+        }
+        self.np_random.bit_generator.state = state["np_random"]
+        self.learner_seat = state["learner_seat"]
+        self._seat_policy = [
+            None if spec is None else by_spec.get(spec) or make_policy(spec)
+            for spec in state["seat_specs"]
+        ]
+        self._done = state["done"]
+        self._learner_turns = state["learner_turns"]
+        self._learner_busts = state["learner_busts"]
+        if state["game"] is not None:
+            self.game = Game.from_json(state["game"])
+            self.game.set_dice_state(state["dice"])
+
     def action_masks(self) -> np.ndarray:
         """Legal actions now (all False once the episode is over)."""
         if self._done or self.game is None:
@@ -213,11 +303,18 @@ class FiveThousandEnv(gym.Env):
         game = self.game
         s = game.state
         rng = self.np_random
+        learner = self.learner_seat
         while s.turns < self.max_turns:
             phase = s.phase
             if phase == ROLL:
-                game.roll()
-            elif phase == OVER or s.current == self.learner_seat:
+                if s.current == learner:
+                    if not s.held:  # a new turn of the learner's
+                        self._learner_turns += 1
+                    if game.roll().bust:
+                        self._learner_busts += 1
+                else:
+                    game.roll()
+            elif phase == OVER or s.current == learner:
                 return
             else:
                 game.act(self._seat_policy[s.current].act(game, rng))
@@ -229,7 +326,7 @@ class FiveThousandEnv(gym.Env):
         return 0.0, False, s.turns >= self.max_turns
 
     def _observation(self):
-        obs = encode(self.game, self.learner_seat)
+        obs = self._encode(self.game, self.learner_seat)
         if self.dict_obs:
             return {"observation": obs, "action_mask": self.action_masks().astype(np.int8)}
         return obs
@@ -241,4 +338,6 @@ class FiveThousandEnv(gym.Env):
             "turns": s.turns,
             "winner": s.winner,
             "learner_seat": self.learner_seat,
+            "learner_turns": self._learner_turns,
+            "learner_busts": self._learner_busts,
         }

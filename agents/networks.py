@@ -1,0 +1,206 @@
+"""The neural network of the trained agents, and a numpy copy of it for fast play.
+
+``ActionScoringPolicy`` is a MaskablePPO policy for the "rich" observation encoding
+(``envs.encoding``): the observation is a state part and one feature row per action
+describing that action's consequences. The actor scores every action with the *same*
+small network, fed with the action's row and an embedding of the state, so what it
+learns about one roll carries over to every roll that leads to the same place. The
+critic reads the state part alone.
+
+``NumpyScorer`` runs the same actor with numpy on the legal actions only: self-play
+opponents and evaluation use it (no torch on the hot path), and it is the reference
+for exported bots.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch as th
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from torch import nn
+
+from envs.encoding import ACTION_FEATURES, encode_rich, rich_state_size
+from envs.game import Game
+from envs.rules import NUM_ACTIONS
+
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
+
+
+def _mlp(sizes: list[int], activation: type[nn.Module], last_activation: bool) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2 or last_activation:
+            layers.append(activation())
+    return nn.Sequential(*layers)
+
+
+class ActionScoringNet(nn.Module):
+    """SB3's "mlp_extractor" slot: latent_pi is already the 64 action logits.
+
+    score(a) = scorer(act(action_in(features_a) + state_in(embedding))): the first
+    layer of the shared scorer is split so that the state's share of it is computed
+    once per observation rather than once per action (same function as a layer on the
+    concatenation, a fraction of the cost).
+    """
+
+    def __init__(
+        self,
+        n_state: int,
+        state_layers: tuple[int, ...] = (128, 64),
+        scorer_layers: tuple[int, ...] = (64, 64),
+        critic_layers: tuple[int, ...] = (256, 256),
+        activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        act = ACTIVATIONS[activation]
+        self.n_state = n_state
+        self.state_net = _mlp([n_state, *state_layers], act, last_activation=True)
+        self.action_in = nn.Linear(ACTION_FEATURES, scorer_layers[0])
+        self.state_in = nn.Linear(state_layers[-1], scorer_layers[0], bias=False)
+        self.scorer = nn.Sequential(act(), *_mlp([*scorer_layers, 1], act, last_activation=False))
+        self.critic = _mlp([n_state, *critic_layers], act, last_activation=True)
+        self.latent_dim_pi = NUM_ACTIONS
+        self.latent_dim_vf = critic_layers[-1]
+
+    def forward_actor(self, obs: th.Tensor) -> th.Tensor:
+        state = obs[:, : self.n_state]
+        actions = obs[:, self.n_state :].reshape(-1, NUM_ACTIONS, ACTION_FEATURES)
+        bias = self.state_in(self.state_net(state)).unsqueeze(1)
+        return self.scorer(self.action_in(actions) + bias).squeeze(-1)
+
+    def forward_critic(self, obs: th.Tensor) -> th.Tensor:
+        return self.critic(obs[:, : self.n_state])
+
+    def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        return self.forward_actor(obs), self.forward_critic(obs)
+
+
+class ActionScoringPolicy(MaskableActorCriticPolicy):
+    """MaskableActorCriticPolicy whose actor scores each action with a shared network.
+
+    Extra policy_kwargs: ``n_state`` (size of the state part of the observation, see
+    ``envs.encoding.rich_state_size``), ``state_layers``, ``scorer_layers``,
+    ``critic_layers``, ``activation`` ("relu" or "tanh").
+    """
+
+    def __init__(
+        self,
+        *args,
+        n_state: int,
+        state_layers: tuple[int, ...] = (128, 64),
+        scorer_layers: tuple[int, ...] = (64, 64),
+        critic_layers: tuple[int, ...] = (256, 256),
+        activation: str = "relu",
+        **kwargs,
+    ) -> None:
+        self.net_config = {
+            "n_state": n_state,
+            "state_layers": tuple(state_layers),
+            "scorer_layers": tuple(scorer_layers),
+            "critic_layers": tuple(critic_layers),
+            "activation": activation,
+        }
+        super().__init__(*args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = ActionScoringNet(**self.net_config)
+
+    def _build(self, lr_schedule) -> None:
+        super()._build(lr_schedule)
+        # The extractor already produces one logit per action.
+        self.action_net = nn.Identity()
+        if self.ortho_init:  # start near uniform among the legal actions
+            self.mlp_extractor.scorer[-1].apply(partial(self.init_weights, gain=0.01))
+        self.optimizer = self.optimizer_class(
+            self.parameters(),
+            lr=lr_schedule(1),  # type: ignore[call-arg]
+            **self.optimizer_kwargs,
+        )
+
+    def _get_constructor_parameters(self) -> dict:
+        data = super()._get_constructor_parameters()
+        data.update(self.net_config)
+        return data
+
+
+def policy_kwargs_for(n_players: int, rules, **net) -> dict:
+    """policy_kwargs for ActionScoringPolicy on the rich encoding of this game."""
+    return {"n_state": rich_state_size(n_players, rules), **net}
+
+
+# ------------------------------------------------------------------ numpy copy
+class NumpyScorer:
+    """The actor of an ActionScoringPolicy with numpy: same logits, legal rows only.
+
+    Deterministic play takes the best legal logit (the first on ties, as torch's
+    argmax); otherwise it samples from the softmax over legal actions with `rng`.
+    """
+
+    # Parameter names, as in the torch module, that the actor needs.
+    KEYS = ("state_net", "action_in", "state_in", "scorer")
+
+    def __init__(self, weights: dict[str, np.ndarray], config: dict, name: str = "scorer") -> None:
+        self.config = {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}
+        self.n_state = int(config["n_state"])
+        self.activation = config.get("activation", "relu")
+        w = {
+            k.removeprefix("mlp_extractor."): np.asarray(v, dtype=np.float64)
+            for k, v in weights.items()
+        }
+        self.weights = {k: v for k, v in w.items() if k.split(".")[0] in self.KEYS}
+        self.state_layers = _linear_layers(self.weights, "state_net")
+        self.scorer_layers = _linear_layers(self.weights, "scorer")
+        self.name = name
+        self.deterministic = True
+
+    @classmethod
+    def from_policy(cls, policy: ActionScoringPolicy, name: str = "scorer") -> NumpyScorer:
+        weights = {k: v.detach().cpu().numpy() for k, v in policy.state_dict().items()}
+        return cls(weights, dict(policy.net_config), name)
+
+    def save(self, path: str | Path) -> None:
+        """Weights and config in one .npz."""
+        np.savez(path, config=np.array(json.dumps(self.config)), **self.weights)
+
+    @classmethod
+    def load(cls, path: str | Path, name: str | None = None) -> NumpyScorer:
+        with np.load(path, allow_pickle=False) as data:
+            config = json.loads(str(data["config"]))
+            weights = {k: data[k] for k in data.files if k != "config"}
+        return cls(weights, config, name or Path(path).stem)
+
+    def _act_fn(self, x: np.ndarray) -> np.ndarray:
+        return np.maximum(x, 0.0) if self.activation == "relu" else np.tanh(x)
+
+    def logits(self, obs: np.ndarray, legal) -> np.ndarray:
+        """Logits of the `legal` actions for one observation."""
+        h = obs[: self.n_state].astype(np.float64)
+        for w, b in self.state_layers:
+            h = self._act_fn(w @ h + b)
+        rows = obs[self.n_state :].reshape(NUM_ACTIONS, ACTION_FEATURES)[list(legal)]
+        w = self.weights
+        x = rows @ w["action_in.weight"].T + w["action_in.bias"] + w["state_in.weight"] @ h
+        for w_, b in self.scorer_layers:
+            x = self._act_fn(x) @ w_.T + b
+        return x[:, 0]
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        legal = game.legal()[0]
+        logits = self.logits(encode_rich(game, game.state.current), legal)
+        if self.deterministic:
+            return legal[int(np.argmax(logits))]
+        p = np.exp(logits - logits.max())
+        return legal[int(rng.choice(len(legal), p=p / p.sum()))]
+
+
+def _linear_layers(
+    weights: dict[str, np.ndarray], prefix: str
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(weight, bias) of the Linear layers of a torch Sequential, in order."""
+    indices = sorted({int(k.split(".")[1]) for k in weights if k.startswith(prefix + ".")})
+    return [(weights[f"{prefix}.{i}.weight"], weights[f"{prefix}.{i}.bias"]) for i in indices]

@@ -1,0 +1,165 @@
+"""Package a training run as a shipped agent: model, config, learning curve, evaluation
+and a model card, in checkpoints/NAME/.
+
+    python ship.py checkpoints/ppo_2p_free_seed0 --name ppo-2p --games 20000 --workers 2
+
+The evaluation is a tournament run by evaluate.py (the command is recorded in the card):
+with 2 players a round robin of the agent, optimal and the scripted bots, so the card
+shows what optimal wins against each bot beside what the agent wins; with more players,
+the agent at a table with smart, turn-ev and threshold:350.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import evaluate
+
+ROOT = Path(__file__).resolve().parent
+
+
+def learning_curve(run_dir: Path, path: Path) -> list[dict]:
+    """Plot the evaluation win rates (with 95% intervals) logged to TensorBoard."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    series: dict[str, dict[int, float]] = {}
+    for events in sorted((run_dir / "tb").rglob("events.out.tfevents*")):
+        acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        acc.Reload()
+        for tag in acc.Tags()["scalars"]:
+            if tag.startswith("eval/"):
+                for e in acc.Scalars(tag):
+                    series.setdefault(tag, {})[e.step] = e.value
+    fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
+    for tag in sorted(t for t in series if t.startswith("eval/win_rate/")):
+        name = tag.removeprefix("eval/win_rate/")
+        steps = sorted(series[tag])
+        ax.plot(steps, [series[tag][s] for s in steps], marker="o", ms=3, label=f"vs {name}")
+        low, high = (
+            series.get(f"eval/ci95_low/{name}", {}),
+            series.get(f"eval/ci95_high/{name}", {}),
+        )
+        if low and high:
+            ax.fill_between(steps, [low[s] for s in steps], [high[s] for s in steps], alpha=0.2)
+    ax.set_xlabel("training steps (learner decisions)")
+    ax.set_ylabel("win rate (95% interval)")
+    ax.set_title(f"Learning curve: {run_dir.name}")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [
+        {"steps": s, **{t: series[t][s] for t in series if s in series[t]}}
+        for s in sorted({s for t in series.values() for s in t})
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Package a training run as a shipped agent.")
+    p.add_argument("run", help="run folder (checkpoints/...)")
+    p.add_argument("--name", required=True, help="agent name: the folder checkpoints/NAME")
+    p.add_argument("--model", default="best", choices=["best", "latest"], help="which model")
+    p.add_argument("--games", type=int, default=20000, help="games per pairing")
+    p.add_argument("--workers", type=int, default=2, help="evaluation worker processes")
+    p.add_argument("--seed", type=int, default=0, help="evaluation seed")
+    p.add_argument("--notes", help="a Markdown file of notes (what was tried) for the card")
+    args = p.parse_args(argv)
+    run = Path(args.run)
+    model = run / args.model / "model.zip"
+    if not model.is_file() or not (run / "config.json").is_file():
+        print(f"error: {run} is not a finished training run (no {model})", file=sys.stderr)
+        return 2
+    config = json.loads((run / "config.json").read_text())
+    out = ROOT / "checkpoints" / args.name
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(model, out / "model.zip")
+    shutil.copy(run / "config.json", out / "config.json")
+    curve = learning_curve(run, out / "learning_curve.png")
+    (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
+
+    agent = str((out / "model.zip").relative_to(ROOT))
+    players = config["players"]
+    if players == 2:
+        agents = [agent, "optimal", "smart", "turn-ev", "threshold:350"]
+    else:
+        agents = [agent, "smart", "turn-ev", "threshold:350"]
+    eval_args = [
+        *agents,
+        "--games",
+        str(args.games),
+        "--players",
+        str(players),
+        "--seed",
+        str(args.seed),
+        "--workers",
+        str(args.workers),
+        "--hold",
+        config["hold"],
+        "--json",
+        str(out / "evaluation.json"),
+        "--markdown",
+        str(out / "evaluation.md"),
+        "--plot",
+        str(out / "evaluation.png"),
+    ]
+    if evaluate.main(eval_args) != 0:
+        return 1
+    command = "python evaluate.py " + " ".join(
+        a if not a.startswith(str(out)) else str(Path(a).relative_to(ROOT)) for a in eval_args
+    )
+    summary = (
+        json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
+    )
+    train_commands = (run / "command.txt").read_text().strip().splitlines()
+    notes = Path(args.notes).read_text() if args.notes else ""
+    hours = summary.get("wall_seconds", 0) / 3600
+    card = f"""# {args.name}
+
+A MaskablePPO agent for {players}-player 5000 (hold rule `{config["hold"]}`), trained by
+reinforcement against scripted bots and its own snapshots. Play it anywhere an agent
+is named: `python evaluate.py {agent} smart`, or as `{agent}` in the environment's
+opponents.
+
+## Training
+
+- steps: {summary.get("steps", "unknown"):,} learner decisions
+- wall-clock time on this 2-core machine: {hours:.2f} h
+- network: `agents/networks.py` (action-scoring policy on the "rich" observation)
+- command(s), from the run's `command.txt`:
+
+```
+{chr(10).join(train_commands)}
+```
+
+- configuration: `config.json` beside this card (preset `{config.get("preset") or "none"}`).
+
+![learning curve](learning_curve.png)
+
+## Evaluation
+
+{args.games:,} games per pairing, seats rotated, seed {args.seed}:
+
+```
+{command}
+```
+
+{(out / "evaluation.md").read_text()}
+![evaluation](evaluation.png)
+
+{notes}
+"""
+    (out / "MODEL_CARD.md").write_text(card)
+    print(f"shipped {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

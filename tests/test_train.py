@@ -1,0 +1,220 @@
+"""train.py: a run end to end, exact resume, checkpoints as players, clear errors."""
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import evaluate
+import train
+from agents import make_policy
+from agents.neural import SB3Policy
+from envs.game import ROLL, Game
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY = [
+    "--preset",
+    "quick",
+    "--no-progress",
+    "--params",
+    "n_envs=2",
+    "n_steps=128",
+    "batch_size=128",
+    "eval_freq=256",
+    "eval_episodes=10",
+    "checkpoint_freq=256",
+    "eval_opponents=[smart]",
+    "opponents=[smart, turn-ev@0.5]",
+    "torch_threads=1",
+    "state_layers=[32, 16]",
+    "scorer_layers=[16, 16]",
+    "critic_layers=[32]",
+]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """One tiny run (768 steps), trained as a subprocess like a user would."""
+    checkpoints = tmp_path_factory.mktemp("runs")
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "--n-timesteps",
+            "768",
+            "--checkpoints",
+            str(checkpoints),
+            *TINY,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return checkpoints / "quick_free_seed0"
+
+
+def test_a_run_folder_has_everything(trained_run):
+    for name in [
+        "config.json",
+        "command.txt",
+        "evals.json",
+        "summary.json",
+        "latest/model.zip",
+        "latest/state.pkl",
+        "best/model.zip",
+        "best/eval.json",
+    ]:
+        assert (trained_run / name).is_file(), name
+    config = json.loads((trained_run / "config.json").read_text())
+    assert config["seed"] == 0 and config["n_timesteps"] == 768 and config["n_envs"] == 2
+    assert "train.py" in (trained_run / "command.txt").read_text()
+    evals = json.loads((trained_run / "evals.json").read_text())
+    assert [e["steps"] for e in evals] == [256, 512, 768]
+    assert 0 <= evals[-1]["results"]["smart"]["win_rate"] <= 1
+    assert list((trained_run / "tb").rglob("events.out.tfevents*"))
+    summary = json.loads((trained_run / "summary.json").read_text())
+    assert summary["steps"] == 768 and summary["wall_seconds"] > 0
+
+
+def test_checkpoints_play_only_legal_actions(trained_run):
+    for path in (trained_run / "best" / "model.zip", trained_run / "latest" / "model.zip"):
+        policy = make_policy(str(path))
+        assert isinstance(policy, SB3Policy)
+        rng = np.random.default_rng(0)
+        for seed in range(5):
+            game = Game(2, seed=seed)
+            while not game.over and game.state.turns < 300:
+                if game.state.phase == ROLL:
+                    game.roll()
+                else:
+                    action = policy.act(game, rng)
+                    assert action in game.legal_actions()
+                    game.act(action)
+
+
+def test_checkpoint_is_evaluated_by_evaluate_py(trained_run, tmp_path):
+    out = tmp_path / "e.json"
+    best = str(trained_run / "best" / "model.zip")
+    assert evaluate.main([best, "random", "--games", "20", "--json", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    assert summary["agents"][0]["games"] == 20
+
+
+def test_numpy_scorer_matches_the_torch_policy(trained_run):
+    """Self-play snapshots and evaluation use the numpy copy of the actor: same logits."""
+    from sb3_contrib import MaskablePPO
+
+    from agents.networks import NumpyScorer
+    from envs.encoding import encode_rich
+
+    model = MaskablePPO.load(trained_run / "latest" / "model.zip", device="cpu")
+    scorer = NumpyScorer.from_policy(model.policy)
+    bot, rng = make_policy("smart"), np.random.default_rng(1)
+    checked = 0
+    for seed in range(20):
+        game = Game(2, seed=seed)
+        while not game.over and checked < 400:
+            if game.state.phase == ROLL:
+                game.roll()
+                continue
+            obs = encode_rich(game, game.state.current)
+            legal = list(game.legal()[0])
+            with torch.no_grad():
+                logits = model.policy.mlp_extractor.forward_actor(torch.as_tensor(obs[None]))
+            assert np.allclose(logits[0].numpy()[legal], scorer.logits(obs, legal), atol=1e-4)
+            checked += 1
+            game.act(bot.act(game, rng))
+    assert checked == 400
+
+
+def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
+    args = [
+        "--n-timesteps",
+        "768",
+        *TINY,
+        "self_play_weight=1",
+        "snapshot_freq=256",
+        "learning_rate=0.001",
+    ]
+    assert train.main([*args, "--checkpoints", str(tmp_path / "a")]) == 0
+    assert train.main([*args, "--checkpoints", str(tmp_path / "b"), "--stop-after", "256"]) == 0
+    run_b = tmp_path / "b" / "quick_free_seed0"
+    assert json.loads((run_b / "evals.json").read_text())[-1]["steps"] == 256
+    assert train.main(["--resume", str(run_b), "--no-progress"]) == 0
+
+    from sb3_contrib import MaskablePPO
+
+    a = MaskablePPO.load(tmp_path / "a" / "quick_free_seed0" / "latest" / "model.zip")
+    b = MaskablePPO.load(run_b / "latest" / "model.zip")
+    assert a.num_timesteps == b.num_timesteps == 768
+    for key, value in a.policy.state_dict().items():
+        assert torch.equal(value, b.policy.state_dict()[key]), key
+    evals_a = json.loads((tmp_path / "a" / "quick_free_seed0" / "evals.json").read_text())
+    evals_b = json.loads((run_b / "evals.json").read_text())
+    assert evals_a == evals_b
+    # The snapshots joined the opponent pool in both runs at the same steps.
+    # Snapshots joined the pool at the start of the rollouts after 256 and 512 steps.
+    assert sorted(p.name for p in (run_b / "snapshots").iterdir()) == ["step256.npz", "step512.npz"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--preset", "nope"], "unknown preset 'nope'; known: "),
+        (["--params", "lr=0.1"], "unknown config key 'lr'"),
+        (["--params", "n_envs"], "--params takes KEY=VALUE"),
+        (["--opponents", "grandmaster"], "unknown bot 'grandmaster'"),
+        (["--opponents", "smart@x"], "bad opponent weight"),
+        (["--players", "9"], "players must be 2..8"),
+        (["--params", "n_envs=3", "n_steps=100", "batch_size=64"], "multiple of batch_size"),
+        (["--resume", "no/such/run"], "no run to resume at no/such/run"),
+    ],
+)
+def test_bad_arguments_are_one_clear_line(args, message, capsys, tmp_path):
+    assert train.main([*args, "--checkpoints", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and err.count("\n") == 0
+
+
+def test_existing_run_and_corrupt_checkpoint_are_refused(trained_run, tmp_path, capsys):
+    import shutil
+
+    assert (
+        train.main(["--n-timesteps", "768", *TINY, "--checkpoints", str(trained_run.parent)]) == 2
+    )
+    assert "exists: --resume" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_run, broken)
+    (broken / "latest" / "state.pkl").write_bytes(b"garbage")
+    assert train.main(["--resume", str(broken), "--n-timesteps", "1024"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "checkpoint" in err and "unreadable" in err and err.count("\n") == 0
+    shutil.rmtree(broken / "latest")
+    assert train.main(["--resume", str(broken)]) == 2
+    assert "has no checkpoint to resume" in capsys.readouterr().err
+
+
+def test_missing_and_corrupt_model_files_are_one_line(tmp_path):
+    with pytest.raises(ValueError, match="checkpoint not found"):
+        make_policy(str(tmp_path / "none.zip"))
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(pickle.dumps("x"))
+    with pytest.raises(ValueError, match="not an SB3 checkpoint"):
+        make_policy(str(bad))
+    with pytest.raises(ValueError, match="snapshot not found"):
+        make_policy(str(tmp_path / "none.npz"))
+
+
+def test_quick_preset_is_valid():
+    config = train.build_config(train.parse_args(["--preset", "quick"]))
+    assert config.players == 2 and config.run_name == "quick_free_seed0"
+    for preset in ("ppo_2p", "ppo_4p"):
+        assert train.build_config(train.parse_args(["--preset", preset])).self_play_weight > 0
