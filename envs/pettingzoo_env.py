@@ -12,6 +12,8 @@ zeros for agents whose decision is not due. Actions use the same encoding as
 truncation after ``max_turns`` turns. With ``env()``'s wrappers an illegal move ends the
 game with -1 for the offender and 0 for the others (PettingZoo's classic convention).
 
+``obs_encoding="rich"`` gives the richer vector the trained agents read.
+
 Use ``env()`` for the wrapped environment (illegal moves end the game with -1 for the
 offender, out-of-range actions and API misuse raise) or ``raw_env`` for the bare one.
 """
@@ -24,7 +26,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from envs.encoding import OBS_HIGH, OBS_LOW, encode, observation_size
+from envs.encoding import ENCODINGS, OBS_HIGH, OBS_LOW, RICH_OBS_HIGH, encoding_size
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, OVER, ROLL, Game
 from envs.render import render_text
 from envs.rules import NUM_ACTIONS, Rules
@@ -54,6 +56,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         entry: int = 500,
         max_turns: int = 1000,
         render_mode: str | None = None,
+        obs_encoding: str = "compact",
     ) -> None:
         super().__init__()
         if not isinstance(n_players, int) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
@@ -63,6 +66,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.rules = Rules(hold=hold, target=target, entry=entry)
+        if obs_encoding not in ENCODINGS:
+            raise ValueError(f"obs_encoding must be one of {list(ENCODINGS)}, got {obs_encoding!r}")
+        self._encode = ENCODINGS[obs_encoding]
         self.n_players = n_players
         self.max_turns = max_turns
         self.render_mode = render_mode
@@ -71,7 +77,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         obs_space = spaces.Dict(
             {
                 "observation": spaces.Box(
-                    OBS_LOW, OBS_HIGH, (observation_size(n_players),), np.float32
+                    OBS_LOW,
+                    OBS_HIGH if obs_encoding == "compact" else RICH_OBS_HIGH,
+                    (encoding_size(obs_encoding, n_players, self.rules),),
+                    np.float32,
                 ),
                 "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
             }
@@ -93,7 +102,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         game = self.game
         if game.state.phase != OVER and game.state.current == seat:
             mask[game.legal_actions()] = 1
-        return {"observation": encode(game, seat), "action_mask": mask}
+        return {"observation": self._encode(game, seat), "action_mask": mask}
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is not None:

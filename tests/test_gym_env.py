@@ -217,3 +217,57 @@ def test_rgb_render_works_with_sb3_make_vec_env():
     frames = vec_env.get_images()
     assert len(frames) == 2 and frames[0].ndim == 3 and frames[0].dtype == np.uint8
     assert (frames[0] != 255).any()  # something is drawn
+
+
+def test_rich_encoding_describes_each_legal_action():
+    from envs.encoding import ACTION_FEATURES, rich_state_size
+    from envs.rules import Rules, action_for
+
+    env = FiveThousandEnv(obs_encoding="rich", opponents="smart")
+    env.reset(seed=0)
+    g = env.game
+    g.state.scores = [4700, 3000]
+    g.state.roll = (1, 1, 2, 3, 4)
+    obs = env._observation()
+    assert env.observation_space.contains(obs)
+    rows = obs[rich_state_size(2, Rules()) :].reshape(64, ACTION_FEATURES)
+    legal = env.action_masks()
+    assert (rows[:, 0] == legal).all()  # feature 0 is the mask
+    win = rows[action_for([1, 1], [1, 1, 2, 3, 4], bank=False)]
+    assert win[2] == pytest.approx(200 / 5000) and win[5] == 1  # 200 in hand, 3 dice left
+    assert win[10 + 100 // 50] == 1  # 100 still needed
+    bank = rows[action_for([1], [1, 1, 2, 3, 4], bank=True)]
+    assert bank[1] == 1 and bank[39] == pytest.approx(4800 / 5000)
+
+
+def test_opponent_pool_draws_opponents_by_weight():
+    env = FiveThousandEnv(opponent_pool=[("smart", 3.0), ("random", 1.0)])
+    names = []
+    for seed in range(400):
+        env.reset(seed=seed)
+        names += env.opponent_names()
+    share = names.count("smart") / len(names)
+    assert 0.68 < share < 0.82  # 3:1 weights
+    with pytest.raises(ValueError, match="weight must be positive"):
+        env.add_opponent("smart", 0)
+
+
+def test_state_round_trip_continues_identically():
+    def run(env, steps, rng):
+        trace = []
+        for _ in range(steps):
+            legal = np.flatnonzero(env.action_masks())
+            obs, reward, terminated, truncated, _ = env.step(int(legal[rng.integers(len(legal))]))
+            trace.append((obs.tolist(), reward))
+            if terminated or truncated:
+                env.reset()
+        return trace
+
+    a = FiveThousandEnv(opponent_pool=[("smart", 1), ("random", 1)], obs_encoding="rich")
+    a.reset(seed=4)
+    run(a, 37, np.random.default_rng(0))
+    saved = a.get_state()
+    b = FiveThousandEnv(opponent_pool=[("smart", 1), ("random", 1)], obs_encoding="rich")
+    b.reset(seed=99)
+    b.set_state(saved)
+    assert run(a, 200, np.random.default_rng(1)) == run(b, 200, np.random.default_rng(1))

@@ -80,3 +80,9 @@ def test_truncation_after_max_turns():
         aec.step(aec.game.legal_actions()[0])  # never bank
     assert aec.game.state.turns == 4
     assert all(r == 0 for r in aec.rewards.values())
+
+
+@pytest.mark.filterwarnings("ignore:Observation space for each agent probably should be")
+@pytest.mark.filterwarnings("ignore:Observation is not a NumPy array")
+def test_rich_encoding_passes_the_api_test():
+    api_test(make_env(n_players=3, obs_encoding="rich"), num_cycles=300)
