@@ -62,6 +62,14 @@ def learning_curve(run_dir: Path, path: Path) -> list[dict]:
     ]
 
 
+def _shown(path: Path) -> str:
+    """A path as the card shows it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Package a training run as a shipped agent.")
     p.add_argument("run", help="run folder (checkpoints/...)")
@@ -71,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2, help="evaluation worker processes")
     p.add_argument("--seed", type=int, default=0, help="evaluation seed")
     p.add_argument("--notes", help="a Markdown file of notes (what was tried) for the card")
+    p.add_argument("--out", default=str(ROOT / "checkpoints"), help="where NAME/ is made")
     args = p.parse_args(argv)
     run = Path(args.run)
     model = run / args.model / "model.zip"
@@ -78,14 +87,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {run} is not a finished training run (no {model})", file=sys.stderr)
         return 2
     config = json.loads((run / "config.json").read_text())
-    out = ROOT / "checkpoints" / args.name
+    out = Path(args.out) / args.name
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(model, out / "model.zip")
     shutil.copy(run / "config.json", out / "config.json")
     curve = learning_curve(run, out / "learning_curve.png")
     (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
 
-    agent = str((out / "model.zip").relative_to(ROOT))
+    agent = _shown(out / "model.zip")
     players = config["players"]
     if players == 2:
         agents = [agent, "optimal", "smart", "turn-ev", "threshold:350"]
@@ -113,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     if evaluate.main(eval_args) != 0:
         return 1
     command = "python evaluate.py " + " ".join(
-        a if not a.startswith(str(out)) else str(Path(a).relative_to(ROOT)) for a in eval_args
+        _shown(Path(a)) if a.startswith(str(out)) else a for a in eval_args
     )
     summary = (
         json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}

@@ -218,3 +218,39 @@ def test_quick_preset_is_valid():
     assert config.players == 2 and config.run_name == "quick_free_seed0"
     for preset in ("ppo_2p", "ppo_4p"):
         assert train.build_config(train.parse_args(["--preset", preset])).self_play_weight > 0
+
+
+def test_ship_makes_a_model_card(trained_run, tmp_path):
+    import ship
+
+    assert (
+        ship.main(
+            [
+                str(trained_run),
+                "--name",
+                "tiny",
+                "--games",
+                "10",
+                "--workers",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    out = tmp_path / "tiny"
+    card = (out / "MODEL_CARD.md").read_text()
+    for name in (
+        "model.zip",
+        "config.json",
+        "learning_curve.png",
+        "evaluation.json",
+        "evaluation.png",
+    ):
+        assert (out / name).is_file(), name
+    assert "python evaluate.py" in card and "--games 10" in card
+    assert "learner decisions" in card and "train.py" in card
+    curve = json.loads((out / "learning_curve.json").read_text())
+    assert [point["steps"] for point in curve] == [256, 512, 768]
+    assert ship.main([str(tmp_path / "nothing"), "--name", "x", "--out", str(tmp_path)]) == 2
