@@ -57,17 +57,30 @@ class SB3Policy:
         )
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
+        import torch
+
         key = (game.n_players, game.rules)
         if key != self._key:
             self._encode, self._key = self.encoder(*key), key
-        obs = self._encode(game, game.state.current)
-        mask = game.legal()[1]
-        if not self.deterministic:
-            import torch
-
-            torch.manual_seed(int(rng.integers(2**31)))
-        action, _ = self.model.predict(obs, action_masks=mask, deterministic=self.deterministic)
-        return int(action)
+        obs = torch.as_tensor(self._encode(game, game.state.current)[None])
+        mask = torch.as_tensor(game.legal()[1][None])
+        policy = self.model.policy
+        # What MaskablePPO.predict computes, without its batch-handling overhead: the
+        # masked categorical distribution over the actor's logits, its mode or a sample.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # one small observation: threads only add overhead
+        try:
+            with torch.no_grad():
+                features = policy.extract_features(obs, policy.pi_features_extractor)
+                logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+                dist = policy.action_dist.proba_distribution(action_logits=logits)
+                dist.apply_masking(mask)
+                if not self.deterministic:
+                    torch.manual_seed(int(rng.integers(2**31)))
+                action = dist.get_actions(deterministic=self.deterministic)
+        finally:
+            torch.set_num_threads(threads)
+        return int(action[0])
 
 
 def load_snapshot(path: str | Path):
