@@ -40,7 +40,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Play a tournament between 5000 agents.",
         epilog="Agents: random, threshold:T, smart, turn-ev, optimal, or a path to an SB3 "
-        "checkpoint (.zip) or an exported bot. Name an agent twice to seat two copies.",
+        "checkpoint (.zip) or an exported bot (.onnx). Name an agent twice to seat two copies.",
     )
     p.add_argument("agents", nargs="+", help="agents to play")
     p.add_argument("--games", type=int, default=1000, help="games per matchup (default 1000)")
@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         games = -(-args.games // args.players) * args.players  # seats rotate evenly
         policies = [make_policy(spec) for spec in args.agents]  # fail fast, in this process
         for policy in policies:
-            if hasattr(policy, "encoder"):  # a checkpoint: does it fit this game?
-                policy.encoder(args.players, rules)
+            if hasattr(policy, "check_game"):  # a trained model: does it fit this game?
+                policy.check_game(args.players, rules)
         seatings = tour.schedule(len(args.agents), args.players, games)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -13,6 +13,7 @@ BOT_NAMES = (
     "optimal",
     "PATH.zip (SB3 checkpoint)",
     "PATH.npz (training snapshot)",
+    "PATH.onnx (exported bot)",
 )
 
 
@@ -39,6 +40,10 @@ def make_policy(spec: str | Policy) -> Policy:
         from agents.neural import SB3Policy  # torch is imported only when needed
 
         return SB3Policy(spec.strip())
+    if spec.strip().endswith(".onnx"):
+        from agents.exported import ExportedBot  # onnxruntime and numpy only
+
+        return ExportedBot(spec.strip())
     if spec.strip().endswith(".npz"):
         from agents.neural import load_snapshot
 

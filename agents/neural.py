@@ -56,6 +56,10 @@ class SB3Policy:
             f"{rich_observation_size(n_players, rules)} (rich)"
         )
 
+    def check_game(self, n_players: int, rules: Rules) -> None:
+        """Raise CheckpointError unless this checkpoint can play such a game."""
+        self.encoder(n_players, rules)
+
     def act(self, game: Game, rng: np.random.Generator) -> int:
         import torch
 

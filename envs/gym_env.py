@@ -97,6 +97,7 @@ class FiveThousandEnv(gym.Env):
         from agents import make_policy  # agents import envs; import here to avoid a cycle
 
         self.rules = Rules(hold=hold, target=target, entry=entry)
+        self.n_players = n_players
         if not isinstance(n_players, int) or not 2 <= n_players <= 8:
             raise ValueError(f"n_players must be 2..8, got {n_players!r}")
         if learner_seat != "random" and (
@@ -125,6 +126,7 @@ class FiveThousandEnv(gym.Env):
         self.opponents = [make_policy(o) for o in opponents]
         for spec, policy in zip(opponents, self.opponents, strict=True):
             self._specs[id(policy)] = spec
+            self._check_opponent(policy)
         self.opponent_pool: list[tuple[Any, float]] = []
         for spec, weight in opponent_pool or []:
             self.add_opponent(spec, weight)
@@ -221,8 +223,15 @@ class FiveThousandEnv(gym.Env):
 
         if not weight > 0:
             raise ValueError(f"an opponent's weight must be positive, got {weight!r}")
-        self.opponent_pool.append((make_policy(spec), float(weight)))
+        policy = make_policy(spec)
+        self._check_opponent(policy)
+        self.opponent_pool.append((policy, float(weight)))
         self._specs[id(self.opponent_pool[-1][0])] = spec
+
+    def _check_opponent(self, policy: Any) -> None:
+        """Trained or exported models must fit this game (players, rules, encoding)."""
+        if hasattr(policy, "check_game"):
+            policy.check_game(self.n_players, self.rules)
 
     def set_opponent_pool(self, pool: Sequence[tuple[Any, float]]) -> None:
         """Replace the opponent pool (used from the next reset)."""

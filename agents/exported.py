@@ -1,0 +1,115 @@
+"""Exported bots: an ONNX model of a trained actor plus a metadata JSON, played with
+onnxruntime and numpy alone (no torch).
+
+The graph maps a batch of observations to the 64 action logits; the legal-action mask
+is applied here, outside the graph, as MaskablePPO does in training: illegal logits
+are replaced by -1e8, and the deterministic choice is the most probable action.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from envs.encoding import ENCODINGS, OBS_VERSION, encoding_size
+from envs.game import Game
+from envs.rules import Rules
+
+FORMAT = "fivethousand-rl exported bot"
+FORMAT_VERSION = 1
+ACTION_ENCODING_VERSION = 1  # envs.rules: bits 0-4 hold sorted dice, bit 5 banks
+MASKED_LOGIT = -1e8  # what sb3-contrib's MaskableCategorical puts on illegal actions
+
+
+class ExportError(ValueError):
+    """An exported bot that is missing, corrupt, or made for another game."""
+
+
+def metadata_path(onnx_path: str | Path) -> Path:
+    return Path(onnx_path).with_suffix(".json")
+
+
+def read_metadata(onnx_path: str | Path) -> dict:
+    path = metadata_path(onnx_path)
+    if not Path(onnx_path).is_file():
+        raise ExportError(f"exported bot not found: {onnx_path}")
+    if not path.is_file():
+        raise ExportError(f"exported bot {onnx_path} has no metadata file {path}")
+    try:
+        meta = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ExportError(f"metadata {path} is not valid JSON: {e}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ExportError(f"{path} is not the metadata of an exported 5000 bot")
+    checks = [
+        ("format_version", FORMAT_VERSION),
+        ("obs_version", OBS_VERSION),
+        ("action_encoding_version", ACTION_ENCODING_VERSION),
+    ]
+    for key, ours in checks:
+        if meta.get(key) != ours:
+            raise ExportError(
+                f"{onnx_path} uses {key} {meta.get(key)!r}, this version of the toolkit "
+                f"reads {ours}: export it again from its checkpoint"
+            )
+    if meta.get("obs_encoding") not in ENCODINGS:
+        raise ExportError(
+            f"{onnx_path} uses an unknown observation encoding {meta.get('obs_encoding')!r}"
+        )
+    return meta
+
+
+def masked_choice(logits: np.ndarray, mask: np.ndarray) -> int:
+    """The most probable legal action (the first of equals), as MaskablePPO's mode."""
+    masked = np.where(mask, logits, np.float32(MASKED_LOGIT)).astype(np.float32)
+    probs = np.exp(masked - masked.max())
+    return int(np.argmax(probs / probs.sum()))
+
+
+class ExportedBot:
+    """Plays an exported .onnx bot; its .json metadata must sit beside it."""
+
+    def __init__(self, path: str | Path, threads: int = 1) -> None:
+        self.path = Path(path)
+        self.meta = read_metadata(self.path)
+        try:
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            self.session = ort.InferenceSession(
+                str(self.path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as e:
+            first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ExportError(f"could not load exported bot {self.path}: {first_line}") from None
+        self.rules = Rules(**self.meta["rules"])
+        self.n_players = int(self.meta["n_players"])
+        self.encode = ENCODINGS[self.meta["obs_encoding"]]
+        self.input_name = self.session.get_inputs()[0].name
+        expected = encoding_size(self.meta["obs_encoding"], self.n_players, self.rules)
+        if self.meta.get("obs_size") != expected:
+            raise ExportError(
+                f"{self.path}: metadata says {self.meta.get('obs_size')} inputs, "
+                f"the encoding gives {expected}"
+            )
+        self.name = self.meta.get("name") or self.path.stem
+
+    def check_game(self, n_players: int, rules: Rules) -> None:
+        """Raise ExportError unless this bot was made for such a game."""
+        if n_players != self.n_players or rules != self.rules:
+            raise ExportError(
+                f"{self.path} plays {self.n_players}-player games with {self.rules}; "
+                f"this game has {n_players} players and {rules}"
+            )
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {self.input_name: obs[None].astype(np.float32)})[0][0]
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        self.check_game(game.n_players, game.rules)
+        obs = self.encode(game, game.state.current)
+        return masked_choice(self.logits(obs), game.legal()[1])

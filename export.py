@@ -1,0 +1,148 @@
+"""Export a trained checkpoint as a portable bot: ONNX model + metadata JSON.
+
+    python export.py checkpoints/ppo-2p/model.zip [-o bots/ppo-2p.onnx]
+
+The ONNX graph computes the actor's 64 action logits from the observation vector; the
+metadata JSON beside it records the rules, the number of players, the observation and
+action encodings (with versions) and where the model came from. Play it with
+onnxruntime and numpy only (``agents.exported.ExportedBot``), anywhere an agent is
+named (``python evaluate.py bots/ppo-2p.onnx smart``, ``python play.py --opponents
+bots/ppo-2p.onnx``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+from agents.exported import (
+    ACTION_ENCODING_VERSION,
+    FORMAT,
+    FORMAT_VERSION,
+    ExportedBot,
+    metadata_path,
+)
+from agents.neural import CheckpointError, SB3Policy
+from envs.encoding import OBS_VERSION, encoding_size, observation_size, rich_observation_size
+from envs.rules import Rules
+
+
+def game_of(checkpoint: Path, obs_size: int, players: int | None, hold: str | None):
+    """(n_players, rules, encoding, run config) of a checkpoint: from the config.json of
+    its run (next to it, or one folder up), else from the flags and the input size."""
+    config = {}
+    for candidate in (checkpoint.parent / "config.json", checkpoint.parent.parent / "config.json"):
+        if candidate.is_file():
+            config = json.loads(candidate.read_text())
+            break
+    players = players or config.get("players")
+    rules = Rules(hold=hold or config.get("hold", "free"))
+    candidates = [players] if players else range(2, 9)
+    for n in candidates:
+        if obs_size == rich_observation_size(n, rules):
+            return n, rules, "rich", config
+        if obs_size == observation_size(n):
+            return n, rules, "compact", config
+    raise CheckpointError(
+        f"{checkpoint} takes {obs_size} observation values, which fits no "
+        f"{f'{players}-player ' if players else ''}game of these rules; give --players/--hold"
+    )
+
+
+def export(
+    checkpoint: str | Path, out: str | Path, players: int | None = None, hold: str | None = None
+) -> dict:
+    import torch
+
+    checkpoint = Path(checkpoint)
+    policy = SB3Policy(checkpoint)
+    n_players, rules, encoding, config = game_of(checkpoint, policy.obs_size, players, hold)
+    sb3_policy = policy.model.policy.eval()
+
+    class Actor(torch.nn.Module):
+        """Observation -> action logits: the part of the policy that chooses."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.policy = sb3_policy
+
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            p = self.policy
+            features = p.extract_features(obs, p.pi_features_extractor)
+            return p.action_net(p.mlp_extractor.forward_actor(features))
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    example = torch.zeros(2, policy.obs_size)  # batch 2: keeps the batch axis dynamic
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
+    with warnings.catch_warnings():  # the exporter's own deprecation chatter
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(
+            Actor().eval(),
+            (example,),
+            str(out),
+            input_names=["obs"],
+            output_names=["logits"],
+            dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
+            dynamo=True,
+            verbose=False,
+        )
+    import sb3_contrib
+
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": out.stem,
+        "n_players": n_players,
+        "rules": rules.to_dict(),
+        "obs_encoding": encoding,
+        "obs_version": OBS_VERSION,
+        "obs_size": encoding_size(encoding, n_players, rules),
+        "action_encoding_version": ACTION_ENCODING_VERSION,
+        "inputs": {"obs": ["batch", policy.obs_size]},
+        "outputs": {"logits": ["batch", 64]},
+        "masking": "replace illegal logits by -1e8; play the most probable action",
+        "provenance": {
+            "checkpoint": str(checkpoint),
+            "checkpoint_sha256": hashlib.sha256(checkpoint.read_bytes()).hexdigest(),
+            "training_config": config,
+            "exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "torch": torch.__version__,
+            "sb3_contrib": sb3_contrib.__version__,
+        },
+    }
+    metadata_path(out).write_text(json.dumps(meta, indent=2))
+    ExportedBot(out)  # loads back, or fails loudly now
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Export a MaskablePPO checkpoint to ONNX.")
+    p.add_argument("checkpoint", help="an SB3 checkpoint (.zip)")
+    p.add_argument("-o", "--out", help="output .onnx path (default: beside the checkpoint)")
+    p.add_argument("--players", type=int, help="players, if the checkpoint has no run config")
+    p.add_argument("--hold", choices=["free", "all"], help="hold rule, likewise")
+    args = p.parse_args(argv)
+    checkpoint = Path(args.checkpoint)
+    out = Path(args.out) if args.out else checkpoint.with_suffix(".onnx")
+    try:
+        meta = export(checkpoint, out, args.players, args.hold)
+    except (CheckpointError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(
+        f"exported {out} and {metadata_path(out)} "
+        f"({meta['n_players']} players, {meta['obs_encoding']} observation)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
