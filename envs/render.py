@@ -3,11 +3,17 @@ array (``"rgb_array"``, e.g. for video recording)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from envs.game import DECIDE, OVER, Game
+
+
+def name_players(text: str, names: Sequence[str]) -> str:
+    """Replace the engine's "player N" by the players' names."""
+    return re.sub(r"player (\d+)", lambda m: names[int(m.group(1))], text)
 
 
 def render_text(game: Game, names: Sequence[str] | None = None) -> str:
@@ -31,7 +37,7 @@ def render_text(game: Game, names: Sequence[str] | None = None) -> str:
     if s.phase == DECIDE:
         lines.append("   roll: " + " ".join(str(d) for d in s.roll))
     if s.last_event:
-        lines.append("   last: " + s.last_event)
+        lines.append("   last: " + name_players(s.last_event, names))
     return "\n".join(lines) + "\n"
 
 
