@@ -127,6 +127,15 @@ def main(argv: list[str] | None = None) -> int:
     summary = (
         json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
     )
+    if not summary and (run / "latest" / "state.pkl").is_file():  # a run still in progress
+        import pickle
+
+        extra = pickle.loads((run / "latest" / "state.pkl").read_bytes())
+        summary = {"steps": extra["num_timesteps"], "wall_seconds": extra["state"]["wall_seconds"]}
+    best_eval = {}
+    if args.model == "best" and (run / "best" / "eval.json").is_file():
+        best_eval = json.loads((run / "best" / "eval.json").read_text())
+    steps = best_eval.get("steps") or summary.get("steps") or 0
     train_commands = (run / "command.txt").read_text().strip().splitlines()
     notes = Path(args.notes).read_text() if args.notes else ""
     hours = summary.get("wall_seconds", 0) / 3600
@@ -139,7 +148,8 @@ opponents.
 
 ## Training
 
-- steps: {summary.get("steps", "unknown"):,} learner decisions
+- steps: {steps:,} learner decisions (the {args.model} model; the run so far:
+  {summary.get("steps", 0):,})
 - wall-clock time on this 2-core machine: {hours:.2f} h
 - network: `agents/networks.py` (action-scoring policy on the "rich" observation)
 - command(s), from the run's `command.txt`:

@@ -5,7 +5,8 @@
 Targets: FiveThousand-v0 >= 1.5x the steps/s of Gymnasium's Blackjack-v1 measured in
 the same run; raw engine >= 1,000 games/s (threshold:350 x2); scripted bot against
 scripted bot >= 1,000 games/s; optimal against smart >= 300 games/s; the exact
-2-player solve <= 10 s. Everything runs in this one process, so it measures one core;
+2-player solve <= 10 s; an exported bot's decision <= 1 ms (median; the SB3 checkpoint
+it came from is timed beside it). Everything runs in this one process, so it measures one core;
 Blackjack-v1's figure is also a yardstick of the machine's speed.
 """
 
@@ -15,6 +16,7 @@ import argparse
 import json
 import platform
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -85,6 +87,53 @@ def tournament_games_per_second(a: str, b: str, seconds: float) -> float:
     return games / (time.perf_counter() - start)
 
 
+def decision_latency(policy, states: list[Game], rng) -> float:
+    """Median seconds per decision of `policy` over `states`."""
+    times = []
+    for game in states:
+        start = time.perf_counter()
+        policy.act(game, rng)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def sample_states(n: int) -> list[Game]:
+    """Copies of decision states from smart-vs-turn-ev games."""
+    bots, rng, states, g = (
+        [make_policy("smart"), make_policy("turn-ev")],
+        np.random.default_rng(0),
+        [],
+        0,
+    )
+    while len(states) < n:
+        game = Game(2, seed=g)
+        g += 1
+        while not game.over and len(states) < n:
+            if game.state.phase == ROLL:
+                game.roll()
+            else:
+                states.append(Game.from_json(game.to_json()))
+                game.act(bots[game.state.current].act(game, rng))
+    return states
+
+
+def exported_latency(checkpoint: Path, n_states: int = 2000) -> tuple[float, float]:
+    """(exported bot, SB3 checkpoint) median decision latency, seconds."""
+    import tempfile
+
+    import export
+    from agents.exported import ExportedBot
+
+    states = sample_states(n_states)
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx_path = Path(tmp) / "bot.onnx"
+        export.export(checkpoint, onnx_path)
+        exported = decision_latency(ExportedBot(onnx_path), states, rng)
+    sb3 = decision_latency(make_policy(str(checkpoint)), states, rng)
+    return exported, sb3
+
+
 def solve_seconds() -> float:
     start = time.perf_counter()
     solve_two_player(Rules())
@@ -113,6 +162,9 @@ def main() -> None:
             games[f"{a} vs {b}"] = tournament_games_per_second(a, b, args.seconds)
     with console.status("solving the 2-player game from scratch..."):
         solve = solve_seconds()
+    shipped = Path(__file__).resolve().parent.parent / "checkpoints" / "ppo-2p" / "model.zip"
+    with console.status("timing the exported bot's decisions..."):
+        exported, sb3 = exported_latency(shipped)
     rows = [
         ("Blackjack-v1 steps/s (reference)", blackjack, None, None),
         ("FiveThousand-v0 steps/s", ours, None, None),
@@ -122,6 +174,8 @@ def main() -> None:
         ("smart vs threshold:350 games/s", games["smart vs threshold:350"], 1000, "games/s"),
         ("optimal vs smart games/s", games["optimal vs smart"], 300, "games/s"),
         ("exact 2-player solve, seconds", solve, 10, "s"),
+        ("SB3 checkpoint decision, median ms (reference)", sb3 * 1000, None, None),
+        ("exported bot decision, median ms", exported * 1000, 1, "ms"),
     ]
     table = Table(title="5000-RL speed (one core)")
     for col in ("measure", "value", "target", "met"):

@@ -1,0 +1,152 @@
+"""export.py and exported bots: parity with the SB3 policy, metadata checks, errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import export
+from agents import make_policy
+from agents.exported import ExportedBot, ExportError, masked_choice
+from envs.game import ROLL, Game
+from envs.rules import Rules
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bots") / "ppo-2p.onnx"
+    assert export.main([str(SHIPPED_2P), "-o", str(out)]) == 0
+    return out
+
+
+def sampled_states(n_states: int, seed: int = 0):
+    """Decision states from real games between a mix of bots (the agent included)."""
+    drivers = [make_policy(name) for name in ("smart", "turn-ev", "random", "threshold:350")]
+    drivers.append(make_policy(str(SHIPPED_2P)))
+    rng = np.random.default_rng(seed)
+    game_number = 0
+    while True:
+        game = Game(2, Rules(), seed=np.random.default_rng([seed, game_number]))
+        seats = [drivers[game_number % 5], drivers[(game_number // 5) % 5]]
+        game_number += 1
+        while not game.over and game.state.turns < 500:
+            if game.state.phase == ROLL:
+                game.roll()
+                continue
+            yield game
+            n_states -= 1
+            if n_states == 0:
+                return
+            game.act(seats[game.state.current].act(game, rng))
+
+
+def test_exported_bot_picks_exactly_the_sb3_action_on_10000_states(exported):
+    sb3 = make_policy(str(SHIPPED_2P))
+    bot = ExportedBot(exported)
+    rng = np.random.default_rng(0)
+    checked = 0
+    for game in sampled_states(10_000):
+        assert bot.act(game, rng) == sb3.act(game, rng)
+        checked += 1
+    assert checked == 10_000
+
+
+def test_metadata_records_the_game_and_provenance(exported):
+    meta = json.loads(exported.with_suffix(".json").read_text())
+    assert meta["n_players"] == 2 and meta["rules"] == Rules().to_dict()
+    assert meta["obs_encoding"] == "rich" and meta["action_encoding_version"] == 1
+    assert meta["provenance"]["checkpoint_sha256"]
+    assert meta["provenance"]["training_config"]["players"] == 2
+
+
+def test_exported_bot_runs_without_torch(exported):
+    code = (
+        "import sys, numpy as np\n"
+        "from agents.exported import ExportedBot\n"
+        "from envs.game import Game\n"
+        f"bot = ExportedBot({str(exported)!r})\n"
+        "g = Game(2, seed=0); g.roll([1, 1, 5, 2, 3])\n"
+        "print(bot.act(g, np.random.default_rng(0)) in g.legal_actions())\n"
+        "print('torch' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.stdout.split() == ["True", "False"], result.stderr
+
+
+def test_exported_bot_plays_in_evaluate_env_and_play(exported, tmp_path):
+    import evaluate
+    import play
+    from envs.gym_env import FiveThousandEnv
+
+    assert (
+        evaluate.main([str(exported), "smart", "--games", "20", "--json", str(tmp_path / "e.json")])
+        == 0
+    )
+    env = FiveThousandEnv(opponents=str(exported))
+    env.reset(seed=0)
+    lines = []
+    answers = iter(["b", "r"] * 1500)
+    assert (
+        play.main(
+            ["--opponents", str(exported), "--seed", "4"],
+            ask=lambda _: next(answers),
+            say=lines.append,
+        )
+        == 0
+    )
+    assert lines[-1].startswith("Game over")
+
+
+def test_wrong_game_or_version_is_refused(exported, tmp_path):
+    with pytest.raises(ExportError, match="plays 2-player games"):
+        ExportedBot(exported).check_game(3, Rules())
+    with pytest.raises(ExportError, match="plays 2-player games"):
+        ExportedBot(exported).check_game(2, Rules(hold="all"))
+    meta = json.loads(exported.with_suffix(".json").read_text())
+    for key, value, message in [
+        ("obs_version", 99, "uses obs_version 99"),
+        ("action_encoding_version", 2, "uses action_encoding_version 2"),
+        ("format", "something else", "is not the metadata of an exported 5000 bot"),
+    ]:
+        copy = tmp_path / f"{key}.onnx"
+        copy.write_bytes(exported.read_bytes())
+        copy.with_suffix(".json").write_text(json.dumps({**meta, key: value}))
+        with pytest.raises(ExportError, match=message):
+            make_policy(str(copy))
+    corrupt = tmp_path / "corrupt.onnx"
+    corrupt.write_bytes(b"not onnx")
+    corrupt.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(ExportError, match="could not load exported bot"):
+        make_policy(str(corrupt))
+    with pytest.raises(ExportError, match="exported bot not found"):
+        make_policy(str(tmp_path / "none.onnx"))
+    lonely = tmp_path / "lonely.onnx"
+    lonely.write_bytes(exported.read_bytes())
+    with pytest.raises(ExportError, match="has no metadata file"):
+        make_policy(str(lonely))
+
+
+def test_export_errors_are_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "export.py"), str(tmp_path / "x.zip")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2 and "checkpoint not found" in result.stderr
+    assert result.stderr.strip().count("\n") == 0
+
+
+def test_masked_choice_never_picks_an_illegal_action():
+    rng = np.random.default_rng(0)
+    for _ in range(1000):
+        logits = rng.normal(size=64).astype(np.float32) * 100
+        mask = rng.random(64) < 0.2
+        mask[rng.integers(64)] = True
+        assert mask[masked_choice(logits, mask)]
