@@ -156,7 +156,8 @@ class Session:
                 info = game.roll()
                 self.log.append({"roll": list(info.dice), "player": who})
                 if s.turns > before:
-                    self.say(f"{self.names()[who]} rolls {_dice(info.dice)}: bust, the turn ends.")
+                    who_rolls = "You roll" if who == self.human else f"{self.names()[who]} rolls"
+                    self.say(f"{who_rolls} {_dice(info.dice)}: bust, the turn ends.")
                     self.say(render_text(game, self.names()))
                 continue
             if s.current == self.human:
