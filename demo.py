@@ -101,12 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     try:
         bots = [make_policy(spec) for spec in args.bots]
-        game = Game(len(bots), Rules(hold=args.hold), seed=args.seed)
+        dice_seed, bot_seed = np.random.SeedSequence(args.seed).spawn(2)
+        game = Game(len(bots), Rules(hold=args.hold), seed=np.random.default_rng(dice_seed))
     except ValueError as e:
         console.print(f"[red]error:[/red] {e}")
         return 2
     names = [bot.name for bot in bots]
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(bot_seed)
     s = game.state
     console.rule(f"5000: {' vs '.join(names)} (seed {args.seed}, hold={args.hold})")
     while s.phase != OVER and s.turns < args.max_turns:

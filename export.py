@@ -28,7 +28,7 @@ from agents.exported import (
     ExportedBot,
     metadata_path,
 )
-from agents.neural import CheckpointError, SB3Policy
+from agents.neural import CheckpointError, SB3Policy, first_line
 from envs.encoding import OBS_VERSION, encoding_size, observation_size, rich_observation_size
 from envs.rules import Rules
 
@@ -41,8 +41,17 @@ def game_of(checkpoint: Path, obs_size: int, players: int | None, hold: str | No
         if candidate.is_file():
             config = json.loads(candidate.read_text())
             break
+    for flag, value in (("players", players), ("hold", hold)):
+        if value is not None and config and config.get(flag) != value:
+            raise CheckpointError(
+                f"--{flag} {value} contradicts the run's config.json ({flag}: {config.get(flag)})"
+            )
+    if not config and hold is None:
+        raise CheckpointError(
+            f"no run config.json beside {checkpoint}: give --hold (and --players)"
+        )
     players = players or config.get("players")
-    rules = Rules(hold=hold or config.get("hold", "free"))
+    rules = Rules(hold=hold or config["hold"])
     candidates = [players] if players else range(2, 9)
     for n in candidates:
         if obs_size == rich_observation_size(n, rules):
@@ -78,7 +87,10 @@ def export(
             return p.action_net(p.mlp_extractor.forward_actor(features))
 
     out = Path(out)
+    if out.suffix != ".onnx":
+        raise CheckpointError(f"the output must be a .onnx file, got {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.stem + ".partial.onnx")  # moved into place once complete
     example = torch.zeros(2, policy.obs_size)  # batch 2: keeps the batch axis dynamic
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
     with warnings.catch_warnings():  # the exporter's own deprecation chatter
@@ -87,11 +99,12 @@ def export(
         torch.onnx.export(
             Actor().eval(),
             (example,),
-            str(out),
+            str(tmp),
             input_names=["obs"],
             output_names=["logits"],
             dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
             dynamo=True,
+            external_data=False,  # one self-contained .onnx file
             verbose=False,
         )
     import sb3_contrib
@@ -118,8 +131,14 @@ def export(
             "sb3_contrib": sb3_contrib.__version__,
         },
     }
-    metadata_path(out).write_text(json.dumps(meta, indent=2))
-    ExportedBot(out)  # loads back, or fails loudly now
+    metadata_path(tmp).write_text(json.dumps(meta, indent=2))
+    try:
+        ExportedBot(tmp)  # loads back, or fails loudly now
+        tmp.replace(out)
+        metadata_path(tmp).replace(metadata_path(out))
+    finally:
+        for leftover in (tmp, metadata_path(tmp)):
+            leftover.unlink(missing_ok=True)
     return meta
 
 
@@ -137,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # the exporter or the disk: one line, not a traceback
+        print(f"error: could not export {checkpoint}: {first_line(e)}", file=sys.stderr)
+        return 1
     print(
         f"exported {out} and {metadata_path(out)} "
         f"({meta['n_players']} players, {meta['obs_encoding']} observation)"

@@ -87,10 +87,10 @@ def parse_command(text: str, game: Game, menu: list[tuple[int, str]]) -> int | s
         faces = "".join(words[1:])
         if not faces:
             held = list(ROLL_INFO[roll].best.dice)
-        elif faces.isdigit():
+        elif all(c in "123456" for c in faces):
             held = [int(c) for c in faces]
         else:
-            raise ValueError(f"dice are written as digits, like '{head} 115'")
+            raise ValueError(f"dice are written as digits 1 to 6, like '{head} 115'")
         try:
             action = action_for(held, roll, bank)
         except ValueError:
@@ -136,7 +136,7 @@ class Session:
         for policy in self.policies.values():
             if hasattr(policy, "check_game"):
                 policy.check_game(game.n_players, game.rules)
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # bots
         self.seed = seed
         self.hint = hint
         self.delay = delay
@@ -187,8 +187,10 @@ class Session:
         game = self.game
         s = game.state
         menu = choices(game)
+        held = "  ".join(_dice(h) for h in s.held) or "nothing yet"
         self.say(
-            f"Your roll: {_dice(s.roll)}   (turn total {s.turn_total}, score {s.scores[s.current]})"
+            f"Your roll: {_dice(s.roll)}   (held this turn: {held}; "
+            f"turn total {s.turn_total}, score {s.scores[s.current]})"
         )
         for i, (_, text) in enumerate(menu, 1):
             self.say(f"  {i:>2}) {text}")
@@ -211,12 +213,12 @@ class Session:
             elif choice == "hint":
                 self.say(self.hint_text())
             elif isinstance(choice, str) and choice.startswith("save "):
-                path = choice[5:]
+                path = str(Path(choice[5:]).expanduser())
                 try:
                     save(self, path)
                     self.say(f"  saved to {path}; resume with: python play.py --load {path}")
-                except OSError as e:
-                    self.say(f"  could not save to {path}: {e.strerror}")
+                except (OSError, ValueError) as e:
+                    self.say(f"  could not save to {path}: {getattr(e, 'strerror', None) or e}")
             else:
                 return choice
 
@@ -266,17 +268,20 @@ def save(session: Session, path: str) -> None:
 def load(path: str, hint: bool, delay: float, ask, say) -> Session:
     try:
         data = json.loads(Path(path).read_text())
-        if data.get("format") != "fivethousand-rl saved game":
+        if not isinstance(data, dict) or data.get("format") != "fivethousand-rl saved game":
             raise ValueError("not a saved 5000 game")
         game = Game.from_json(json.dumps(data["game"]))
         game.set_dice_state(data["dice"])
-        session = Session(game, data["players"], data["human"], data["seed"], hint, delay, ask, say)
+        players, human = list(data["players"]), int(data["human"])
+        if len(players) != game.n_players or not 0 <= human < game.n_players:
+            raise ValueError("its players do not match its game")
+        session = Session(game, players, human, int(data["seed"]), hint, delay, ask, say)
         session.rng.bit_generator.state = data["bot_rng"]
         session.log = list(data["log"])
     except FileNotFoundError:
         raise ValueError(f"no saved game at {path}") from None
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"{path} is not a saved game ({type(e).__name__})") from None
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+        raise ValueError(f"{path} is not a saved game we can resume ({e})") from None
     return session
 
 
@@ -296,28 +301,34 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
     """Play a game log back through the engine, which checks every move again."""
     try:
         data = json.loads(Path(path).read_text())
-        if data.get("format") != "fivethousand-rl game log":
+        if not isinstance(data, dict) or data.get("format") != "fivethousand-rl game log":
             raise ValueError("not a 5000 game log")
-        names, events = data["players"], data["events"]
+        names, events = list(data["players"]), list(data["events"])
         game = Game(len(names), Rules(**data["rules"]))
     except FileNotFoundError:
         raise ValueError(f"no game log at {path}") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise ValueError(f"{path} is not a game log ({type(e).__name__})") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a game log ({e})") from None
     s = game.state
     say(render_text(game, names))
-    for event in events:
-        if "roll" in event:
-            before = s.turns
-            game.roll(event["roll"])
-            if s.turns > before:
-                say(f"{names[event['player']]} rolls {_dice(event['roll'])}: bust.")
-        else:
-            say(f"{names[s.current]} rolls {_dice(s.roll)}: {_describe(game, event['act'])}")
-            before = s.turns
-            game.act(event["act"])
-            if s.turns > before or s.phase == OVER:
-                say(f"  {name_players(s.last_event, names)}")
+    for number, event in enumerate(events, 1):
+        try:
+            if isinstance(event, dict) and "roll" in event:
+                before = s.turns
+                game.roll(event["roll"])
+                if s.turns > before:
+                    say(f"{names[event['player']]} rolls {_dice(event['roll'])}: bust.")
+            elif isinstance(event, dict) and "act" in event:
+                line = f"{names[s.current]} rolls {_dice(s.roll)}: {_describe(game, event['act'])}"
+                before = s.turns
+                game.act(event["act"])
+                say(line)
+                if s.turns > before or s.phase == OVER:
+                    say(f"  {name_players(s.last_event, names)}")
+            else:
+                raise ValueError("an event is a roll or an act")
+        except (ValueError, TypeError, KeyError, IndexError) as e:
+            raise ValueError(f"{path}: event {number} cannot be replayed ({e})") from None
         if delay:
             time.sleep(delay)
     say(render_text(game, names))
@@ -349,6 +360,12 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
     p.add_argument("--replay", metavar="FILE", help="replay a game log and exit")
     args = p.parse_args(argv)
     try:
+        if args.delay < 0:
+            raise ValueError("--delay must be >= 0")
+        if args.log:
+            log_dir = Path(args.log).expanduser().resolve().parent
+            if Path(args.log).is_dir() or not log_dir.is_dir():
+                raise ValueError(f"cannot write the game log to {args.log}")
         if args.replay:
             replay(args.replay, say, args.delay)
             return 0
@@ -367,7 +384,8 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
             )
             players = list(args.opponents)
             players.insert(args.seat, HUMAN)
-            game = Game(n, Rules(hold=args.hold), seed=seed)
+            dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
+            game = Game(n, Rules(hold=args.hold), seed=dice)
             session = Session(game, players, args.seat, seed, args.hint, args.delay, ask, say)
             against = ", ".join(args.opponents)
             say(f"5000: you against {against} (seed {seed}). Type 'help' for commands.")
@@ -379,7 +397,13 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
     except (Quit, KeyboardInterrupt):
         say("Left the game.")
     if args.log:
-        write_log(session, args.log)
+        try:
+            write_log(session, str(Path(args.log).expanduser()))
+        except OSError as e:
+            print(
+                f"error: could not write the game log to {args.log}: {e.strerror}", file=sys.stderr
+            )
+            return 1
         say(f"game log written to {args.log} (replay: python play.py --replay {args.log})")
     return 0
 

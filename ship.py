@@ -6,7 +6,8 @@ and a model card, in checkpoints/NAME/.
 The evaluation is a tournament run by evaluate.py (the command is recorded in the card):
 with 2 players a round robin of the agent, optimal and the scripted bots, so the card
 shows what optimal wins against each bot beside what the agent wins; with more players,
-the agent at a table with smart, turn-ev and threshold:350.
+the agent at one table with smart, turn-ev and threshold:350 (smart again for the seats
+past four), seats rotated.
 """
 
 from __future__ import annotations
@@ -97,9 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     agent = _shown(out / "model.zip")
     players = config["players"]
     if players == 2:
-        agents = [agent, "optimal", "smart", "turn-ev", "threshold:350"]
-    else:
-        agents = [agent, "smart", "turn-ev", "threshold:350"]
+        agents = [str(out / "model.zip"), "optimal", "smart", "turn-ev", "threshold:350"]
+    else:  # one table: the agent and scripted bots, smart repeated past 4 players
+        bots = ["smart", "turn-ev", "threshold:350"] + ["smart"] * max(0, players - 4)
+        agents = [str(out / "model.zip"), *bots[: players - 1]]
     eval_args = [
         *agents,
         "--games",
@@ -136,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.model == "best" and (run / "best" / "eval.json").is_file():
         best_eval = json.loads((run / "best" / "eval.json").read_text())
     steps = best_eval.get("steps") or summary.get("steps") or 0
-    train_commands = (run / "command.txt").read_text().strip().splitlines()
+    commands = run / "command.txt"
+    train_commands = commands.read_text().strip().splitlines() if commands.is_file() else []
     notes = Path(args.notes).read_text() if args.notes else ""
     hours = summary.get("wall_seconds", 0) / 3600
     card = f"""# {args.name}

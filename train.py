@@ -135,9 +135,26 @@ class TrainConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if (self.n_envs * self.n_steps) % self.batch_size:
             raise ValueError("n_envs * n_steps must be a multiple of batch_size")
-        if self.self_play_weight < 0:
-            raise ValueError("self_play_weight must be >= 0")
-        parse_opponents(self.opponents)
+        for name in ("snapshot_freq", "max_snapshots", "checkpoint_freq", "torch_threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.eval_freq < 0 or self.self_play_weight < 0:
+            raise ValueError("eval_freq and self_play_weight must be >= 0")
+        if self.activation not in ("relu", "tanh"):
+            raise ValueError(f"activation must be relu or tanh, got {self.activation!r}")
+        for name in ("state_layers", "scorer_layers", "critic_layers"):
+            layers = getattr(self, name)
+            if not layers or any(not isinstance(n, int) or n < 1 for n in layers):
+                raise ValueError(f"{name} must be a non-empty list of positive sizes, got {layers}")
+        from agents import make_policy
+        from envs.rules import Rules
+
+        rules = Rules(hold=self.hold)
+        opponents = [name for name, _ in parse_opponents(self.opponents)]
+        for name in opponents + self.eval_pool:  # unknown names, or models for other games
+            policy = make_policy(name)
+            if hasattr(policy, "check_game"):
+                policy.check_game(self.players, rules)
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
@@ -170,8 +187,6 @@ def coerce(name: str, value: Any) -> Any:
     default = getattr(TrainConfig(), name)
     if isinstance(default, list):
         return list(value) if isinstance(value, list | tuple) else [value]
-    if isinstance(default, bool):
-        return bool(value)
     if isinstance(default, int):
         if isinstance(value, float) and value.is_integer():
             return int(value)
@@ -256,8 +271,8 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
 
 
 # ============================================================== environments
-def make_env_fn(config: TrainConfig, rank: int):
-    """A function building environment `rank` (picklable, for subprocess workers)."""
+def make_env_fn(config: TrainConfig):
+    """A function building one environment (picklable, for subprocess workers)."""
 
     def make():
         from stable_baselines3.common.monitor import Monitor
@@ -281,7 +296,7 @@ def make_env_fn(config: TrainConfig, rank: int):
 def make_vec_env(config: TrainConfig):
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    fns = [make_env_fn(config, i) for i in range(config.n_envs)]
+    fns = [make_env_fn(config) for _ in range(config.n_envs)]
     vec = SubprocVecEnv(fns) if config.vec_env == "subproc" else DummyVecEnv(fns)
     vec.seed(config.seed)
     return vec
@@ -452,7 +467,7 @@ def make_callback(config: TrainConfig, run_dir: Path, state: dict, stop_after: i
             path = run_dir / "snapshots" / f"step{steps}.npz"
             path.parent.mkdir(exist_ok=True)
             NumpyScorer.from_policy(self.model.policy, name=f"snapshot@{steps}").save(path)
-            state["snapshots"] = (state["snapshots"] + [str(path)])[-config.max_snapshots :]
+            state["snapshots"] = (state["snapshots"] + [str(path)])[-config.max_snapshots :]  # >= 1
             self.training_env.env_method("set_opponent_pool", opponent_pool(config, state))
 
         def evaluate(self, steps: int) -> None:
@@ -529,7 +544,18 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env):
         raise ValueError(f"{run_dir} has no checkpoint to resume (latest/ is missing)") from None
     except Exception as e:
         raise ValueError(f"the checkpoint in {latest} is unreadable: {e}") from None
-    state = extra["state"]
+    try:
+        state = extra["state"]
+        saved_steps = extra["num_timesteps"]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"the checkpoint in {latest} is unreadable: state.pkl is incomplete"
+        ) from None
+    if saved_steps != model.num_timesteps:  # a crash between the two files' writes
+        raise ValueError(
+            f"the checkpoint in {latest} is inconsistent: the model is at step "
+            f"{model.num_timesteps:,}, the saved state at {saved_steps:,}"
+        )
     vec_env.env_method("set_opponent_pool", opponent_pool(config, state))
     for i, env_state in enumerate(extra["env_states"]):
         vec_env.env_method("set_state", env_state, indices=[i])
@@ -544,10 +570,32 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env):
 
 # ============================================================== main
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     checkpoints = Path(args.checkpoints)
     try:
         if args.resume:
+            fixed = [
+                f
+                for f in (
+                    "preset",
+                    "seed",
+                    "n_envs",
+                    "eval_freq",
+                    "eval_episodes",
+                    "players",
+                    "hold",
+                    "opponents",
+                    "self_play_weight",
+                    "run_name",
+                )
+                if getattr(args, f) is not None
+            ] + (["params"] if args.params else [])
+            if fixed:
+                raise ValueError(
+                    f"--resume continues a run as configured; it takes only "
+                    f"--n-timesteps, --stop-after, --no-progress (not {fixed[0]})"
+                )
             run_dir = Path(args.resume)
             if not (run_dir / "config.json").is_file():
                 run_dir = checkpoints / args.resume
@@ -566,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{run_dir} exists: --resume {run_dir} to continue it, "
                     "or pick another --run-name"
                 )
-    except ValueError as e:
+    except (ValueError, json.JSONDecodeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -579,15 +627,13 @@ def main(argv: list[str] | None = None) -> int:
     if "optimal" in config.eval_pool:
         two_player_solution(Rules(hold=config.hold))  # solve or load before timing starts
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    save_json(run_dir / "config.json", dataclasses.asdict(config))
-    with open(run_dir / "command.txt", "a") as f:
-        f.write(shlex.join([sys.executable, *sys.argv]) + "\n")
+    # Build everything before writing anything: a run that cannot start leaves no folder.
     vec_env = make_vec_env(config)
     if args.resume:
         try:
             model, state = load_checkpoint(run_dir, config, vec_env)
         except ValueError as e:
+            vec_env.close()
             print(f"error: {e}", file=sys.stderr)
             return 2
         state.pop("stopped", None)
@@ -603,6 +649,10 @@ def main(argv: list[str] | None = None) -> int:
             "best_score": -1.0,
             "wall_seconds": 0.0,
         }
+    run_dir.mkdir(parents=True, exist_ok=True)
+    save_json(run_dir / "config.json", dataclasses.asdict(config))
+    with open(run_dir / "command.txt", "a") as f:
+        f.write(shlex.join(["python", "train.py", *argv]) + "\n")
     model.tensorboard_log = str(run_dir / "tb")
     stop_after = int(args.stop_after) if args.stop_after is not None else None
     callback = make_callback(config, run_dir, state, stop_after)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.neural import first_line
 from envs.encoding import ENCODINGS, OBS_VERSION, encoding_size
 from envs.game import Game
 from envs.rules import Rules
@@ -84,17 +85,20 @@ class ExportedBot:
                 str(self.path), options, providers=["CPUExecutionProvider"]
             )
         except Exception as e:
-            first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise ExportError(f"could not load exported bot {self.path}: {first_line}") from None
-        self.rules = Rules(**self.meta["rules"])
-        self.n_players = int(self.meta["n_players"])
+            raise ExportError(f"could not load exported bot {self.path}: {first_line(e)}") from None
+        try:
+            self.rules = Rules(**self.meta["rules"])
+            self.n_players = int(self.meta["n_players"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ExportError(f"{self.path}: bad rules or players in its metadata ({e})") from None
         self.encode = ENCODINGS[self.meta["obs_encoding"]]
-        self.input_name = self.session.get_inputs()[0].name
+        graph_input = self.session.get_inputs()[0]
+        self.input_name = graph_input.name
         expected = encoding_size(self.meta["obs_encoding"], self.n_players, self.rules)
-        if self.meta.get("obs_size") != expected:
+        if self.meta.get("obs_size") != expected or graph_input.shape[-1] != expected:
             raise ExportError(
-                f"{self.path}: metadata says {self.meta.get('obs_size')} inputs, "
-                f"the encoding gives {expected}"
+                f"{self.path}: the graph takes {graph_input.shape[-1]} inputs and the metadata "
+                f"says {self.meta.get('obs_size')}, but such a game's encoding gives {expected}"
             )
         self.name = self.meta.get("name") or self.path.stem
 

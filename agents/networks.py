@@ -174,6 +174,14 @@ class NumpyScorer:
             weights = {k: data[k] for k in data.files if k != "config"}
         return cls(weights, config, name or Path(path).stem)
 
+    def check_game(self, n_players: int, rules) -> None:
+        """Raise ValueError unless this network reads the observations of such a game."""
+        if rich_state_size(n_players, rules) != self.n_state:
+            raise ValueError(
+                f"{self.name} was trained for another game: it reads {self.n_state} state "
+                f"values, a {n_players}-player game gives {rich_state_size(n_players, rules)}"
+            )
+
     def _act_fn(self, x: np.ndarray) -> np.ndarray:
         return np.maximum(x, 0.0) if self.activation == "relu" else np.tanh(x)
 

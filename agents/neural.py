@@ -16,6 +16,11 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, unreadable, or made for another game."""
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's message (libraries raise long ones)."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 class SB3Policy:
     """Plays a MaskablePPO checkpoint: the observation of the seat to move, the legal
     actions as the mask, deterministic (greedy) unless `deterministic=False` (then the
@@ -32,14 +37,19 @@ class SB3Policy:
 
             self.model = MaskablePPO.load(path, device="cpu")
         except Exception as e:  # corrupt archives fail in many ways inside SB3
-            first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise CheckpointError(f"could not load checkpoint {path}: {first_line}") from None
+            raise CheckpointError(f"could not load checkpoint {path}: {first_line(e)}") from None
         shape = self.model.observation_space.shape
         if shape is None or len(shape) != 1:
             raise CheckpointError(f"checkpoint {path} does not take a flat observation vector")
         self.obs_size = shape[0]
         self.deterministic = deterministic
-        self.name = path.stem if path.stem != "model" else path.parent.name or path.stem
+        # checkpoints/ppo-2p/model.zip -> "ppo-2p"; run/best/model.zip -> "run/best"
+        parent = (
+            path.parent.name
+            if path.parent.name not in ("best", "latest")
+            else (f"{path.parent.parent.name}/{path.parent.name}")
+        )
+        self.name = path.stem if path.stem != "model" else parent or path.stem
         self.path = path
         self._key = None
 
@@ -97,5 +107,4 @@ def load_snapshot(path: str | Path):
     try:
         return NumpyScorer.load(path)
     except Exception as e:
-        first_line = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise CheckpointError(f"could not load snapshot {path}: {first_line}") from None
+        raise CheckpointError(f"could not load snapshot {path}: {first_line(e)}") from None

@@ -122,19 +122,18 @@ class FiveThousandEnv(gym.Env):
             raise ValueError(
                 f"need {n_players - 1} opponents for {n_players} players, got {len(opponents)}"
             )
-        self._specs: dict[int, Any] = {}  # id(policy) -> how it was named
         self.opponents = [make_policy(o) for o in opponents]
-        for spec, policy in zip(opponents, self.opponents, strict=True):
-            self._specs[id(policy)] = spec
+        self._opponent_specs = list(opponents)  # how each was named (for get_state)
+        for policy in self.opponents:
             self._check_opponent(policy)
         self.opponent_pool: list[tuple[Any, float]] = []
+        self._pool_specs: list[Any] = []
         for spec, weight in opponent_pool or []:
             self.add_opponent(spec, weight)
         if obs_encoding not in ENCODINGS:
             raise ValueError(f"obs_encoding must be one of {list(ENCODINGS)}, got {obs_encoding!r}")
         self.obs_encoding = obs_encoding
         self._encode = ENCODINGS[obs_encoding]
-        self.n_players = n_players
         self.learner_seat_option = learner_seat
         self.max_turns = max_turns
         self.illegal_action = illegal_action
@@ -155,6 +154,7 @@ class FiveThousandEnv(gym.Env):
         self.game: Game | None = None
         self.learner_seat = 0 if learner_seat == "random" else learner_seat
         self._seat_policy: list[Any] = []
+        self._seat_specs: list[Any] = []
         self._done = True
         self._learner_turns = self._learner_busts = 0
 
@@ -166,14 +166,17 @@ class FiveThousandEnv(gym.Env):
             self.learner_seat = int(rng.integers(self.n_players))
         # Seat k after the learner is played by opponents[k - 1], or, with a pool, by
         # a member drawn for this game in proportion to its weight.
-        opponents = self.opponents
+        opponents, specs = self.opponents, self._opponent_specs
         if self.opponent_pool:
             weights = np.array([w for _, w in self.opponent_pool], dtype=float)
             picks = rng.choice(len(weights), size=self.n_players - 1, p=weights / weights.sum())
             opponents = [self.opponent_pool[i][0] for i in picks]
+            specs = [self._pool_specs[i] for i in picks]
         self._seat_policy = [None] * self.n_players
-        for k, policy in enumerate(opponents, start=1):
-            self._seat_policy[(self.learner_seat + k) % self.n_players] = policy
+        self._seat_specs = [None] * self.n_players
+        for k, (policy, spec) in enumerate(zip(opponents, specs, strict=True), start=1):
+            seat = (self.learner_seat + k) % self.n_players
+            self._seat_policy[seat], self._seat_specs[seat] = policy, spec
         # The first decision is the learner's by construction. In the rare game that an
         # opponent wins (or every learner roll busts until the turn limit) before it, a
         # new game is dealt: an episode never starts finished.
@@ -226,7 +229,7 @@ class FiveThousandEnv(gym.Env):
         policy = make_policy(spec)
         self._check_opponent(policy)
         self.opponent_pool.append((policy, float(weight)))
-        self._specs[id(self.opponent_pool[-1][0])] = spec
+        self._pool_specs.append(spec)
 
     def _check_opponent(self, policy: Any) -> None:
         """Trained or exported models must fit this game (players, rules, encoding)."""
@@ -235,7 +238,7 @@ class FiveThousandEnv(gym.Env):
 
     def set_opponent_pool(self, pool: Sequence[tuple[Any, float]]) -> None:
         """Replace the opponent pool (used from the next reset)."""
-        self.opponent_pool = []
+        self.opponent_pool, self._pool_specs = [], []
         for spec, weight in pool:
             self.add_opponent(spec, weight)
 
@@ -252,9 +255,7 @@ class FiveThousandEnv(gym.Env):
             "dice": self.game.dice_state() if self.game is not None else None,
             "np_random": self.np_random.bit_generator.state,
             "learner_seat": self.learner_seat,
-            "seat_specs": [
-                None if p is None else self._specs.get(id(p), p.name) for p in self._seat_policy
-            ],
+            "seat_specs": list(self._seat_specs),
             "done": self._done,
             "learner_turns": self._learner_turns,
             "learner_busts": self._learner_busts,
@@ -264,16 +265,15 @@ class FiveThousandEnv(gym.Env):
         """Restore a state saved by ``get_state``."""
         from agents import make_policy
 
-        by_spec = {
-            spec: p
-            for p in [q for q, _ in self.opponent_pool] + self.opponents
-            if (spec := self._specs.get(id(p))) is not None
-        }
+        # The seats keep the opponents they had, even one that has left the pool since.
+        known = dict(zip(self._pool_specs, (p for p, _ in self.opponent_pool), strict=True))
+        known.update(zip(self._opponent_specs, self.opponents, strict=True))
         self.np_random.bit_generator.state = state["np_random"]
         self.learner_seat = state["learner_seat"]
+        self._seat_specs = list(state["seat_specs"])
         self._seat_policy = [
-            None if spec is None else by_spec.get(spec) or make_policy(spec)
-            for spec in state["seat_specs"]
+            None if spec is None else known.get(spec) or make_policy(spec)
+            for spec in self._seat_specs
         ]
         self._done = state["done"]
         self._learner_turns = state["learner_turns"]

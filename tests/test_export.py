@@ -109,6 +109,11 @@ def test_wrong_game_or_version_is_refused(exported, tmp_path):
     with pytest.raises(ExportError, match="plays 2-player games"):
         ExportedBot(exported).check_game(2, Rules(hold="all"))
     meta = json.loads(exported.with_suffix(".json").read_text())
+    broken_rules = tmp_path / "rules.onnx"
+    broken_rules.write_bytes(exported.read_bytes())
+    broken_rules.with_suffix(".json").write_text(json.dumps({**meta, "rules": {"hold": "x"}}))
+    with pytest.raises(ExportError, match="bad rules or players"):
+        make_policy(str(broken_rules))
     for key, value, message in [
         ("obs_version", 99, "uses obs_version 99"),
         ("action_encoding_version", 2, "uses action_encoding_version 2"),

@@ -271,3 +271,13 @@ def test_state_round_trip_continues_identically():
     b.reset(seed=99)
     b.set_state(saved)
     assert run(a, 200, np.random.default_rng(1)) == run(b, 200, np.random.default_rng(1))
+
+
+def test_state_keeps_an_opponent_that_left_the_pool():
+    env = FiveThousandEnv(opponent_pool=[("turn-ev", 1)])
+    env.reset(seed=1)
+    saved = env.get_state()
+    env.set_opponent_pool([("smart", 1)])  # the pool moved on, the game in progress did not
+    env.set_state(saved)
+    assert env.opponent_names() == ["turn-ev"]
+    assert env.get_state()["seat_specs"] == saved["seat_specs"]

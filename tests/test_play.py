@@ -49,8 +49,10 @@ def test_a_whole_game_through_stdin_and_its_replay(tmp_path):
         ("hello", "unknown command 'hello'; type 'help'"),
         ("99", "there are choices 1 to"),
         ("", "type a choice number, or 'help'"),
-        ("r 7", "has no 7"),
+        ("r 7", "dice are written as digits 1 to 6"),
+        ("r 66", "has no 6 6"),
         ("r x1", "dice are written as digits"),
+        ("r ²", "dice are written as digits"),
         ("save", "usage: save FILE"),
         ("help", "hold 1, 1 and 5, then roll the dice left"),
     ],
@@ -67,12 +69,13 @@ def test_bad_input_gets_a_message_and_a_new_prompt(typed, message):
 
 
 def test_rules_are_enforced_with_reasons():
-    # Seed 1: the first roll is [1 2 2 3 6]; only the ace scores.
+    # Seed 10: the first roll is [1 2 2 3 4]; only the ace scores.
     lines = []
     answers = iter(["b 23", "b", "r 1", "quit"])
     play.main(
-        ["--opponents", "smart", "--seed", "1"], ask=lambda _: next(answers), say=lines.append
+        ["--opponents", "smart", "--seed", "10"], ask=lambda _: next(answers), say=lines.append
     )
+    assert any(line.startswith("Your roll: [1 2 2 3 4]") for line in lines)
     text = "\n".join(lines)
     assert "2 3 cannot be held: every held die must score" in text
     assert "you can't bank 100: you need 500 in one turn to enter" in text
@@ -134,6 +137,10 @@ def test_bots_of_every_kind_can_sit_at_the_table(tmp_path):
         (["--seat", "5"], "--seat must be 0..1"),
         (["--load", "no-such-file.json"], "no saved game at no-such-file.json"),
         (["--replay", "no-such-log.json"], "no game log at no-such-log.json"),
+        (["--delay", "-1"], "--delay must be >= 0"),
+        (["--log", "/no/such/folder/log.json"], "cannot write the game log to"),
+        (["--load", "/tmp"], "is not a saved game we can resume"),
+        (["--replay", "/tmp"], "is not a game log"),
     ],
 )
 def test_bad_arguments_are_one_clear_line(args, message):
@@ -148,3 +155,44 @@ def test_choices_list_every_legal_action_once():
     game.roll([1, 1, 5, 2, 3])
     menu = play.choices(game)
     assert sorted(a for a, _ in menu) == game.legal_actions()
+
+
+def test_corrupt_saves_and_logs_are_refused(tmp_path):
+    save = tmp_path / "save.json"
+    save.write_text(json.dumps({"format": "fivethousand-rl saved game", "game": {}}))
+    with pytest.raises(ValueError, match="is not a saved game we can resume"):
+        play.load(str(save), False, 0.0, input, print)
+    log = tmp_path / "log.json"
+    log.write_text(
+        json.dumps(
+            {
+                "format": "fivethousand-rl game log",
+                "rules": {},
+                "players": ["a", "b"],
+                "events": [{"roll": [1, 9]}],
+            }
+        )
+    )
+    with pytest.raises(ValueError, match="event 1 cannot be replayed"):
+        play.replay(str(log), say=lambda _: None)
+    log.write_text(
+        json.dumps(
+            {
+                "format": "fivethousand-rl game log",
+                "rules": {},
+                "players": ["a", "b"],
+                "events": [5],
+            }
+        )
+    )
+    with pytest.raises(ValueError, match="event 1 cannot be replayed"):
+        play.replay(str(log), say=lambda _: None)
+
+
+def test_saving_to_a_bad_path_is_a_message(tmp_path):
+    lines = []
+    answers = iter(["save /no/such/dir/x.json", "save a\x00b", "quit"])
+    play.main(
+        ["--opponents", "smart", "--seed", "1"], ask=lambda _: next(answers), say=lines.append
+    )
+    assert sum("could not save" in line for line in lines) == 2

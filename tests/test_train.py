@@ -176,12 +176,23 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
         (["--players", "9"], "players must be 2..8"),
         (["--params", "n_envs=3", "n_steps=100", "batch_size=64"], "multiple of batch_size"),
         (["--resume", "no/such/run"], "no run to resume at no/such/run"),
+        (["--resume", "x", "--seed", "3"], "--resume continues a run as configured"),
+        (["--params", "eval_opponents=[nosuchbot]"], "unknown bot 'nosuchbot'"),
+        (["--params", "activation=sigmoid"], "activation must be relu or tanh"),
+        (["--params", "state_layers=[]"], "state_layers must be a non-empty list"),
+        (["--params", "max_snapshots=0"], "max_snapshots must be positive"),
+        (["--params", "eval_freq=-5"], "eval_freq and self_play_weight must be >= 0"),
     ],
 )
 def test_bad_arguments_are_one_clear_line(args, message, capsys, tmp_path):
     assert train.main([*args, "--checkpoints", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.count("\n") == 0
+
+
+def test_a_refused_start_leaves_no_folder(tmp_path, capsys):
+    assert train.main(["--params", "activation=sigmoid", "--checkpoints", str(tmp_path)]) == 2
+    assert not any(tmp_path.iterdir())
 
 
 def test_existing_run_and_corrupt_checkpoint_are_refused(trained_run, tmp_path, capsys):
@@ -197,6 +208,9 @@ def test_existing_run_and_corrupt_checkpoint_are_refused(trained_run, tmp_path, 
     assert train.main(["--resume", str(broken), "--n-timesteps", "1024"]) == 2
     err = capsys.readouterr().err.strip()
     assert "checkpoint" in err and "unreadable" in err and err.count("\n") == 0
+    (broken / "latest" / "state.pkl").write_bytes(pickle.dumps({"state": {}}))
+    assert train.main(["--resume", str(broken)]) == 2
+    assert "state.pkl is incomplete" in capsys.readouterr().err
     shutil.rmtree(broken / "latest")
     assert train.main(["--resume", str(broken)]) == 2
     assert "has no checkpoint to resume" in capsys.readouterr().err
