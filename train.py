@@ -238,23 +238,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+# Flags that set config fields (besides --n-timesteps, which --resume may also change).
+CONFIG_FLAGS = (
+    "seed",
+    "n_envs",
+    "eval_freq",
+    "eval_episodes",
+    "players",
+    "hold",
+    "opponents",
+    "self_play_weight",
+    "run_name",
+)
+
+
 def build_config(args: argparse.Namespace) -> TrainConfig:
     values: dict[str, Any] = {}
     if args.preset:
         values.update(load_preset(args.preset))
         values["preset"] = args.preset
-    for name in (
-        "n_timesteps",
-        "seed",
-        "n_envs",
-        "eval_freq",
-        "eval_episodes",
-        "players",
-        "hold",
-        "opponents",
-        "self_play_weight",
-        "run_name",
-    ):
+    for name in ("n_timesteps", *CONFIG_FLAGS):
         if getattr(args, name) is not None:
             values[name] = getattr(args, name)
     for item in args.params:
@@ -575,22 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     checkpoints = Path(args.checkpoints)
     try:
         if args.resume:
-            fixed = [
-                f
-                for f in (
-                    "preset",
-                    "seed",
-                    "n_envs",
-                    "eval_freq",
-                    "eval_episodes",
-                    "players",
-                    "hold",
-                    "opponents",
-                    "self_play_weight",
-                    "run_name",
-                )
-                if getattr(args, f) is not None
-            ] + (["params"] if args.params else [])
+            fixed = [f for f in ("preset", *CONFIG_FLAGS) if getattr(args, f) is not None]
+            fixed += ["params"] if args.params else []
             if fixed:
                 raise ValueError(
                     f"--resume continues a run as configured; it takes only "
