@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -82,13 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--notes", help="a Markdown file of notes (what was tried) for the card")
     p.add_argument("--out", default=str(ROOT / "checkpoints"), help="where NAME/ is made")
     args = p.parse_args(argv)
-    run = Path(args.run)
+    run = Path(args.run).resolve()
+    notes_file = Path(args.notes).resolve() if args.notes else None
+    os.chdir(ROOT)  # agents are named relative to the repository, as the card shows them
     model = run / args.model / "model.zip"
     if not model.is_file() or not (run / "config.json").is_file():
         print(f"error: {run} is not a finished training run (no {model})", file=sys.stderr)
         return 2
     config = json.loads((run / "config.json").read_text())
-    out = Path(args.out) / args.name
+    out = Path(args.out).resolve() / args.name
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(model, out / "model.zip")
     shutil.copy(run / "config.json", out / "config.json")
@@ -98,10 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     agent = _shown(out / "model.zip")
     players = config["players"]
     if players == 2:
-        agents = [str(out / "model.zip"), "optimal", "smart", "turn-ev", "threshold:350"]
+        agents = [agent, "optimal", "smart", "turn-ev", "threshold:350"]
     else:  # one table: the agent and scripted bots, smart repeated past 4 players
         bots = ["smart", "turn-ev", "threshold:350"] + ["smart"] * max(0, players - 4)
-        agents = [str(out / "model.zip"), *bots[: players - 1]]
+        agents = [agent, *bots[: players - 1]]
     eval_args = [
         *agents,
         "--games",
@@ -126,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     command = "python evaluate.py " + " ".join(
         _shown(Path(a)) if a.startswith(str(out)) else a for a in eval_args
     )
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    evaluation["command"] = command  # as a reader of the card would type it
+    (out / "evaluation.json").write_text(json.dumps(evaluation, indent=2))
     summary = (
         json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
     )
@@ -140,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = best_eval.get("steps") or summary.get("steps") or 0
     commands = run / "command.txt"
     train_commands = commands.read_text().strip().splitlines() if commands.is_file() else []
-    notes = Path(args.notes).read_text() if args.notes else ""
+    notes = notes_file.read_text() if notes_file else ""
     hours = summary.get("wall_seconds", 0) / 3600
     card = f"""# {args.name}
 
