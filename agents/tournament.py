@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -121,8 +122,13 @@ def run(
                 on_progress(len(chunk))
     else:
         workers = min(workers, os.cpu_count() or 1, len(chunks)) or 1
+        # "spawn": forking a process that has loaded torch (a checkpoint agent) can hang
+        # the children on torch's thread pool.
         with ProcessPoolExecutor(
-            workers, initializer=_init_worker, initargs=(list(specs), rules, seed, max_turns)
+            workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(list(specs), rules, seed, max_turns),
         ) as pool:
             for chunk_results in pool.map(_play_chunk, chunks):
                 results.extend(chunk_results)

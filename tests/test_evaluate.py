@@ -148,7 +148,9 @@ def test_sb3_checkpoint_plays_in_a_tournament(tmp_path):
     path = tmp_path / "agent.zip"
     model.save(path)
     summary_path = tmp_path / "s.json"
-    assert evaluate.main([str(path), "random", "--games", "20", "--json", str(summary_path)]) == 0
+    # Two worker processes: a parent that loaded torch must not hang its workers.
+    args = [str(path), "random", "--games", "20", "--workers", "2", "--json", str(summary_path)]
+    assert evaluate.main(args) == 0
     summary = json.loads(summary_path.read_text())
     assert summary["agents"][0]["games"] == 20
     # The wrong number of players for the checkpoint: one clear line before any game.
