@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +24,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-import envs  # noqa: F401 - registers FiveThousand-v0
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # export.py lives there
+import envs  # noqa: E402, F401 - registers FiveThousand-v0
 from agents import make_policy
 from agents.optimal import two_player_solution
 from agents.solver import solve_two_player
@@ -184,13 +186,17 @@ def main() -> None:
     for name, value, target, unit in rows:
         results[name] = value
         if target is None:
-            table.add_row(name, f"{value:,.0f}", "", "")
+            table.add_row(name, f"{value:,.0f}" if value > 100 else f"{value:.3f}", "", "")
             continue
-        met = value <= target if unit == "s" else value >= target
-        shown = (
-            f"{value:.2f}x" if unit == "x" else f"{value:,.1f}" if unit == "s" else f"{value:,.0f}"
-        )
-        bound = f"<= {target} s" if unit == "s" else f">= {target}{'x' if unit == 'x' else ''}"
+        lower_is_better = unit in ("s", "ms")
+        met = value <= target if lower_is_better else value >= target
+        if unit == "x":
+            shown, bound = f"{value:.2f}x", f">= {target}x"
+        elif lower_is_better:
+            shown = f"{value:.3f}" if unit == "ms" else f"{value:.1f}"
+            bound = f"<= {target} {unit}"
+        else:
+            shown, bound = f"{value:,.0f}", f">= {target}"
         table.add_row(name, shown, bound, "yes" if met else "NO")
     console.print(table)
     results["machine"] = platform.processor() or platform.machine()
