@@ -36,7 +36,7 @@ COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
 
 
 class Quit(Exception):
-    pass
+    """The player left the game ('quit', end of input, Ctrl-C)."""
 
 
 def choices(game: Game) -> list[tuple[int, str]]:

@@ -155,4 +155,4 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return None
 
     def close(self) -> None:
-        pass
+        """Nothing to release: the game holds no files, windows or processes."""
