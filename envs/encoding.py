@@ -29,12 +29,15 @@ index              meaning
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from envs.game import DECIDE, Game, gift_recipient
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, can_bank
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules, can_bank
 
-OBS_VERSION = 1
+# 2: slot 40 of the rich action features holds the turn-EV value (was always 0 in 1).
+OBS_VERSION = 2
 # Every entry lies in [OBS_LOW, OBS_HIGH]; the two turn-total features are clipped there
 # (only a turn total above twice the target would reach the clip).
 OBS_LOW, OBS_HIGH = -1.0, 2.0
@@ -118,7 +121,13 @@ def action_features(game: Game, seat: int) -> np.ndarray:
     by 50; 31 need > 1000; 32 need < 0 (overshoot); 33 the new total may be banked (R8);
     34 banking wins; 35 banking bumps somebody; 36 banking gifts an opponent; 37 that
     gift wins for them; 38 banking loses the points (overshoot, no gift); 39 own score
-    after the action / target; 40 reserved (0); 41 the new total ends in 50.
+    after the action / target; 40 the points this turn is expected to bank after the
+    action if the player maximized the turn's points from there on (banking: the total
+    itself; rolling: ``agents.solver.solve_turn_ev``'s value), / 1000, at most
+    RICH_OBS_HIGH; 41 the new total ends in 50.
+
+    Slot 40 is a hint, not the answer: it ignores the scores (when to bank to win is
+    left to the network) and is the same table the ``turn-ev`` bot plays by.
     """
     out = np.zeros((NUM_ACTIONS, ACTION_FEATURES), dtype=np.float32)
     s = game.state
@@ -131,6 +140,8 @@ def action_features(game: Game, seat: int) -> np.ndarray:
     info = ROLL_INFO[s.roll]
     holds = info.hold_for_bits(rules.hold)
     n_dice = len(info.dice)
+    turn_ev = _turn_ev(rules)
+    entered = own > 0
     for action in game.legal()[0]:
         hold = holds[action & ~BANK_BIT]
         total = s.turn_total + hold.points
@@ -152,6 +163,7 @@ def action_features(game: Game, seat: int) -> np.ndarray:
         row[41] = total % 100 == 50
         row[39] = own / target
         if action & BANK_BIT:
+            row[40] = min(total / 1000, RICH_OBS_HIGH)
             row[1] = 1.0
             if need == 0:
                 row[34] = 1.0
@@ -166,7 +178,17 @@ def action_features(game: Game, seat: int) -> np.ndarray:
                 else:
                     row[36] = 1.0
                     row[37] = s.scores[recipient] + total == target
+        else:
+            row[40] = min(turn_ev.roll_value(entered, total, left) / 1000, RICH_OBS_HIGH)
     return out
+
+
+@cache
+def _turn_ev(rules: Rules):
+    # Imported here: the solver lives with the agents; it only needs envs.rules.
+    from agents.solver import solve_turn_ev
+
+    return solve_turn_ev(rules)
 
 
 def encode_rich(game: Game, seat: int) -> np.ndarray:

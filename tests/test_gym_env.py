@@ -240,6 +240,45 @@ def test_rich_encoding_describes_each_legal_action():
     assert bank[1] == 1 and bank[39] == pytest.approx(4800 / 5000)
 
 
+# Slot 40 of an action's row: the turn's expected banked points after the action for a
+# points-maximizing player (solve_turn_ev), / 1000. One row per case:
+# (banked scores, turn total before the roll, roll, held dice, bank?, expected value).
+TURN_EV_CASES = [
+    # Entered, banking 200 of 1-1: the total itself (R8 allows it).
+    ([1000, 0], 0, (1, 1, 2, 3, 4), [1, 1], True, lambda ev: 200),
+    # Rolling on 4 dice with 100 in hand: the turn-EV table's value.
+    ([1000, 0], 0, (1, 1, 2, 3, 4), [1], False, lambda ev: ev.roll_value(True, 100, 4)),
+    # Not entered yet (R8): the table for a player who still needs 500 to bank.
+    ([0, 0], 300, (1, 5, 2, 3, 4), [1, 5], False, lambda ev: ev.roll_value(False, 450, 3)),
+    # Hot dice (R6): three 1s (1100, R2) and two 5s held, five dice to roll again.
+    (
+        [1000, 0],
+        0,
+        (1, 1, 1, 5, 5),
+        [1, 1, 1, 5, 5],
+        False,
+        lambda ev: ev.roll_value(True, 1200, 5),
+    ),
+]
+
+
+@pytest.mark.parametrize("scores, total, roll, held, bank, expected", TURN_EV_CASES)
+def test_rich_slot_40_is_the_turn_ev_of_the_action(scores, total, roll, held, bank, expected):
+    from agents.solver import solve_turn_ev
+    from envs.encoding import ACTION_FEATURES, action_features
+    from envs.game import Game
+    from envs.rules import Rules, action_for
+
+    game = Game(2, seed=0)
+    game.state.scores = list(scores)
+    game.state.turn_total = total
+    game.roll(roll)
+    rows = action_features(game, 0).reshape(64, ACTION_FEATURES)
+    row = rows[action_for(held, list(roll), bank=bank)]
+    assert row[0] == 1  # legal
+    assert row[40] == pytest.approx(expected(solve_turn_ev(Rules())) / 1000)
+
+
 def test_opponent_pool_draws_opponents_by_weight():
     env = FiveThousandEnv(opponent_pool=[("smart", 3.0), ("random", 1.0)])
     names = []
