@@ -462,8 +462,13 @@ def make_callback(config: TrainConfig, run_dir: Path, state: dict, stop_after: i
 
         def _on_training_end(self) -> None:
             if not state.get("stopped"):
+                steps = self.num_timesteps
                 if config.eval_freq:
-                    self.evaluate(self.num_timesteps)
+                    self.evaluate(steps)
+                    # Extending the finished run (--resume --n-timesteps) must not
+                    # evaluate this step again: move on as an uninterrupted run would.
+                    while state["next_eval"] <= steps:
+                        state["next_eval"] += config.eval_freq
                 self.checkpoint()
 
         def add_snapshot(self, steps: int) -> None:

@@ -160,6 +160,11 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
     evals_a = json.loads((tmp_path / "a" / "quick_free_seed0" / "evals.json").read_text())
     evals_b = json.loads((run_b / "evals.json").read_text())
     assert evals_a == evals_b
+    # Extending a finished run evaluates each step once, as one longer run would.
+    run_a = tmp_path / "a" / "quick_free_seed0"
+    assert train.main(["--resume", str(run_a), "--n-timesteps", "1024", "--no-progress"]) == 0
+    steps = [e["steps"] for e in json.loads((run_a / "evals.json").read_text())]
+    assert steps == [256, 512, 768, 1024]
     # The snapshots joined the opponent pool in both runs at the same steps.
     # Snapshots joined the pool at the start of the rollouts after 256 and 512 steps.
     assert sorted(p.name for p in (run_b / "snapshots").iterdir()) == ["step256.npz", "step512.npz"]
