@@ -202,3 +202,39 @@ def test_cli_prints_the_exact_numbers(tmp_path, capsys):
     assert numbers["first_player_win_probability"] == sol.first_player_win_probability
     assert numbers["best_expected_turn_points_entered"] == solve_turn_ev().entered_turn_value
     assert (tmp_path / "strategy.png").stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------ regret analysis
+def test_optimal_gives_nothing_away_and_regrets_predict_the_result():
+    from agents.regret import measure
+
+    report = measure("optimal", "smart", games=300, seed=0)
+    assert report.regret["player"] == 0.0 and report.mistakes["player"] == 0
+    assert report.regret["opponent"] > 0  # smart is not optimal
+    # P(win) = V(start) - own regrets + opponent's regrets, in expectation: the estimate
+    # and the count of wins agree within the count's noise (4 standard deviations).
+    sd = math.sqrt(0.25 / report.games)
+    assert abs(report.estimated_win_rate - report.win_rate) < 4 * sd
+    # Seats alternate: the start values average the first player's edge away.
+    assert report.start_value / report.games == pytest.approx(0.5)
+
+
+def test_regret_report_names_the_mistakes():
+    from agents.regret import measure
+
+    report = measure("threshold:350", "turn-ev", games=40, seed=1).to_dict(top=3)
+    assert report["regret_per_game"]["player"] > 0
+    assert 0 < len(report["player_costliest_moves"]) <= 3
+    assert all("(best: " in row["situation"] for row in report["player_costliest_moves"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["smart", "--games", "0"], "--games must be at least 1"), (["grandmaster"], "unknown bot")],
+)
+def test_regret_cli_refuses_bad_input_in_one_line(args, message, capsys):
+    from agents.regret import main
+
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
