@@ -4,6 +4,8 @@
     python train.py --players 4 --n-timesteps 2e6 --opponents smart turn-ev threshold:350
     python train.py --resume checkpoints/ppo_2p_free_seed0   # continue an interrupted run
     python train.py --preset quick --params ent_coef=0.02 n_envs=4
+    python train.py --preset ppo_2p --init-from RUN/latest/model.zip --run-name tuned \
+        --params ent_coef=0 learning_rate=5e-5     # a new run from trained weights
 
 Read top to bottom: the configuration (one dataclass, every field documented), the
 environments, the model, the callbacks (evaluation against a bot pool, self-play
@@ -116,6 +118,10 @@ class TrainConfig:
     """Folder name under checkpoints/; empty: {preset}_{hold}_seed{seed}."""
     preset: str = ""
     """The preset this config started from (for the record)."""
+    init_from: str = ""
+    """A MaskablePPO checkpoint (.zip) whose weights start this run, to go on training a
+    model with other settings (a new run: fresh counters, snapshots and schedule);
+    empty: a fresh network. The network settings must match the checkpoint's."""
 
     @property
     def eval_pool(self) -> list[str]:
@@ -225,6 +231,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--opponents", nargs="+", help="scripted opponents, name or name@weight")
     p.add_argument("--self-play", type=float, dest="self_play_weight", help="snapshot weight")
     p.add_argument("--run-name", help="run folder name under checkpoints/")
+    p.add_argument("--init-from", metavar="MODEL.zip", help="start from a trained model's weights")
     p.add_argument("--params", nargs="+", default=[], metavar="KEY=VALUE", help="any config key")
     p.add_argument("--resume", metavar="RUN", help="continue the run in this folder")
     p.add_argument(
@@ -249,6 +256,7 @@ CONFIG_FLAGS = (
     "opponents",
     "self_play_weight",
     "run_name",
+    "init_from",
 )
 
 
@@ -270,6 +278,15 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
         prefix = config.preset or f"custom_{config.players}p"
         config.run_name = f"{prefix}_{config.hold}_seed{config.seed}"
     config.validate()
+    if config.init_from:  # checked at the start only: a resumed run no longer needs it
+        from agents import make_policy
+        from envs.rules import Rules
+
+        if not config.init_from.endswith(".zip"):
+            raise ValueError(
+                f"init_from must be a MaskablePPO checkpoint (.zip), got {config.init_from!r}"
+            )
+        make_policy(config.init_from).check_game(config.players, Rules(hold=config.hold))
     return config
 
 
@@ -634,6 +651,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"resuming {run_dir} at step {model.num_timesteps:,}")
     else:
         model = make_model(config, vec_env, str(run_dir / "tb"))
+        if config.init_from:
+            from agents.neural import first_line
+
+            try:  # weights (and the optimizer's moments) of the trained model
+                model.set_parameters(config.init_from, exact_match=True, device="cpu")
+            except Exception as e:
+                vec_env.close()
+                print(
+                    f"error: cannot start from {config.init_from}: {first_line(e)} "
+                    "(the network settings must match the checkpoint's)",
+                    file=sys.stderr,
+                )
+                return 2
         state = {
             "next_eval": config.eval_freq,
             "next_snapshot": config.snapshot_freq,

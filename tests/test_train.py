@@ -187,6 +187,8 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
         (["--params", "state_layers=[]"], "state_layers must be a non-empty list"),
         (["--params", "max_snapshots=0"], "max_snapshots must be positive"),
         (["--params", "eval_freq=-5"], "eval_freq and self_play_weight must be >= 0"),
+        (["--init-from", "no/such/model.zip"], "checkpoint not found: no/such/model.zip"),
+        (["--init-from", "model.onnx"], "init_from must be a MaskablePPO checkpoint (.zip)"),
     ],
 )
 def test_bad_arguments_are_one_clear_line(args, message, capsys, tmp_path):
@@ -273,3 +275,26 @@ def test_ship_makes_a_model_card(trained_run, tmp_path):
     curve = json.loads((out / "learning_curve.json").read_text())
     assert [point["steps"] for point in curve] == [256, 512, 768]
     assert ship.main([str(tmp_path / "nothing"), "--name", "x", "--out", str(tmp_path)]) == 2
+
+
+def test_init_from_starts_a_new_run_with_the_trained_weights(trained_run, tmp_path, capsys):
+    source = trained_run / "latest" / "model.zip"
+    start = ["--init-from", str(source), "--checkpoints", str(tmp_path)]
+    frozen = ["learning_rate=0", "final_learning_rate=0"]  # extends TINY's --params
+    args = ["--n-timesteps", "256", *TINY, *frozen, "--run-name", "tuned", *start]
+    assert train.main(args) == 0
+    from sb3_contrib import MaskablePPO
+
+    before = MaskablePPO.load(source).policy.state_dict()
+    after = MaskablePPO.load(tmp_path / "tuned" / "latest" / "model.zip")
+    assert after.num_timesteps == 256  # a new run: its own step counter
+    for key, value in after.policy.state_dict().items():  # learning rate 0: unchanged
+        assert torch.equal(value, before[key]), key
+    config = json.loads((tmp_path / "tuned" / "config.json").read_text())
+    assert config["init_from"] == str(source)
+    # A network of another shape is refused in one line, before any folder is made.
+    other = ["--n-timesteps", "256", *TINY, "critic_layers=[8]", "--run-name", "other", *start]
+    assert train.main(other) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: cannot start from {source}") and err.count("\n") == 0
+    assert not (tmp_path / "other").exists()
