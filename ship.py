@@ -24,8 +24,46 @@ import evaluate
 ROOT = Path(__file__).resolve().parent
 
 
-def learning_curve(run_dir: Path, path: Path) -> list[dict]:
-    """Plot the evaluation win rates (with 95% intervals) logged to TensorBoard."""
+def stages(run: Path) -> list[dict]:
+    """The training stages that made `run`'s model, oldest first: a run started with
+    --init-from RUN/{latest,best}/model.zip follows the stages of RUN."""
+    out: list[dict] = []
+    while run is not None and (run / "config.json").is_file() and len(out) < 20:
+        config = json.loads((run / "config.json").read_text())
+        summary_file = run / "summary.json"
+        summary = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
+        if not summary and (run / "latest" / "state.pkl").is_file():  # still in progress
+            import pickle
+
+            extra = pickle.loads((run / "latest" / "state.pkl").read_bytes())
+            summary = {
+                "steps": extra["num_timesteps"],
+                "wall_seconds": extra["state"]["wall_seconds"],
+            }
+        commands = run / "command.txt"
+        out.insert(
+            0,
+            {
+                "run": run,
+                "config": config,
+                "summary": summary,
+                "commands": commands.read_text().strip().splitlines() if commands.is_file() else [],
+            },
+        )
+        parent = Path(config["init_from"]) if config.get("init_from") else None
+        if parent is not None and not parent.is_absolute():
+            parent = ROOT / parent
+        run = parent.parent.parent if parent is not None else None
+    offset = 0
+    for stage in out:  # steps of each stage counted after those of the stages before
+        stage["offset"] = offset
+        offset += stage["summary"].get("steps", 0)
+    return out
+
+
+def learning_curve(runs: list[tuple[Path, int]], path: Path) -> list[dict]:
+    """Plot the evaluation win rates (with 95% intervals) logged to TensorBoard by each
+    (run folder, steps before it) in turn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -33,13 +71,14 @@ def learning_curve(run_dir: Path, path: Path) -> list[dict]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     series: dict[str, dict[int, float]] = {}
-    for events in sorted((run_dir / "tb").rglob("events.out.tfevents*")):
-        acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
-        acc.Reload()
-        for tag in acc.Tags()["scalars"]:
-            if tag.startswith("eval/"):
-                for e in acc.Scalars(tag):
-                    series.setdefault(tag, {})[e.step] = e.value
+    for run_dir, offset in runs:
+        for events in sorted((run_dir / "tb").rglob("events.out.tfevents*")):
+            acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+            acc.Reload()
+            for tag in acc.Tags()["scalars"]:
+                if tag.startswith("eval/"):
+                    for e in acc.Scalars(tag):
+                        series.setdefault(tag, {})[offset + e.step] = e.value
     fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
     for tag in sorted(t for t in series if t.startswith("eval/win_rate/")):
         name = tag.removeprefix("eval/win_rate/")
@@ -53,7 +92,10 @@ def learning_curve(run_dir: Path, path: Path) -> list[dict]:
             ax.fill_between(steps, [low[s] for s in steps], [high[s] for s in steps], alpha=0.2)
     ax.set_xlabel("training steps (learner decisions)")
     ax.set_ylabel("win rate (95% interval)")
-    ax.set_title(f"Learning curve: {run_dir.name}")
+    for run_dir, offset in runs[1:]:
+        ax.axvline(offset, color="grey", ls="--", lw=1)
+        ax.annotate(f" {run_dir.name}", (offset, 0.02), xycoords=("data", "axes fraction"))
+    ax.set_title(f"Learning curve: {' then '.join(r.name for r, _ in runs)}")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.savefig(path, dpi=110)
@@ -95,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(model, out / "model.zip")
     shutil.copy(run / "config.json", out / "config.json")
-    curve = learning_curve(run, out / "learning_curve.png")
+    history = stages(run)
+    curve = learning_curve([(h["run"], h["offset"]) for h in history], out / "learning_curve.png")
     (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
 
     agent = _shown(out / "model.zip")
@@ -132,22 +175,21 @@ def main(argv: list[str] | None = None) -> int:
     evaluation = json.loads((out / "evaluation.json").read_text())
     evaluation["command"] = command  # as a reader of the card would type it
     (out / "evaluation.json").write_text(json.dumps(evaluation, indent=2))
-    summary = (
-        json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
-    )
-    if not summary and (run / "latest" / "state.pkl").is_file():  # a run still in progress
-        import pickle
-
-        extra = pickle.loads((run / "latest" / "state.pkl").read_bytes())
-        summary = {"steps": extra["num_timesteps"], "wall_seconds": extra["state"]["wall_seconds"]}
+    summary = history[-1]["summary"]
     best_eval = {}
     if args.model == "best" and (run / "best" / "eval.json").is_file():
         best_eval = json.loads((run / "best" / "eval.json").read_text())
-    steps = best_eval.get("steps") or summary.get("steps") or 0
-    commands = run / "command.txt"
-    train_commands = commands.read_text().strip().splitlines() if commands.is_file() else []
+    steps = history[-1]["offset"] + (best_eval.get("steps") or summary.get("steps") or 0)
+    train_commands = [c for h in history for c in h["commands"]]
     notes = notes_file.read_text() if notes_file else ""
-    hours = summary.get("wall_seconds", 0) / 3600
+    hours = sum(h["summary"].get("wall_seconds", 0) for h in history) / 3600
+    stage_lines = "".join(
+        f"\n  - `{_shown(h['run'])}`: {h['summary'].get('steps', 0):,} steps, "
+        f"{h['summary'].get('wall_seconds', 0) / 3600:.2f} h"
+        + (f", starting from `{h['config']['init_from']}`" if h["config"].get("init_from") else "")
+        for h in history
+    )
+    stages_text = f"\n- stages, in order:{stage_lines}" if len(history) > 1 else ""
     card = f"""# {args.name}
 
 A MaskablePPO agent for {players}-player 5000 (hold rule `{config["hold"]}`), trained by
@@ -157,8 +199,8 @@ opponents.
 
 ## Training
 
-- steps: {steps:,} learner decisions (the {args.model} model; the run so far:
-  {summary.get("steps", 0):,})
+- steps: {steps:,} learner decisions in all (the {args.model} model; the last run so far:
+  {summary.get("steps", 0):,}){stages_text}
 - wall-clock time on this 2-core machine: {hours:.2f} h
 - network: `agents/networks.py` (action-scoring policy on the "rich" observation)
 - command(s), from the run's `command.txt`:

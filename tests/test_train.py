@@ -292,6 +292,12 @@ def test_init_from_starts_a_new_run_with_the_trained_weights(trained_run, tmp_pa
         assert torch.equal(value, before[key]), key
     config = json.loads((tmp_path / "tuned" / "config.json").read_text())
     assert config["init_from"] == str(source)
+    import ship  # a model card tells both stages, steps counted on from the first
+
+    history = ship.stages(tmp_path / "tuned")
+    assert [h["run"] for h in history] == [trained_run, tmp_path / "tuned"]
+    assert [h["offset"] for h in history] == [0, 768]
+    assert "--init-from" in history[1]["commands"][0]
     # A network of another shape is refused in one line, before any folder is made.
     other = ["--n-timesteps", "256", *TINY, "critic_layers=[8]", "--run-name", "other", *start]
     assert train.main(other) == 2
