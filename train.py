@@ -286,8 +286,14 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
             raise ValueError(
                 f"init_from must be a MaskablePPO checkpoint (.zip), got {config.init_from!r}"
             )
-        make_policy(config.init_from).check_game(config.players, Rules(hold=config.hold))
+        make_policy(str(init_path(config))).check_game(config.players, Rules(hold=config.hold))
     return config
+
+
+def init_path(config: TrainConfig) -> Path:
+    """config.init_from, read from the current folder, else from the repository's."""
+    path = Path(config.init_from)
+    return ROOT / path if not path.exists() and (ROOT / path).exists() else path
 
 
 # ============================================================== environments
@@ -556,6 +562,16 @@ def save_checkpoint(model, run_dir: Path, state: dict) -> None:
     save_json(run_dir / "evals.json", state["evals"])
 
 
+def relocate(spec: Any, run_dir: Path) -> Any:
+    """A self-play snapshot of this run (RUN/snapshots/stepN.npz, saved with the path the
+    run had then) as a path in `run_dir`; any other opponent spec unchanged."""
+    if isinstance(spec, str) and spec.endswith(".npz"):
+        path = Path(spec)
+        if path.parent.name == "snapshots" and path.parent.parent.name == run_dir.name:
+            return str(run_dir / "snapshots" / path.name)
+    return spec
+
+
 def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env):
     import torch
     from sb3_contrib import MaskablePPO
@@ -581,8 +597,11 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env):
             f"the checkpoint in {latest} is inconsistent: the model is at step "
             f"{model.num_timesteps:,}, the saved state at {saved_steps:,}"
         )
+    # The run folder may have moved since (a clone elsewhere): find its snapshots in it.
+    state["snapshots"] = [relocate(spec, run_dir) for spec in state["snapshots"]]
     vec_env.env_method("set_opponent_pool", opponent_pool(config, state))
     for i, env_state in enumerate(extra["env_states"]):
+        env_state["seat_specs"] = [relocate(spec, run_dir) for spec in env_state["seat_specs"]]
         vec_env.env_method("set_state", env_state, indices=[i])
     for key, values in extra["monitor"].items():
         for i, value in enumerate(values):
@@ -655,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
             from agents.neural import first_line
 
             try:  # weights (and the optimizer's moments) of the trained model
-                model.set_parameters(config.init_from, exact_match=True, device="cpu")
+                model.set_parameters(str(init_path(config)), exact_match=True, device="cpu")
             except Exception as e:
                 vec_env.close()
                 print(

@@ -2,6 +2,7 @@
 
 import json
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -148,6 +149,9 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
     assert train.main([*args, "--checkpoints", str(tmp_path / "b"), "--stop-after", "256"]) == 0
     run_b = tmp_path / "b" / "quick_free_seed0"
     assert json.loads((run_b / "evals.json").read_text())[-1]["steps"] == 256
+    # The stopped run moves (as in a clone elsewhere); its snapshots are found in it.
+    (tmp_path / "moved").mkdir()
+    run_b = Path(shutil.move(run_b, tmp_path / "moved" / "quick_free_seed0"))
     assert train.main(["--resume", str(run_b), "--no-progress"]) == 0
 
     from sb3_contrib import MaskablePPO
