@@ -1,7 +1,7 @@
 """Package a training run as a shipped agent: model, config, learning curve, evaluation
 and a model card, in checkpoints/NAME/.
 
-    python ship.py checkpoints/ppo_2p_free_seed0 --name ppo-2p --games 20000 --workers 2
+    python ship.py checkpoints/ppo_2p_tune_free_seed1 --name ppo-2p --games 20000 --workers 2
 
 The evaluation is a tournament run by evaluate.py (the command is recorded in the card):
 with 2 players a round robin of the agent, optimal and the scripted bots, so the card

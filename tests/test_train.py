@@ -241,8 +241,11 @@ def test_missing_and_corrupt_model_files_are_one_line(tmp_path):
 def test_quick_preset_is_valid():
     config = train.build_config(train.parse_args(["--preset", "quick"]))
     assert config.players == 2 and config.run_name == "quick_free_seed0"
-    for preset in ("ppo_2p", "ppo_4p"):
+    for preset in ("ppo_2p", "ppo_4p", "ppo_2p_tune"):
         assert train.build_config(train.parse_args(["--preset", preset])).self_play_weight > 0
+    # The second stage starts from the first stage's committed model.
+    tune = train.build_config(train.parse_args(["--preset", "ppo_2p_tune"]))
+    assert train.init_path(tune).is_file() and tune.ent_coef == 0
 
 
 def test_ship_makes_a_model_card(trained_run, tmp_path):
