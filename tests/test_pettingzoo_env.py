@@ -70,6 +70,7 @@ def test_illegal_move_ends_the_game_for_the_offender():
     mask = aec.observe(agent)["action_mask"]
     aec.step(int(np.flatnonzero(mask == 0)[0]))
     assert aec.rewards[agent] == -1
+    assert all(reward == 0 for other, reward in aec.rewards.items() if other != agent)
     assert all(aec.terminations.values())
 
 
