@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -21,6 +22,8 @@ from rich.table import Table
 from agents import make_policy
 from envs.game import OVER, ROLL, Game
 from envs.rules import BANK_BIT, Rules, describe_action
+
+ROOT = Path(__file__).resolve().parent
 
 
 def score_table(game: Game, names: list[str]) -> Table:
@@ -35,42 +38,113 @@ def score_table(game: Game, names: list[str]) -> Table:
     return table
 
 
-def train_and_evaluate(seed: int, games: int, workers: int) -> int:
-    import shutil
-    from pathlib import Path
+INTRO = """\
+[bold]5000[/bold] is a push-your-luck dice game. Roll five dice, set aside scoring dice
+(a 1 is 100, a 5 is 50, three of a kind is the face x 100, three 1s are 1100), then bank
+the turn's points or roll the rest again; a roll with nothing to score is a bust and the
+turn's points are lost. First to bank exactly 5000 wins. (Full rules: docs/rules.md.)
 
-    import train
+This demo trains a small neural agent by reinforcement learning (MaskablePPO, 150,000
+decisions, a few minutes on 2 cores), then has it play every bot of the project."""
+
+BOTS = {
+    "optimal": "perfect play (exact solution)",
+    "smart": "hand-written endgame-aware heuristic",
+    "turn-ev": "maximizes the points of each turn",
+    "threshold:350": "banks as soon as the turn reaches 350",
+    "random": "random legal moves",
+}
+
+
+def measure(
+    agents: dict[str, str], games: int, seed: int, workers: int, console: Console
+) -> dict[tuple[str, str], str]:
+    """Each agent (label -> spec) against each bot of BOTS, `games` games per pair with
+    seats alternating, in one pool of workers; "win rate ±half-interval" per pair."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
     from agents.tournament import run, schedule, summarize
 
+    names = [*agents, *BOTS]
+    seatings = [  # agents against bots, not against each other
+        seating
+        for seating in schedule(len(names), 2, games + games % 2)
+        if sum(a < len(agents) for a in seating.agents) == 1
+    ]
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    ) as progress:
+        task = progress.add_task("games", total=len(seatings))
+        results = run(
+            [*agents.values(), *BOTS],
+            seatings,
+            Rules(),
+            seed,
+            workers=workers,
+            on_progress=lambda n: progress.advance(task, n),
+        )
+    pairwise = summarize(names, results, 2)["pairwise"]
+    rates = {}
+    for label in agents:
+        for bot in BOTS:
+            low, high = pairwise[label][bot]["ci95"]
+            rates[label, bot] = f"{pairwise[label][bot]['win_rate']:.0%} ±{(high - low) / 2:.0%}"
+    return rates
+
+
+def report(console: Console, rates: dict[tuple[str, str], str], model: str, run_dir: str) -> None:
+    """The win-rate table, what it means, where the new agent is and what to try next."""
+    labels = list(dict.fromkeys(label for label, _ in rates))
+    table = Table(title="share of games won against each bot")
+    table.add_column("agent", no_wrap=True)
+    for bot in BOTS:
+        table.add_column(bot, justify="right", no_wrap=True)
+    for label in labels:
+        table.add_row(label, *(rates[label, bot] for bot in BOTS))
+    console.print(table)
+    lines = [
+        "How to read it: 50% against a bot means as strong as that bot; 50% against optimal",
+        "would be perfect play. ± is the 95% confidence interval of the share. The bots:",
+        *(f"  {bot:<14} {what}" for bot, what in BOTS.items()),
+        "",
+        f"The new agent is saved in {model}",
+        f"(learning curves: tensorboard --logdir {run_dir}/tb). Try next:",
+        f"  python play.py --opponents {model}   # play against it",
+        "  python play.py --opponents checkpoints/ppo-2p/model.zip --hint   # the shipped agent",
+        f"  python evaluate.py {model} smart --games 4000   # a longer match",
+        "  python train.py --preset ppo_2p   # the training behind ppo-2p (about an hour)",
+    ]
+    console.print("\n".join(lines), highlight=False)
+
+
+def train_and_evaluate(seed: int, games: int, workers: int) -> int:
+    import shutil
+
+    from rich.panel import Panel
+
+    import train
+
     console = Console()
-    root = Path(__file__).resolve().parent
-    run_dir = root / "checkpoints" / "demo_quick"
+    console.print(Panel(INTRO, title="5000-RL demo", expand=False))
+    run_dir = ROOT / "checkpoints" / "demo_quick"
     if run_dir.exists():
         shutil.rmtree(run_dir)  # the demo's own scratch run
-    console.rule("training a small agent: python train.py --preset quick")
+    console.rule("1/2  training: python train.py --preset quick --run-name demo_quick")
     code = train.main(["--preset", "quick", "--run-name", "demo_quick", "--seed", str(seed)])
     if code != 0:
         return code
-    agents = {"new agent (quick preset)": str(run_dir / "best" / "model.zip")}
-    shipped = root / "checkpoints" / "ppo-2p" / "model.zip"
+    model = (run_dir / "best" / "model.zip").relative_to(ROOT)
+    agents = {"demo_quick (new)": str(ROOT / model)}
+    shipped = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
     if shipped.is_file():
-        agents["shipped ppo-2p"] = str(shipped)
-    bots = ["optimal", "smart", "turn-ev", "threshold:350", "random"]
-    games += games % 2
-    table = Table(title=f"win rate against each bot, {games} games each, seats alternating")
-    table.add_column("agent")
-    for bot in bots:
-        table.add_column(bot, justify="right")
-    console.rule("evaluating")
-    for label, path in agents.items():
-        cells = []
-        for bot in bots:
-            results = run([path, bot], schedule(2, 2, games), Rules(), seed, workers=workers)
-            me = summarize([label, bot], results, 2)["agents"][0]
-            half = (me["ci95_high"] - me["ci95_low"]) / 2
-            cells.append(f"{me['win_rate']:.1%} ±{half:.1%}")
-        table.add_row(label, *cells)
-    console.print(table)
+        agents["ppo-2p (shipped)"] = str(shipped)
+    console.rule(f"2/2  measuring: {games} games against each bot, seats alternating")
+    rates = measure(agents, games, seed, workers, console)
+    report(console, rates, str(model), str(run_dir.relative_to(ROOT)))
     return 0
 
 
@@ -78,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if "--watch" not in argv:
-        parser = argparse.ArgumentParser(description="Train a small agent, then evaluate it.")
+        parser = argparse.ArgumentParser(
+            description="Train a small agent, then evaluate it.",
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        )
         parser.add_argument("--seed", type=int, default=0, help="seed of training and games")
         parser.add_argument("--games", type=int, default=400, help="games per bot")
         parser.add_argument("--workers", type=int, default=2, help="evaluation processes")
