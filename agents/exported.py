@@ -100,7 +100,7 @@ class ExportedBot:
                 f"{self.path}: the graph takes {graph_input.shape[-1]} inputs and the metadata "
                 f"says {self.meta.get('obs_size')}, but such a game's encoding gives {expected}"
             )
-        self.name = self.meta.get("name") or self.path.stem
+        self.name = self.path.stem  # bots/ppo-2p.onnx -> "ppo-2p", as the file is named now
 
     def check_game(self, n_players: int, rules: Rules) -> None:
         """Raise ExportError unless this bot was made for such a game."""

@@ -1,5 +1,10 @@
 """Bots and the policy interface."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -177,3 +182,135 @@ def test_heuristic_bots_play_legally_in_big_games(name, hold):
                 action = bot.act(g, rng)
                 assert action in g.legal_actions()
                 g.act(action)
+
+
+# ------------------------------------------------------------------ issue 9 item 2
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
+SNAPSHOT_2P = ROOT / "checkpoints" / "ppo_2p_free_seed1" / "snapshots" / "step7753728.npz"
+FREE_2P = {"players": 2, "hold": "free", "seed": 1}
+ALL_2P = {"players": 2, "hold": "all"}
+REFUSED = "was trained for 2-player games with hold rule"
+
+
+def place(tmp_path, source, model, config_at=None, config=None):
+    """A model file at tmp_path/model (linked to `source`), with a config.json."""
+    path = tmp_path / model
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(source)
+    if config_at is not None:
+        text = config if isinstance(config, str) else json.dumps(config)
+        (tmp_path / config_at).write_text(text)
+    return path
+
+
+def play_a_decision(policy, n_players, hold):
+    game = Game(n_players, Rules(hold=hold), seed=0)
+    game.roll([1, 1, 5, 2, 3])
+    return policy.act(game, np.random.default_rng(0)), game
+
+
+# Rows: (model file, where config.json is, its content, players, hold, refusal or None).
+LAYOUTS = [
+    ("ppo-2p/model.zip", "ppo-2p/config.json", FREE_2P, 2, "free", None),
+    ("ppo-2p/model.zip", "ppo-2p/config.json", FREE_2P, 2, "all", f"{REFUSED} 'free'"),
+    ("ppo-2p/model.zip", "ppo-2p/config.json", FREE_2P, 3, "free", "this game has 3 players"),
+    ("run/best/model.zip", "run/config.json", FREE_2P, 2, "all", f"{REFUSED} 'free'"),
+    ("run/latest/model.zip", "run/config.json", ALL_2P, 2, "free", f"{REFUSED} 'all'"),
+    ("run/latest/model.zip", "run/config.json", ALL_2P, 2, "all", None),
+    ("agent.zip", None, None, 2, "all", None),  # no config: as before, size check only
+    ("run/snapshots/s.npz", "run/config.json", FREE_2P, 2, "all", f"{REFUSED} 'free'"),
+    ("run/snapshots/s.npz", "run/config.json", FREE_2P, 2, "free", None),
+    ("snapshots/s.npz", None, None, 2, "all", None),
+]
+
+
+@pytest.mark.parametrize(("model", "config_at", "config", "players", "hold", "refusal"), LAYOUTS)
+def test_trained_models_play_only_the_game_of_their_config(
+    tmp_path, model, config_at, config, players, hold, refusal
+):
+    source = SNAPSHOT_2P if model.endswith(".npz") else SHIPPED_2P
+    policy = make_policy(str(place(tmp_path, source, model, config_at, config)))
+    if refusal is None:
+        policy.check_game(players, Rules(hold=hold))
+        action, game = play_a_decision(policy, players, hold)
+        assert action in game.legal_actions()
+        return
+    with pytest.raises(ValueError, match=refusal) as err:
+        policy.check_game(players, Rules(hold=hold))
+    assert "\n" not in str(err.value) and "config.json" in str(err.value)
+    with pytest.raises(ValueError, match=refusal):  # seated without asking: refused too
+        play_a_decision(policy, players, hold)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("{not json", "is unreadable"),
+        ("[2, 3]", r"names no valid players \(2\.\.8\) and hold rule"),
+        (json.dumps({"players": 2, "hold": "sometimes"}), "names no valid players"),
+        (json.dumps({"players": "2", "hold": "free"}), "names no valid players"),
+        (json.dumps({"players": 2, "hold": "free", "target": 4950}), "multiple of 100"),
+    ],
+)
+def test_a_bad_run_config_is_one_clear_line(tmp_path, config, message):
+    path = place(tmp_path, SNAPSHOT_2P, "run/snapshots/s.npz", "run/config.json", config)
+    with pytest.raises(ValueError, match=message) as err:
+        make_policy(str(path))
+    assert "\n" not in str(err.value) and "run/config.json" in str(err.value)
+
+
+SHIPPED = "checkpoints/ppo-2p/model.zip"
+SHIPPED_REFUSES = (
+    f"{SHIPPED} was trained for 2-player games with hold rule 'free' "
+    "(checkpoints/ppo-2p/config.json); this game has"
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [SHIPPED, "smart", "--hold", "all", "--games", "2"],
+        [SHIPPED, "smart", "random", "--players", "3", "--games", "3"],
+    ],
+)
+def test_evaluate_refuses_the_shipped_agent_in_another_game(args, capsys, monkeypatch):
+    import evaluate
+
+    monkeypatch.chdir(ROOT)
+    assert evaluate.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and SHIPPED_REFUSES in err, err
+
+
+def test_play_refuses_the_shipped_agent_under_another_hold_rule():
+    result = subprocess.run(
+        [sys.executable, "play.py", "--opponents", SHIPPED, "--hold", "all"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        input="",
+        timeout=120,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    err = result.stderr.strip()
+    assert len(err.splitlines()) == 1 and SHIPPED_REFUSES in err, err
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("checkpoints/ppo-2p/model.zip", "ppo-2p"),
+        ("checkpoints/demo_quick/best/model.zip", "demo_quick"),
+        ("checkpoints/demo_quick/latest/model.zip", "demo_quick"),
+        ("checkpoints/demo_quick/snapshots/step512.npz", "demo_quick@step512"),
+        ("bots/ppo-2p.onnx", "ppo-2p"),
+        ("agent.zip", "agent"),
+    ],
+)
+def test_model_files_have_short_names(path, name):
+    """Issue 9 item 11: tables show a shipped agent by its name, a run's models by the
+    run's name, other files by their stem."""
+    from agents.neural import short_name
+
+    assert short_name(path) == name
