@@ -5,7 +5,10 @@
 
 Every K-subset of the agents plays N games, seats rotating so that each agent sits in
 each seat equally often. Prints a table of win rates (Wilson 95% intervals), mean game
-length and openskill ratings, plus the pairwise matrix for 2 players.
+length and ratings (Elo scale, fitted to all the games at once: see
+``agents.tournament.ratings``), plus the pairwise matrix for 2 players. Agents are
+shown by short names (a shipped agent's folder, a run's name, an exported bot's file
+name); the JSON and CSV also give each agent's spec as typed.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -23,17 +27,50 @@ from rich.table import Table
 
 from agents import make_policy
 from agents import tournament as tour
+from agents.base import Policy, check_output_path, check_plot_path
+from agents.neural import first_line
 from envs.rules import Rules
 
+MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
+RATING_HEADER = "rating ± s.e."
+# Luce's model: 400 points more make an agent 10 times as likely to win as another.
+RATING_NOTE = "rating: Elo scale, mean 1500, +400 = 10x as likely to win; ± standard error"
 
-def label_agents(specs: list[str]) -> list[str]:
-    """Display names: the spec, with #2, #3... for repeats."""
+
+def _identity(spec: str) -> str:
+    """What makes two specs the same agent: the resolved file for a model, else the name."""
+    spec = spec.strip()
+    return str(Path(spec).resolve()) if spec.endswith(MODEL_SUFFIXES) else spec
+
+
+def label_agents(specs: list[str], policies: list[Policy] | None = None) -> list[str]:
+    """Display names: each policy's short name (checkpoints/ppo-2p/model.zip -> "ppo-2p",
+    RUN/best/model.zip -> "RUN", bots/x.onnx -> "x", a bot's name), or the spec itself
+    without policies. Different agents that would share a name are shown by the spec
+    as typed instead; the same agent seated again gets #2, #3..."""
+    short = [p.name for p in policies] if policies is not None else [s.strip() for s in specs]
+    ids = [_identity(s) for s in specs]
+    owners: dict[str, set[str]] = {}
+    for name, ident in zip(short, ids, strict=True):
+        owners.setdefault(name, set()).add(ident)
+    labels = [
+        spec.strip() if len(owners[name]) > 1 else name
+        for spec, name in zip(specs, short, strict=True)
+    ]
+    taken: dict[str, set[str]] = {}
+    for label, ident in zip(labels, ids, strict=True):
+        taken.setdefault(label, set()).add(ident)
+    # A typed spec may still meet another agent's short name: then the full path.
+    labels = [
+        ident if len(taken[label]) > 1 else label
+        for label, ident in zip(labels, ids, strict=True)
+    ]
     seen: Counter = Counter()
-    names = []
-    for spec in specs:
-        seen[spec] += 1
-        names.append(spec if seen[spec] == 1 else f"{spec}#{seen[spec]}")
-    return names
+    out = []
+    for label, ident in zip(labels, ids, strict=True):
+        seen[ident] += 1
+        out.append(label if seen[ident] == 1 else f"{label}#{seen[ident]}")
+    return out
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -45,7 +82,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("agents", nargs="+", help="agents to play")
     p.add_argument("--games", type=int, default=1000, help="games per matchup (default 1000)")
     p.add_argument("--players", type=int, default=2, help="players per game, 2..8 (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="tournament seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="tournament seed, >= 0 (default 0)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule (R5)")
     p.add_argument("--max-turns", type=int, default=1000, help="turn limit per game")
@@ -56,24 +93,43 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Raise ValueError (one line) for bad numbers or output paths, before any work."""
+    if args.games < 1:
+        raise ValueError(f"--games must be positive, got {args.games}")
+    if not 2 <= args.players <= 8:
+        raise ValueError(f"--players must be 2..8, got {args.players}")
+    if args.players > len(args.agents):
+        raise ValueError(
+            f"{args.players} players need at least {args.players} agents, got "
+            f"{len(args.agents)} (name an agent twice to seat it twice)"
+        )
+    if args.workers < 1:
+        raise ValueError(f"--workers must be positive, got {args.workers}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be 0 or more, got {args.seed}")
+    if args.max_turns < args.players:
+        raise ValueError(f"--max-turns must be at least --players, got {args.max_turns}")
+    for option in ("json", "csv", "markdown"):
+        if getattr(args, option):
+            check_output_path(getattr(args, option), f"--{option}")
+    if args.plot:
+        check_plot_path(args.plot)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     console = Console()
     err = Console(stderr=True)
     rules = Rules(hold=args.hold)
     try:
-        if args.games < 1:
-            raise ValueError(f"--games must be positive, got {args.games}")
-        if args.workers < 1:
-            raise ValueError(f"--workers must be positive, got {args.workers}")
-        if args.max_turns < args.players:
-            raise ValueError(f"--max-turns must be at least --players, got {args.max_turns}")
+        check_args(args)
         games = -(-args.games // args.players) * args.players  # seats rotate evenly
+        seatings = tour.schedule(len(args.agents), args.players, games)
         policies = [make_policy(spec) for spec in args.agents]  # fail fast, in this process
         for policy in policies:
             if hasattr(policy, "check_game"):  # a trained model: does it fit this game?
                 policy.check_game(args.players, rules)
-        seatings = tour.schedule(len(args.agents), args.players, games)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -83,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     for policy in policies:
         if hasattr(policy, "solution"):
             policy.solution(rules)
-    names = label_agents(args.agents)
+    names = label_agents(args.agents, policies)
     start = time.perf_counter()
     with Progress(
         "[progress.description]{task.description}",
@@ -105,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     elapsed = time.perf_counter() - start
     summary = tour.summarize(names, results, args.players)
+    for agent, spec in zip(summary["agents"], args.agents, strict=True):
+        agent["spec"] = spec.strip()  # the short name's full form, for reports
     summary.update(
         {
             "command": " ".join(
@@ -121,23 +179,46 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(results)} games in {elapsed:.1f} s ({len(results) / elapsed:,.0f} games/s, "
         f"{args.workers} worker(s)); {summary['truncated']} cut off at {args.max_turns} turns"
     )
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=2)
-    if args.csv:
-        write_csv(args.csv, summary)
-    if args.plot:
-        plot(summary, args.plot)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(markdown(summary))
-    return 0
+    return write_outputs(args, summary)
+
+
+def write_outputs(args: argparse.Namespace, summary: dict) -> int:
+    """Write every output asked for; one that fails is reported in one line and the
+    others are still written (the picture last: it is the likeliest to fail)."""
+    writers = [
+        (args.json, lambda path: Path(path).write_text(json.dumps(summary, indent=2))),
+        (args.csv, lambda path: write_csv(path, summary)),
+        (args.markdown, lambda path: Path(path).write_text(markdown(summary))),
+        (args.plot, lambda path: plot(summary, path)),
+    ]
+    code = 0
+    for path, write in writers:
+        if not path:
+            continue
+        try:
+            write(path)
+        except Exception as e:  # disk full, permissions, matplotlib: say it, go on
+            print(f"error: could not write {path}: {first_line(e)}", file=sys.stderr)
+            code = 1
+    return code
+
+
+def print_whole(console: Console, table: Table) -> None:
+    """Print `table` without cutting or folding any cell: a table wider than the
+    console is printed at its own width (a terminal then wraps the long lines)."""
+    natural = console.measure(table, options=console.options.update(max_width=10_000)).maximum
+    width = console.width
+    console.width = max(width, natural)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def print_summary(console: Console, summary: dict) -> None:
     table = Table(title=f"{summary['players']}-player tournament, {summary['games']} games")
-    for col in ("agent", "games", "win rate", "95% CI", "mean turns", "rating (mu ± sigma)"):
-        table.add_column(col, justify="left" if col == "agent" else "right")
+    for col in ("agent", "games", "win rate", "95% interval", "mean turns", RATING_HEADER):
+        table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
     for a in sorted(summary["agents"], key=lambda a: -a["win_rate"]):
         table.add_row(
             a["agent"],
@@ -145,15 +226,16 @@ def print_summary(console: Console, summary: dict) -> None:
             f"{a['win_rate']:.1%}",
             f"{a['ci95_low']:.1%} - {a['ci95_high']:.1%}",
             f"{a['mean_game_turns']:.1f}",
-            f"{a['rating_mu']:.2f} ± {a['rating_sigma']:.2f}",
+            f"{a['rating']:.0f} ± {a['rating_se']:.0f}",
         )
-    console.print(table)
+    print_whole(console, table)
+    console.print(RATING_NOTE, style="dim")
     if "pairwise" in summary:
         names = [a["agent"] for a in summary["agents"]]
         matrix = Table(title="row's win rate against column (± half the 95% interval)")
-        matrix.add_column("")
+        matrix.add_column("", no_wrap=True)
         for name in names:
-            matrix.add_column(name, justify="right")
+            matrix.add_column(name, justify="right", no_wrap=True)
         for row in names:
             cells = []
             for col in names:
@@ -164,13 +246,13 @@ def print_summary(console: Console, summary: dict) -> None:
                     half = (cell["ci95"][1] - cell["ci95"][0]) / 2
                     cells.append(f"{cell['win_rate']:.1%} ±{half:.1%}")
             matrix.add_row(row, *cells)
-        console.print(matrix)
+        print_whole(console, matrix)
 
 
 def markdown(summary: dict) -> str:
     """The agent table and, for 2 players, the pairwise matrix, as Markdown."""
     lines = [
-        "| agent | games | win rate | 95% interval | mean turns | openskill mu ± sigma |",
+        "| agent | games | win rate | 95% interval | mean turns | rating (Elo scale) ± s.e. |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     agents = sorted(summary["agents"], key=lambda a: -a["win_rate"])
@@ -178,7 +260,7 @@ def markdown(summary: dict) -> str:
         lines.append(
             f"| {a['agent']} | {a['games']} | {a['win_rate']:.1%} | "
             f"{a['ci95_low']:.1%} - {a['ci95_high']:.1%} | {a['mean_game_turns']:.1f} | "
-            f"{a['rating_mu']:.2f} ± {a['rating_sigma']:.2f} |"
+            f"{a['rating']:.0f} ± {a['rating_se']:.0f} |"
         )
     if "pairwise" in summary:
         names = [a["agent"] for a in agents]
@@ -198,8 +280,8 @@ def markdown(summary: dict) -> str:
 
 
 def write_csv(path: str, summary: dict) -> None:
-    fields = ["agent", "games", "wins", "win_rate", "ci95_low", "ci95_high", "mean_game_turns"]
-    fields += ["rating_mu", "rating_sigma", "rating_ordinal"]
+    fields = ["agent", "spec", "games", "wins", "win_rate", "ci95_low", "ci95_high"]
+    fields += ["mean_game_turns", "rating", "rating_se"]
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
@@ -224,10 +306,16 @@ def plot(summary: dict, path: str) -> None:
     )
     ax = axes[0][0]
     rates = [a["win_rate"] for a in agents]
-    err = [
-        [a["win_rate"] - a["ci95_low"] for a in agents],
-        [a["ci95_high"] - a["win_rate"] for a in agents],
-    ]
+    # Clipped: matplotlib refuses negative error bars, and interval bounds rounded
+    # elsewhere (an older JSON) can cross the rate at 0% and 100%.
+    err = np.clip(
+        [
+            [a["win_rate"] - a["ci95_low"] for a in agents],
+            [a["ci95_high"] - a["win_rate"] for a in agents],
+        ],
+        0.0,
+        None,
+    )
     ax.barh([a["agent"] for a in agents], rates, xerr=err, color="tab:blue", capsize=3)
     ax.axvline(1 / summary["players"], color="grey", ls="--", lw=1, label="fair share")
     ax.set_xlabel("win rate (95% Wilson interval)")

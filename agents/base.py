@@ -1,8 +1,11 @@
 """The one small interface every player implements: scripted bots, the solver,
-trained models and exported models alike."""
+trained models and exported models alike; and the output-path checks that the
+command-line tools make before their work."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -23,3 +26,33 @@ class Policy(Protocol):
     name: str
 
     def act(self, game: Game, rng: np.random.Generator) -> int: ...
+
+
+def check_output_path(path: str | Path, option: str) -> None:
+    """Raise ValueError (one line) unless a file can be written at `path`: its folder
+    exists and it is not itself a folder. Command-line tools call this before their
+    work, so that a mistyped output path costs nothing."""
+    target = Path(path)
+    if str(path).strip() == "":
+        raise ValueError(f"{option} needs a file name")
+    if target.is_dir():
+        raise ValueError(f"{option} {path} is a folder, not a file")
+    folder = target.parent
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ValueError(f"{option} {path}: not writable")
+
+
+def check_plot_path(path: str | Path, option: str = "--plot") -> None:
+    """check_output_path, and a picture format that matplotlib writes (by extension)."""
+    check_output_path(path, option)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise ValueError(
+            f"{option} {path}: unknown picture format {suffix!r} "
+            f"(use one of: {', '.join(sorted(formats))})"
+        )

@@ -146,12 +146,13 @@ def wilson_interval(wins: int, n: int, z: float = 1.959963984540054) -> tuple[fl
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # In exact arithmetic low <= p <= high; rounding can cross p at 0% and 100%.
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def summarize(names: Sequence[str], results: Sequence[GameResult], players: int) -> dict:
     """Per-agent win rates with Wilson intervals, game lengths, the pairwise matrix (2
-    players) and openskill ratings."""
+    players) and ratings fitted to all the games (``ratings``)."""
     n = len(names)
     games = [0] * n
     wins = [0] * n
@@ -177,7 +178,7 @@ def summarize(names: Sequence[str], results: Sequence[GameResult], players: int)
             pair_games[b, a] += 1
             if winner is not None:
                 pair_wins[winner, b if winner == a else a] += 1
-    ratings = _openskill(n, results)
+    fitted = ratings(n, results)
     agents = []
     for a, name in enumerate(names):
         low, high = wilson_interval(wins[a], games[a])
@@ -194,7 +195,7 @@ def summarize(names: Sequence[str], results: Sequence[GameResult], players: int)
                     seat_wins[a][s] / seat_games[a][s] if seat_games[a][s] else None
                     for s in range(players)
                 ],
-                **ratings[a],
+                **fitted[a],
             }
         )
     summary = {"players": players, "games": len(results), "truncated": truncated, "agents": agents}
@@ -215,19 +216,84 @@ def summarize(names: Sequence[str], results: Sequence[GameResult], players: int)
     return summary
 
 
-def _openskill(n: int, results: Sequence[GameResult]) -> list[dict]:
-    """Plackett-Luce ratings from openskill, games taken in order: the winner first,
-    everybody else tied second (a cut-off game: all tied)."""
-    from openskill.models import PlackettLuce
+# Ratings on the Elo scale: RATING_MEAN on average, ELO_PER_UNIT points per unit of
+# log-strength, so that 400 points are 10:1 odds (a 2-player win rate of 91%).
+RATING_MEAN = 1500.0
+ELO_PER_UNIT = 400 / math.log(10)
+# Normal prior on the log-strengths, sd 1000 Elo points: weak (a few games outweigh
+# it) but it keeps an agent that wins or loses every game at a finite rating.
+PRIOR_SD = 1000 / ELO_PER_UNIT
 
-    model = PlackettLuce()
-    ratings = [model.rating() for _ in range(n)]
+
+def _game_groups(n: int, results: Sequence[GameResult]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The decided games summed by line-up: (agents' seat counts, their win counts) for
+    each distinct line-up, in a fixed order, so that the order of the games is lost."""
+    wins: dict[tuple[int, ...], np.ndarray] = {}
     for r in results:
-        teams = [[ratings[a]] for a in r.agents]
-        ranks = [0 if seat == r.winner_seat else 1 for seat in range(len(r.agents))]
-        rated = model.rate(teams, ranks=ranks)
-        for a, team in zip(r.agents, rated, strict=True):
-            ratings[a] = team[0]
+        if r.winner_seat is None:  # cut off: nothing said about who wins
+            continue
+        key = tuple(sorted(r.agents))
+        wins.setdefault(key, np.zeros(n))[r.agents[r.winner_seat]] += 1
+    groups = []
+    for key in sorted(wins):
+        seats = np.bincount(np.asarray(key, dtype=int), minlength=n).astype(float)
+        groups.append((seats, wins[key]))
+    return groups
+
+
+def luce_fit(
+    n: int, results: Sequence[GameResult], prior_sd: float = PRIOR_SD
+) -> tuple[np.ndarray, np.ndarray]:
+    """Log-strengths theta of `n` agents and their standard errors, fitted to all the
+    games at once (Luce's choice model, the top-1 case of Plackett-Luce): in a game
+    the agent i wins with probability exp(theta_i) / sum of exp(theta_j) over the
+    seats. Maximum a posteriori under a normal prior N(0, prior_sd^2), found by
+    Newton's method (the log-posterior is concave: one maximum). Every decided game
+    weighs alike and their order does not matter; cut-off games are left out. The
+    standard errors are those of theta_i minus the agents' mean (the inverse Hessian,
+    centred)."""
+    groups = _game_groups(n, results)
+    theta = np.zeros(n)
+
+    def gradient_hessian(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        grad = -theta / prior_sd**2
+        hess = -np.eye(n) / prior_sd**2
+        value = -(theta @ theta) / (2 * prior_sd**2)
+        for seats, wins in groups:
+            games = wins.sum()
+            top = theta[seats > 0].max()  # log-sum-exp without overflow or underflow
+            weights = seats * np.exp(theta - top)
+            p = weights / weights.sum()  # each agent's chance to win this line-up
+            value += wins @ theta - games * (np.log(weights.sum()) + top)
+            grad += wins - games * p
+            hess -= games * (np.diag(p) - np.outer(p, p))
+        return grad, hess, value
+
+    grad, hess, value = gradient_hessian(theta)
+    for _ in range(200):
+        step = np.linalg.solve(hess, -grad)
+        size = 1.0
+        while True:  # halve the step until the posterior rises (rarely needed)
+            new = gradient_hessian(theta + size * step)
+            if new[2] >= value or size < 1e-6:
+                break
+            size /= 2
+        theta = theta + size * step
+        grad, hess, value = new
+        if np.max(np.abs(size * step)) < 1e-10:
+            break
+    theta -= theta.mean()  # 0 already at the maximum, up to rounding
+    centre = np.eye(n) - 1 / n
+    cov = centre @ np.linalg.inv(-hess) @ centre
+    return theta, np.sqrt(np.clip(np.diag(cov), 0.0, None))
+
+
+def ratings(n: int, results: Sequence[GameResult]) -> list[dict]:
+    """Each agent's rating and its standard error on the Elo scale (see ``luce_fit``):
+    the agents average RATING_MEAN, and in a 2-player game an agent rated d points
+    above its opponent wins with probability 1 / (1 + 10^(-d/400))."""
+    theta, se = luce_fit(n, results)
     return [
-        {"rating_mu": r.mu, "rating_sigma": r.sigma, "rating_ordinal": r.ordinal()} for r in ratings
+        {"rating": RATING_MEAN + ELO_PER_UNIT * t, "rating_se": ELO_PER_UNIT * e}
+        for t, e in zip(theta, se, strict=True)
     ]

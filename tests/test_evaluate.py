@@ -1,6 +1,7 @@
 """evaluate.py and the tournament machinery."""
 
 import csv
+import io
 import json
 import subprocess
 import sys
@@ -8,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 import evaluate
 from agents import tournament as tour
@@ -178,5 +180,140 @@ def test_ratings_order_strong_above_weak():
     results = tour.run(["optimal", "random"], seatings, Rules(), seed=1)
     summary = tour.summarize(["optimal", "random"], results, 2)
     strong, weak = summary["agents"]
-    assert strong["rating_mu"] > weak["rating_mu"]
+    assert strong["rating"] > weak["rating"]
     assert strong["win_rate"] > 0.9
+
+
+# ------------------------------------------------------------------ issue 9
+SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["smart", "random", "--seed", "-1"], "--seed must be 0 or more, got -1"),
+        (["smart", "random", "--players", "1"], "--players must be 2..8, got 1"),
+        (["smart", "random", "--players", "9"], "--players must be 2..8, got 9"),
+        (["smart", "random", "--players", "3"], "3 players need at least 3 agents, got 2"),
+        (["smart", "random", "--workers", "0"], "--workers must be positive, got 0"),
+        (["smart", "random", "--games", "-5"], "--games must be positive, got -5"),
+        (["smart", "random", "--max-turns", "1"], "--max-turns must be at least --players"),
+        (["smart", "random", "--json", "/missing/dir/x.json"], "folder /missing/dir does not"),
+        (["smart", "random", "--csv", "/missing/dir/x.csv"], "--csv /missing/dir/x.csv: folder"),
+        (["smart", "random", "--markdown", "/missing/x.md"], "--markdown /missing/x.md: folder"),
+        (["smart", "random", "--plot", "/missing/x.png"], "--plot /missing/x.png: folder"),
+        (["smart", "random", "--plot", "x.txt"], "unknown picture format 'txt'"),
+        (["smart", "random", "--json", "."], "--json . is a folder, not a file"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line_before_any_game(args, message, capsys, monkeypatch):
+    """Issue 9 items 5 and 6: numbers and output paths are checked before the work."""
+
+    def no_games(*args, **kwargs):
+        raise AssertionError("games were played")
+
+    monkeypatch.setattr(tour, "run", no_games)
+    assert evaluate.main(args) == 2
+    assert message in one_line_error(capsys)
+
+
+def test_plot_of_0_and_100_percent_win_rates_and_outputs_after_it(tmp_path):
+    """Issue 9 item 4: smart beats random 10-0 here; the Wilson bound of 100% rounded
+    to 0.9999999999999999 gave matplotlib a negative error bar, and the Markdown
+    written after the plot was lost."""
+    args = ["smart", "random", "--games", "10", "--seed", "0"]
+    paths = {option: tmp_path / f"out.{option}" for option in ("plot", "markdown", "json")}
+    paths["plot"] = tmp_path / "out.png"
+    for option, path in paths.items():
+        args += [f"--{option}", str(path)]
+    assert evaluate.main(args) == 0
+    summary = json.loads(paths["json"].read_text())
+    assert [a["win_rate"] for a in summary["agents"]] == [1.0, 0.0]
+    for a in summary["agents"]:
+        assert a["ci95_low"] <= a["win_rate"] <= a["ci95_high"]
+    assert paths["plot"].stat().st_size > 5000 and "| smart | 10 | 100.0%" in paths[
+        "markdown"
+    ].read_text()
+    # A summary from elsewhere whose bounds cross the rate still draws (clipped bars).
+    summary["agents"][0]["ci95_high"] = 0.9999999999999999
+    summary["agents"][1]["ci95_low"] = 1e-17
+    evaluate.plot(summary, str(tmp_path / "again.png"))
+    assert (tmp_path / "again.png").stat().st_size > 5000
+
+
+def test_an_output_that_fails_does_not_lose_the_others(tmp_path, monkeypatch, capsys):
+    def broken_csv(path, summary):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(evaluate, "write_csv", broken_csv)
+    paths = {o: tmp_path / f"out.{o}" for o in ("json", "csv", "markdown", "png")}
+    args = ["smart", "random", "--games", "4", "--json", str(paths["json"])]
+    args += ["--csv", str(paths["csv"]), "--markdown", str(paths["markdown"])]
+    args += ["--plot", str(paths["png"])]
+    assert evaluate.main(args) == 1
+    assert f"could not write {paths['csv']}: [Errno 28] No space left" in one_line_error(capsys)
+    assert paths["json"].is_file() and paths["markdown"].is_file() and paths["png"].is_file()
+
+
+class Named:
+    """A stand-in policy: only its name matters to the labels."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+@pytest.mark.parametrize(
+    ("specs", "short", "labels"),
+    [
+        (["smart", "smart"], ["smart", "smart"], ["smart", "smart#2"]),
+        (
+            ["checkpoints/ppo-2p/model.zip", "smart"],
+            ["ppo-2p", "smart"],
+            ["ppo-2p", "smart"],
+        ),
+        (  # one run's best and latest models: both "demo", shown by their paths
+            ["runs/demo/best/model.zip", "runs/demo/latest/model.zip"],
+            ["demo", "demo"],
+            ["runs/demo/best/model.zip", "runs/demo/latest/model.zip"],
+        ),
+        (  # an exported bot named like a scripted bot
+            ["bots/smart.onnx", "smart"],
+            ["smart", "smart"],
+            ["bots/smart.onnx", "smart"],
+        ),
+        (  # the same file, typed two ways: the same agent seated twice
+            ["checkpoints/ppo-2p/model.zip", "./checkpoints/ppo-2p/model.zip"],
+            ["ppo-2p", "ppo-2p"],
+            ["ppo-2p", "ppo-2p#2"],
+        ),
+    ],
+)
+def test_agents_get_short_names_that_still_tell_them_apart(specs, short, labels):
+    """Issue 9 item 11."""
+    assert evaluate.label_agents(specs, [Named(n) for n in short]) == labels
+
+
+def test_a_shipped_agent_is_shown_by_its_name_and_no_table_cuts_names(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    args = [str(SHIPPED_2P), "threshold:350", "--games", "4", "--json", str(out)]
+    assert evaluate.main(args) == 0
+    summary = json.loads(out.read_text())
+    assert [a["agent"] for a in summary["agents"]] == ["ppo-2p", "threshold:350"]
+    assert summary["agents"][0]["spec"] == str(SHIPPED_2P)
+    printed = capsys.readouterr().out
+    assert "ppo-2p" in printed and "threshold:350" in printed and "…" not in printed
+    # A long name in a narrow terminal: printed whole, not cut or folded.
+    long_name = "a-run-with-a-long-descriptive-name-seed12345"
+    summary["agents"][0]["agent"] = long_name
+    summary["pairwise"] = {long_name: {}, "threshold:350": {}}
+    console = Console(width=40, file=io.StringIO())
+    evaluate.print_summary(console, summary)
+    text = console.file.getvalue()
+    assert text.count(long_name) == 3 and "…" not in text  # table, matrix row and column
+    assert "threshold:350" in text
