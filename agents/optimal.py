@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.base import check_plot_path
 from agents.solver import STEP, TwoPlayerSolution, solve_turn_ev, solve_two_player
 from envs.game import Game
 from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules
@@ -239,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--plot", metavar="PATH.png", help="draw the optimal banking strategy")
     args = parser.parse_args(argv)
+    if args.plot:
+        try:
+            check_plot_path(args.plot)  # before the solve, not after
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     rules = Rules(hold=args.hold)
     sol = two_player_solution(rules, show_progress=not args.json)
     turn = solve_turn_ev(rules)
@@ -260,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{numbers['best_expected_turn_points_entered']:.6f}"
         )
     if args.plot:
-        plot_strategy(sol, args.plot)
+        try:
+            plot_strategy(sol, args.plot)
+        except Exception as e:  # checked before; the disk may still fill: one line
+            print(f"error: could not write {args.plot}: {e}", file=sys.stderr)
+            return 1
         if not args.json:
             print(f"  strategy picture written to {args.plot}")
     return 0

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agents import make_policy
-from agents.base import Policy
+from agents.base import Policy, check_output_path
 from envs.game import OVER, ROLL, Game
 from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules
 
@@ -111,6 +111,9 @@ def measure(
 
     rules = rules or Rules()
     me, other = make_policy(player), make_policy(opponent)
+    for policy in (me, other):
+        if hasattr(policy, "check_game"):  # a trained model: was it made for this game?
+            policy.check_game(2, rules)
     oracle = OptimalBot(show_progress=progress)
     first = oracle.solution(rules).first_player_win_probability
     report = RegretReport(
@@ -163,15 +166,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("player", help="bot name or model file (as in evaluate.py)")
     parser.add_argument("--against", default="smart", help="the opponent (default: smart)")
     parser.add_argument("--games", type=int, default=1000, help="games, seats alternating")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the games, >= 0")
     parser.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule (R5)")
     parser.add_argument("--top", type=int, default=15, help="rows of the costliest moves")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     args = parser.parse_args(argv)
-    if args.games < 1:
-        print("error: --games must be at least 1", file=sys.stderr)
-        return 2
     try:
+        if args.games < 1:
+            raise ValueError(f"--games must be at least 1, got {args.games}")
+        if args.seed < 0:
+            raise ValueError(f"--seed must be 0 or more, got {args.seed}")
+        if args.top < 0:
+            raise ValueError(f"--top must be 0 or more, got {args.top}")
+        if args.json:
+            check_output_path(args.json, "--json")  # before the games, not after
         report = measure(
             args.player, args.against, args.games, args.seed, Rules(hold=args.hold), progress=True
         )
@@ -179,9 +187,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     data = report.to_dict(args.top)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(data, f, indent=2)
     print(
         f"{data['player']} vs {data['opponent']}, {args.games} games: won "
         f"{data['win_rate']:.1%}; estimated from the regrets {data['estimated_win_rate']:.1%}"
@@ -199,6 +204,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{data['player']}'s regret {title} (per game: regret, count):")
         for row in data[key]:
             print(f"  {row['regret_per_game']:.4f}  {row['per_game']:6.2f}  {row['situation']}")
+    if args.json:
+        try:
+            with open(args.json, "w") as f:
+                json.dump(data, f, indent=2)
+        except OSError as e:  # checked before, but the disk may fill or the folder go
+            print(f"error: could not write {args.json}: {e.strerror or e}", file=sys.stderr)
+            return 1
     return 0
 
 

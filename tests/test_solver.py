@@ -2,6 +2,7 @@
 recomputations and against simulations on the real engine."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,13 +229,48 @@ def test_regret_report_names_the_mistakes():
     assert all("(best: " in row["situation"] for row in report["player_costliest_moves"])
 
 
+SHIPPED_2P = str(Path(__file__).resolve().parent.parent / "checkpoints/ppo-2p/model.zip")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["smart", "--games", "0"], "--games must be at least 1"), (["grandmaster"], "unknown bot")],
+    [
+        (["smart", "--games", "0"], "--games must be at least 1"),
+        (["grandmaster"], "unknown bot"),
+        (["smart", "--seed", "-1"], "--seed must be 0 or more, got -1"),
+        (["smart", "--top", "-2"], "--top must be 0 or more, got -2"),
+        (["smart", "--json", "/missing/x.json"], "--json /missing/x.json: folder /missing does"),
+        ([SHIPPED_2P, "--hold", "all"], "was trained for 2-player games with hold rule 'free'"),
+    ],
 )
-def test_regret_cli_refuses_bad_input_in_one_line(args, message, capsys):
-    from agents.regret import main
+def test_regret_cli_refuses_bad_input_in_one_line(args, message, capsys, monkeypatch):
+    """Issue 9 items 2, 5 and 6: refused in one line, before any game is played."""
+    from agents import optimal, regret
 
-    assert main(args) == 2
+    def no_solve(*args, **kwargs):
+        raise AssertionError("the work began")
+
+    monkeypatch.setattr(optimal, "two_player_solution", no_solve)
+    assert regret.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("plot", "message"),
+    [
+        ("/missing/x.png", "--plot /missing/x.png: folder /missing does not exist"),
+        ("strategy.txt", "--plot strategy.txt: unknown picture format 'txt'"),
+    ],
+)
+def test_optimal_cli_checks_the_plot_path_before_solving(plot, message, capsys, monkeypatch):
+    """Issue 9 item 5."""
+    from agents import optimal
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("solved before checking the output path")
+
+    monkeypatch.setattr(optimal, "two_player_solution", no_solve)
+    assert optimal.main(["--plot", plot]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
