@@ -5,12 +5,14 @@
     python play.py --opponents checkpoints/ppo-2p/model.zip turn-ev --seat 1
     python play.py --load mygame.json                # resume a saved game
     python play.py --replay game-log.json            # watch a finished game again
+    python play.py --rules                           # the rules in short
 
 At each of your decisions type a choice number from the list, or:
   r 115     hold 1, 1 and 5, then roll the dice left      (faces, any order, spaces optional)
   b 115     hold 1, 1 and 5, then bank
   r / b     hold the best-scoring set, then roll / bank
   hint      the optimal player's choice and its win probability (2 players)
+  rules     the rules in short (in full: docs/rules.md)
   save F    save the game to file F (resume with --load F)
   help      this list;  quit  leave (the game log is still written with --log)
 """
@@ -19,49 +21,88 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from agents import make_policy
-from envs.game import OVER, ROLL, Game
-from envs.render import name_players, render_text
-from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, can_bank
+from envs.game import (
+    OVER,
+    ROLL,
+    Game,
+    bank_outcome,
+    format_dice,
+    rng_state_problem,
+)
+from envs.render import board_text, count_dice, headline, name_players, plural, render_text
+from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, hold_score
 
 HUMAN = "you"
 COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
+RULES_DOC = Path(__file__).resolve().parent / "docs" / "rules.md"
+# "r", "b", "roll" or "bank", then the faces to hold (spaces optional: "r55", "b 1 5").
+MOVE = re.compile(r"(roll|bank|r|b)(?![a-z])(.*)")
 
 
 class Quit(Exception):
     """The player left the game ('quit', end of input, Ctrl-C)."""
 
 
-def choices(game: Game) -> list[tuple[int, str]]:
-    """The legal actions with their descriptions, in a stable order."""
+def bank_preview(game: Game, total: int, names: list[str]) -> str:
+    """What the player to move banking `total` now would do, in words: the engine's
+    ``bank_outcome`` (R8, R9), so that nobody banks into a surprise."""
     s = game.state
+    o = bank_outcome(s.scores, s.current, total, game.rules)
+    me = names[s.current]
+    if not o.allowed:
+        return f"can't bank: {total} {o.why_not}"
+    if o.winner == s.current:
+        return f"bank: {me} {_verb(me, 'win')} with exactly {o.scores[s.current]}"
+    if o.lost:
+        why = name_players(o.lost_why, names)
+        return f"bank: overshoot past {game.rules.target}, the {total} points are lost ({why})"
+    if o.overshoot:
+        to, now = names[o.gift_to], o.scores[o.gift_to]
+        if o.winner == o.gift_to:
+            return f"bank: overshoot, gift of {total} to {to}, who {_verb(to, 'win')} with {now}"
+        return f"bank: overshoot, gift of {total} to {to}, up to {now}"
+    bumps = " and ".join(names[p] for p in o.bumped)
+    return f"bank: score {o.scores[s.current]}" + (f", bumps {bumps} to 0" if bumps else "")
+
+
+def _verb(subject: str, verb: str) -> str:
+    return verb if subject == HUMAN else verb + "s"
+
+
+def choices(game: Game, names: list[str] | None = None) -> list[tuple[int, str]]:
+    """The legal actions with their descriptions, in a stable order; each banking
+    choice says what banking does, each hold that can't be banked says why."""
+    s = game.state
+    names = names or [f"player {i}" for i in range(game.n_players)]
     info = ROLL_INFO[s.roll]
+    legal = game.legal()[0]
     out = []
     for hold in info.holds(game.rules.hold):
         total = s.turn_total + hold.points
         left = (len(info.dice) - len(hold.dice)) or 5
-        dice = " ".join(map(str, hold.dice))
-        out.append(
-            (
-                hold.bits,
-                f"hold {dice:<9} -> {total:>4}, roll {left} {'die' if left == 1 else 'dice'}",
-            )
-        )
-        if can_bank(s.scores[s.current], total, game.rules.entry):
-            out.append((hold.bits | BANK_BIT, f"hold {dice:<9} -> {total:>4}, bank"))
+        head = f"hold {format_dice(hold.dice):<11} -> {total:>4}"
+        roll = f"{head}, roll {count_dice(left)}"
+        preview = bank_preview(game, total, names)
+        if (hold.bits | BANK_BIT) in legal:
+            out.append((hold.bits, roll))
+            out.append((hold.bits | BANK_BIT, f"{head}, {preview}"))
+        else:
+            out.append((hold.bits, f"{roll}  ({preview})"))
     return out
 
 
 def parse_command(text: str, game: Game, menu: list[tuple[int, str]]) -> int | str:
-    """An action for `text`, a command word ("hint", "help", "quit", "save F"), or
-    raise ValueError with a message for the player."""
+    """An action for `text`, a command word ("hint", "help", "quit", "rules",
+    "save F"), or raise ValueError with a message for the player."""
     words = text.strip().lower().split()
     if not words:
         raise ValueError("type a choice number, or 'help'")
@@ -70,49 +111,75 @@ def parse_command(text: str, game: Game, menu: list[tuple[int, str]]) -> int | s
         return "help"
     if head in ("quit", "exit", "q"):
         return "quit"
-    if head == "hint":
-        return "hint"
+    if head in ("hint", "rules"):
+        return head
     if head == "save":
         if len(words) != 2:
             raise ValueError("usage: save FILE")
         return "save " + text.strip().split(maxsplit=1)[1]
-    if head.isdigit() and len(words) == 1:
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if re.fullmatch(r"[0-9]+", head) and len(words) == 1:
         number = int(head)
         if not 1 <= number <= len(menu):
             raise ValueError(f"there are choices 1 to {len(menu)}")
         return menu[number - 1][0]
-    if head in ("r", "b", "roll", "bank"):
-        bank = head in ("b", "bank")
-        roll = game.state.roll
-        faces = "".join(words[1:])
-        if not faces:
-            held = list(ROLL_INFO[roll].best.dice)
-        elif all(c in "123456" for c in faces):
-            held = [int(c) for c in faces]
-        else:
-            raise ValueError(f"dice are written as digits 1 to 6, like '{head} 115'")
-        try:
-            action = action_for(held, roll, bank)
-        except ValueError:
-            raise ValueError(
-                f"the roll {' '.join(map(str, roll))} has no {' '.join(map(str, held))}"
-            ) from None
-        if action not in game.legal()[0]:
-            if action & ~BANK_BIT not in {a & ~BANK_BIT for a in game.legal()[0]}:
-                raise ValueError(
-                    f"{' '.join(map(str, held))} cannot be held: every held die must score"
-                )
-            raise ValueError(_why_no_bank(game, held))
-        return action
+    move = MOVE.fullmatch(head)
+    if move:
+        return _parse_move(move.group(1), move.group(2) + "".join(words[1:]), game)
     raise ValueError(f"unknown command {text.strip()!r}; type 'help'")
 
 
-def _why_no_bank(game: Game, held: list[int]) -> str:
-    s = game.state
-    total = s.turn_total + ROLL_INFO[tuple(sorted(held))].best.points
-    if total % 100 == 50:
-        return f"you can't bank {total}: a total ending in 50 can't be banked"
-    return f"you can't bank {total}: you need {game.rules.entry} in one turn to enter"
+def _parse_move(verb: str, faces: str, game: Game) -> int:
+    """The action for "r 115" / "b" (verb, faces), or ValueError saying why not."""
+    bank = verb in ("b", "bank")
+    roll = game.state.roll
+    if not faces:
+        held = list(ROLL_INFO[roll].best.dice)
+    elif all(c in "123456" for c in faces):
+        held = [int(c) for c in faces]
+    else:
+        raise ValueError(f"dice are written as digits 1 to 6, like '{verb} 115'")
+    try:
+        action = action_for(held, roll, bank)
+    except ValueError:
+        held_text = format_dice(sorted(held))
+        raise ValueError(f"the roll {format_dice(roll)} has no {held_text}") from None
+    legal = game.legal()[0]
+    if action in legal:
+        return action
+    if action & ~BANK_BIT not in {a & ~BANK_BIT for a in legal}:
+        if game.rules.hold == "all" and hold_score(held) > 0:
+            best = format_dice(ROLL_INFO[roll].best.dice)
+            raise ValueError(
+                f"under the hold rule 'all' every scoring die must be held: here {best} (R5)"
+            )
+        raise ValueError(f"{format_dice(sorted(held))} cannot be held: every held die must score")
+    total = game.state.turn_total + hold_score(held)
+    o = bank_outcome(game.state.scores, game.state.current, total, game.rules)
+    raise ValueError(f"you can't bank {total}: it {o.why_not} (R8)")
+
+
+def short_rules(rules: Rules | None = None) -> str:
+    """The "In short" section of docs/rules.md, for the terminal, and this game's
+    options."""
+    try:
+        doc = RULES_DOC.read_text(encoding="utf-8")
+        section = doc.split("\n## In short\n", 1)[1].split("\n## ", 1)[0]
+    except (OSError, IndexError):
+        section = f"(the rules should be in {RULES_DOC}, which is missing)\n"
+    text = section.strip().replace("**", "").replace("`", "")
+    if rules is not None:
+        text += (
+            f"\n\nThis game: hold rule '{rules.hold}', exactly {rules.target} wins, "
+            f"{rules.entry} to enter."
+        )
+    return text
+
+
+def move_text(roll: Sequence[int], action: int) -> str:
+    """A decision as a past event: ``held [1 5] and rolled on``."""
+    held = [d for i, d in enumerate(roll) if action >> i & 1]
+    return f"held {format_dice(held)} and {'banked' if action & BANK_BIT else 'rolled on'}"
 
 
 class Session:
@@ -155,23 +222,23 @@ class Session:
                 who, before = s.current, s.turns
                 info = game.roll()
                 self.log.append({"roll": list(info.dice), "player": who})
-                if s.turns > before:
-                    who_rolls = "You roll" if who == self.human else f"{self.names()[who]} rolls"
-                    self.say(f"{who_rolls} {_dice(info.dice)}: bust, the turn ends.")
+                if s.turns > before:  # a bust ends the turn (R4)
+                    self.say(f"  {name_players(s.last_event, self.names())}")
                     self.say(render_text(game, self.names()))
                 continue
+            roll = s.roll
             if s.current == self.human:
                 action = self.human_turn()
-                self.say(f"You {_describe(game, action, you=True)}.")
+                self.say(f"You {move_text(roll, action)}.")
             else:
                 action = self.policies[s.current].act(game, self.rng)
-                self.say(
-                    f"{self.names()[s.current]} rolls {_dice(s.roll)}: {_describe(game, action)}"
-                )
+                name = self.names()[s.current]
+                self.say(f"{name} rolled {format_dice(roll)}, {move_text(roll, action)}.")
                 if self.delay:
                     time.sleep(self.delay)
             self.act(action)
-        self.say(f"Game over: {self.names()[s.winner]} won.")
+        self.say(board_text(game, self.names()).rstrip("\n"))
+        self.say(headline(game, self.names()))
         return s.winner
 
     def act(self, action: int) -> None:
@@ -181,15 +248,16 @@ class Session:
         self.game.act(action)
         if s.turns > before or s.phase == OVER:
             self.say(f"  {name_players(s.last_event, self.names())}")
-            self.say(render_text(self.game, self.names()))
+            if s.phase != OVER:  # the final board comes once, at the end of play()
+                self.say(render_text(self.game, self.names()))
 
     def human_turn(self) -> int:
         game = self.game
         s = game.state
-        menu = choices(game)
-        held = "  ".join(_dice(h) for h in s.held) or "nothing yet"
+        menu = choices(game, self.names())
+        held = "  ".join(format_dice(h) for h in s.held) or "nothing yet"
         self.say(
-            f"Your roll: {_dice(s.roll)}   (held this turn: {held}; "
+            f"Your roll: {format_dice(s.roll)}   (held this turn: {held}; "
             f"turn total {s.turn_total}, score {s.scores[s.current]})"
         )
         for i, (_, text) in enumerate(menu, 1):
@@ -208,6 +276,8 @@ class Session:
                 continue
             if choice == "help":
                 self.say(COMMANDS)
+            elif choice == "rules":
+                self.say(short_rules(game.rules))
             elif choice == "quit":
                 raise Quit
             elif choice == "hint":
@@ -231,29 +301,20 @@ class Session:
             self._optimal = OptimalBot()
         values = self._optimal.action_values(self.game)
         best = max(values, key=values.__getitem__)
-        return (
-            f"  hint: {_describe(self.game, best)} "
-            f"(win probability {values[best]:.1%} with optimal play)"
-        )
-
-
-def _dice(dice) -> str:
-    return "[" + " ".join(map(str, dice)) + "]"
-
-
-def _describe(game: Game, action: int, you: bool = False) -> str:
-    s = game.state
-    held = [d for i, d in enumerate(s.roll) if action >> i & 1]
-    if you:
-        return f"hold {_dice(held)} and {'bank' if action & BANK_BIT else 'roll on'}"
-    return f"holds {_dice(held)} and {'banks' if action & BANK_BIT else 'rolls on'}"
+        held = [d for i, d in enumerate(self.game.state.roll) if best >> i & 1]
+        advice = f"hold {format_dice(held)} and {'bank' if best & BANK_BIT else 'roll on'}"
+        return f"  hint: {advice} (win probability {values[best]:.1%} with optimal play)"
 
 
 # ------------------------------------------------------------- save and replay
+SAVE_FORMAT, LOG_FORMAT, VERSION = "fivethousand-rl saved game", "fivethousand-rl game log", 1
+SAVE_FIELDS = ("format", "version", "game", "dice", "players", "human", "seed", "bot_rng", "log")
+
+
 def save(session: Session, path: str) -> None:
     data = {
-        "format": "fivethousand-rl saved game",
-        "version": 1,
+        "format": SAVE_FORMAT,
+        "version": VERSION,
         "game": json.loads(session.game.to_json()),
         "dice": session.game.dice_state(),
         "players": session.players,
@@ -265,30 +326,109 @@ def save(session: Session, path: str) -> None:
     Path(path).write_text(json.dumps(data))
 
 
+def _is_int(value: object) -> bool:
+    # JSON integers only: int() would take true, 2.5 and "3" and hide a corrupt file.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
+
+
 def load(path: str, hint: bool, delay: float, ask, say) -> Session:
+    """Resume a game written by ``save``, checking every field and that its log leads to
+    its game; raises a one-line ValueError naming `path` otherwise."""
     try:
-        data = json.loads(Path(path).read_text())
-        if not isinstance(data, dict) or data.get("format") != "fivethousand-rl saved game":
-            raise ValueError("not a saved 5000 game")
-        game = Game.from_json(json.dumps(data["game"]))
-        game.set_dice_state(data["dice"])
-        players, human = list(data["players"]), int(data["human"])
-        if len(players) != game.n_players or not 0 <= human < game.n_players:
-            raise ValueError("its players do not match its game")
-        session = Session(game, players, human, int(data["seed"]), hint, delay, ask, say)
-        session.rng.bit_generator.state = data["bot_rng"]
-        session.log = list(data["log"])
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ValueError(f"no saved game at {path}") from None
-    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
-        raise ValueError(f"{path} is not a saved game we can resume ({e})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or _one_line(e)
+        raise ValueError(f"{path} is not a saved game we can resume ({why})") from None
+    try:
+        return _session_from_save(json.loads(text), hint, delay, ask, say)
+    except (ValueError, TypeError, KeyError, IndexError, OSError, RecursionError) as e:
+        raise ValueError(f"{path} is not a saved game we can resume ({_one_line(e)})") from None
+
+
+def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Session:
+    """The session saved in `data` (a parsed save file); ValueError if anything is off."""
+    if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT:
+        raise ValueError("not a saved 5000 game")
+    missing = [k for k in SAVE_FIELDS if k not in data]
+    unknown = sorted(set(data) - set(SAVE_FIELDS), key=str)
+    if missing:
+        raise ValueError(f"missing field {missing[0]!r}")
+    if unknown:
+        raise ValueError(f"unknown field {unknown[0]!r}")
+    if data["version"] != VERSION or not _is_int(data["version"]):
+        raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
+    game = Game.from_json(json.dumps(data["game"]))
+    game.set_dice_state(data["dice"])
+    players, human, seed = data["players"], data["human"], data["seed"]
+    n = game.n_players
+    if not (isinstance(players, list) and len(players) == n and all(map(_is_str, players))):
+        raise ValueError(f"players must be a list of {n} names, one per seat of its game")
+    if not _is_int(human) or not 0 <= human < n or players[human] != HUMAN:
+        raise ValueError(f"human must be the seat (0..{n - 1}) whose player is {HUMAN!r}")
+    if players.count(HUMAN) != 1:
+        raise ValueError(f"exactly one seat is {HUMAN!r}")
+    if not _is_int(seed) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
+    problem = rng_state_problem(np.random.PCG64(), data["bot_rng"])
+    if problem:
+        raise ValueError(f"bot_rng: {problem}")
+    log = data["log"]
+    replayed = _replay_log(log, game.rules, n)
+    if replayed.state != game.state:
+        raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
+    session = Session(game, players, human, seed, hint, delay, ask, say)
+    session.rng.bit_generator.state = data["bot_rng"]
+    session.log = [dict(event) for event in log]
     return session
+
+
+def _replay_log(log: object, rules: Rules, n_players: int) -> Game:
+    """The game that the events of `log` make from the start; ValueError naming the
+    first event that does not fit."""
+    if not isinstance(log, list):
+        raise ValueError("log must be a list of events")
+    game = Game(n_players, rules)
+    for number, event in enumerate(log, 1):
+        try:
+            _apply_event(game, event)
+        except ValueError as e:
+            raise ValueError(f"log event {number}: {e}") from None
+    return game
+
+
+def _apply_event(game: Game, event: object) -> None:
+    """Play one logged event, ``{"roll": dice, "player": seat}`` or ``{"act": action,
+    "player": seat}``, through the engine, which checks it; ValueError if it can't."""
+    if not isinstance(event, dict) or set(event) not in ({"roll", "player"}, {"act", "player"}):
+        raise ValueError("an event is {'roll': dice, 'player': seat} or {'act': n, 'player': seat}")
+    s = game.state
+    if event["player"] != s.current or not _is_int(event["player"]):
+        raise ValueError(f"it is seat {s.current}'s move, not {event['player']!r}'s")
+    if "roll" in event:
+        dice = event["roll"]
+        if not isinstance(dice, list) or not all(_is_int(d) for d in dice):
+            raise ValueError(f"a roll is a list of dice, not {dice!r}")
+        game.roll(dice)
+    else:
+        if not _is_int(event["act"]):
+            raise ValueError(f"an action is an integer, not {event['act']!r}")
+        game.act(event["act"])
 
 
 def write_log(session: Session, path: str) -> None:
     data = {
-        "format": "fivethousand-rl game log",
-        "version": 1,
+        "format": LOG_FORMAT,
+        "version": VERSION,
         "rules": session.game.rules.to_dict(),
         "players": session.names(),
         "events": session.log,
@@ -298,43 +438,54 @@ def write_log(session: Session, path: str) -> None:
 
 
 def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) -> int | None:
-    """Play a game log back through the engine, which checks every move again."""
+    """Play a game log back through the engine, which checks every move again; a log
+    that stops before the game is over (left, or cut short) is said to be one."""
     try:
-        data = json.loads(Path(path).read_text())
-        if not isinstance(data, dict) or data.get("format") != "fivethousand-rl game log":
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("format") != LOG_FORMAT:
             raise ValueError("not a 5000 game log")
-        names, events = list(data["players"]), list(data["events"])
+        if data.get("version", VERSION) != VERSION:
+            raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
+        names, events = data["players"], data["events"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("players must be a list of names")
+        if not isinstance(events, list) or not isinstance(data["rules"], dict):
+            raise ValueError("events must be a list and rules an object")
         game = Game(len(names), Rules(**data["rules"]))
     except FileNotFoundError:
         raise ValueError(f"no game log at {path}") from None
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"{path} is not a game log ({e})") from None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a game log ({_one_line(e)})") from None
     s = game.state
     say(render_text(game, names))
     for number, event in enumerate(events, 1):
+        roll, turns = s.roll, s.turns
         try:
-            if isinstance(event, dict) and "roll" in event:
-                before = s.turns
-                game.roll(event["roll"])
-                if s.turns > before:
-                    say(f"{names[event['player']]} rolls {_dice(event['roll'])}: bust.")
-            elif isinstance(event, dict) and "act" in event:
-                line = f"{names[s.current]} rolls {_dice(s.roll)}: {_describe(game, event['act'])}"
-                before = s.turns
-                game.act(event["act"])
-                say(line)
-                if s.turns > before or s.phase == OVER:
-                    say(f"  {name_players(s.last_event, names)}")
-            else:
-                raise ValueError("an event is a roll or an act")
-        except (ValueError, TypeError, KeyError, IndexError) as e:
-            raise ValueError(f"{path}: event {number} cannot be replayed ({e})") from None
+            _apply_event(game, event)
+        except ValueError as e:
+            why = _one_line(e)
+            raise ValueError(f"{path}: event {number} cannot be replayed ({why})") from None
+        if "act" in event:
+            move = move_text(roll, event["act"])
+            say(f"{names[event['player']]} rolled {format_dice(roll)}, {move}.")
+        if s.turns > turns or s.phase == OVER:
+            say(f"  {name_players(s.last_event, names)}")
         if delay:
             time.sleep(delay)
-    say(render_text(game, names))
+    recorded = data.get("winner")
     if s.phase == OVER:
-        say(f"Game over: {names[s.winner]} won.")
-    return s.winner
+        if recorded is not None and recorded != s.winner:
+            raise ValueError(f"{path}: its moves make seat {s.winner} win, not seat {recorded!r}")
+        say(board_text(game, names).rstrip("\n"))
+        say(headline(game, names))
+        return s.winner
+    say(render_text(game, names).rstrip("\n"))
+    after = f"after {plural(s.turns, 'turn')}, before the end of the game"
+    if recorded is not None:
+        say(f"The log was cut short: it stops {after}, though it records a winner.")
+    else:
+        say(f"The log stops {after}: the game was left, or the log was cut short.")
+    return None
 
 
 # ------------------------------------------------------------------- main
@@ -358,7 +509,11 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
     p.add_argument("--load", metavar="FILE", help="resume a saved game")
     p.add_argument("--log", metavar="FILE", help="write the game log here at the end")
     p.add_argument("--replay", metavar="FILE", help="replay a game log and exit")
+    p.add_argument("--rules", action="store_true", help="print the rules in short and exit")
     args = p.parse_args(argv)
+    if args.rules:
+        say(short_rules(Rules(hold=args.hold)))
+        return 0
     try:
         if args.delay < 0:
             raise ValueError("--delay must be >= 0")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,6 @@ from envs.rules import (
     RollInfo,
     Rules,
     can_bank,
-    describe_action,
     roll_info,
 )
 
@@ -45,6 +44,53 @@ _LEGAL_CACHE: dict[tuple, tuple[tuple[int, ...], np.ndarray]] = {}
 
 class IllegalMoveError(ValueError):
     """An action that the rules do not allow in the current state."""
+
+
+def format_dice(dice: Iterable[int]) -> str:
+    """Dice as players see them everywhere (events, the CLI): ``[1 1 5]``."""
+    return "[" + " ".join(str(int(d)) for d in dice) + "]"
+
+
+def _is_int(value: object) -> bool:
+    # JSON numbers only: int(True), int(2.7) and int("3") would hide a corrupt file.
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def _is_dice(value: object) -> bool:
+    return isinstance(value, list | tuple) and all(_is_int(d) for d in value)
+
+
+# Every field of a saved state: (is its value well-typed?, what it should be, default
+# when absent; _REQUIRED means it may not be absent).
+_REQUIRED = object()
+_STATE_FIELDS: dict[str, tuple[Any, str, Any]] = {
+    "scores": (lambda v: isinstance(v, list) and all(map(_is_int, v)), "a list of ints", _REQUIRED),
+    "current": (_is_int, "an integer", _REQUIRED),
+    "turn_total": (_is_int, "an integer", _REQUIRED),
+    "dice_left": (_is_int, "an integer", _REQUIRED),
+    "roll": (lambda v: v is None or _is_dice(v), "null or a list of dice", _REQUIRED),
+    "held": (lambda v: isinstance(v, list) and all(map(_is_dice, v)), "a list of dice lists", []),
+    "phase": (lambda v: isinstance(v, str), "a string", _REQUIRED),
+    "winner": (lambda v: v is None or _is_int(v), "null or an integer", None),
+    "turns": (_is_int, "an integer", 0),
+    "last_event": (lambda v: isinstance(v, str), "a string", ""),
+}
+
+
+def _fields_problem(d: object) -> str:
+    """Why `d` is not a dict of well-typed state fields, or ""."""
+    if not isinstance(d, dict):
+        return f"a game state is a JSON object, not {type(d).__name__}"
+    unknown = sorted(set(d) - set(_STATE_FIELDS), key=str)
+    if unknown:
+        return f"unknown field {unknown[0]!r}"
+    for name, (ok, what, default) in _STATE_FIELDS.items():
+        if name not in d:
+            if default is _REQUIRED:
+                return f"missing field {name!r}"
+        elif not ok(d[name]):
+            return f"{name} must be {what}, not {d[name]!r}"
+    return ""
 
 
 @dataclass(slots=True)
@@ -82,21 +128,24 @@ class GameState:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], rules: Rules) -> GameState:
-        try:
-            state = cls(
-                scores=[int(s) for s in d["scores"]],
-                current=int(d["current"]),
-                turn_total=int(d["turn_total"]),
-                dice_left=int(d["dice_left"]),
-                roll=tuple(int(x) for x in d["roll"]) if d["roll"] is not None else None,
-                held=[tuple(int(x) for x in h) for h in d.get("held", [])],
-                phase=str(d["phase"]),
-                winner=None if d.get("winner") is None else int(d["winner"]),
-                turns=int(d.get("turns", 0)),
-                last_event=str(d.get("last_event", "")),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"not a valid game state: {e!r}") from None
+        """The state `d` (as written by ``to_dict``), checked field by field and against
+        the rules (``state_problem``); raises a one-line ValueError if it is not valid."""
+        problem = _fields_problem(d)
+        if problem:
+            raise ValueError(f"not a valid game state: {problem}")
+        d = {name: d.get(name, default) for name, (_, _, default) in _STATE_FIELDS.items()}
+        state = cls(
+            scores=[int(s) for s in d["scores"]],
+            current=int(d["current"]),
+            turn_total=int(d["turn_total"]),
+            dice_left=int(d["dice_left"]),
+            roll=tuple(int(x) for x in d["roll"]) if d["roll"] is not None else None,
+            held=[tuple(int(x) for x in h) for h in d["held"]],
+            phase=d["phase"],
+            winner=None if d["winner"] is None else int(d["winner"]),
+            turns=int(d["turns"]),
+            last_event=d["last_event"],
+        )
         problem = state_problem(state, rules)
         if problem:
             raise ValueError(f"not a valid game state: {problem}")
@@ -112,26 +161,35 @@ def state_problem(s: GameState, rules: Rules) -> str:
         if score % 100 or not (score == 0 or rules.entry <= score <= rules.target):
             return f"banked score {score} is not 0 or a multiple of 100 in entry..target (R10)"
     if not 0 <= s.current < n:
-        return f"current seat {s.current} out of range"
+        return f"current seat {s.current} out of range 0..{n - 1}"
     if s.phase not in (ROLL, DECIDE, OVER):
-        return f"unknown phase {s.phase!r}"
+        return f"unknown phase {s.phase!r} (roll, decide or over)"
     if (s.phase == OVER) != (s.winner is not None):
         return "a finished game needs a winner and only it"
-    if s.winner is not None and s.scores[s.winner] != rules.target:
-        return "the winner must have exactly the target score"
-    if s.phase != OVER and any(score >= rules.target for score in s.scores):
-        return "a score reached the target but the game is not over"
+    if s.winner is not None and not 0 <= s.winner < n:
+        return f"winner seat {s.winner} out of range 0..{n - 1}"
+    at_target = [p for p, score in enumerate(s.scores) if score == rules.target]
+    if s.winner is not None and at_target != [s.winner]:
+        return "the winner, and only the winner, must have exactly the target score (R9)"
+    if s.phase != OVER and at_target:
+        return "a score reached the target but the game is not over (R9)"
     if s.turns < 0:
         return f"negative turn count {s.turns}"
     if s.turn_total < 0 or s.turn_total % 50:
         return f"turn total {s.turn_total} is not a non-negative multiple of 50"
     if not 1 <= s.dice_left <= NUM_DICE:
         return f"dice_left {s.dice_left} not in 1..5"
-    if s.turn_total != sum(ROLL_INFO[h].best.points if h in ROLL_INFO else -1 for h in s.held):
-        return "the turn total is not the sum of the holds of this turn"
     for h in s.held:
-        if h not in ROLL_INFO or ROLL_INFO[h].best is None or len(ROLL_INFO[h].best.dice) != len(h):
-            return f"held dice {list(h)} do not all score (R2)"
+        # Each hold is one roll's scoring set, every die of it scoring (R2).
+        info = ROLL_INFO.get(h)  # keyed by 1 to 5 dice 1..6 in ascending order
+        if info is None:
+            return f"held dice {list(h)} are not 1 to 5 dice 1..6 in ascending order"
+        if info.best is None or len(info.best.dice) != len(h):
+            return f"held dice {format_dice(h)} do not all score (R2)"
+    if s.turn_total != sum(ROLL_INFO[h].best.points for h in s.held):
+        return "the turn total is not the sum of the holds of this turn"
+    if s.dice_left != _dice_left_after(s.held):
+        return f"dice_left {s.dice_left} does not follow from the holds of this turn (R6)"
     if s.phase == OVER and (s.turn_total or s.held):
         return "a finished game has no turn in progress"
     if s.phase == DECIDE:
@@ -144,20 +202,161 @@ def state_problem(s: GameState, rules: Rules) -> str:
     return ""
 
 
+def _dice_left_after(held: Sequence[tuple[int, ...]]) -> int | None:
+    """Dice left to roll after this turn's holds (hot dice give five back, R6); None if
+    the holds use more dice than were there to hold."""
+    used = 0
+    for h in held:
+        used += len(h)
+        if used > NUM_DICE:
+            return None
+        if used == NUM_DICE:
+            used = 0
+    return NUM_DICE - used
+
+
+def _gift_candidate(scores: Sequence[int], banker: int, rules: Rules) -> int | None:
+    """The other player with the lowest score among those with at least the entry
+    score, ties to the first in turn order after the banker; None if nobody (R9)."""
+    n = len(scores)
+    candidate = None
+    for k in range(1, n):
+        p = (banker + k) % n
+        if scores[p] >= rules.entry and (candidate is None or scores[p] < scores[candidate]):
+            candidate = p
+    return candidate
+
+
 def gift_recipient(scores: list[int], banker: int, total: int, rules: Rules) -> int | None:
     """Who receives an overshooting `total` banked by `banker` (R9): the other player
     with the lowest score among those with at least the entry score, ties to the first
     in turn order after the banker; None if nobody qualifies or the gift would take the
     recipient past the target (the points are lost)."""
-    n = len(scores)
-    recipient = None
-    for k in range(1, n):
-        p = (banker + k) % n
-        if scores[p] >= rules.entry and (recipient is None or scores[p] < scores[recipient]):
-            recipient = p
+    recipient = _gift_candidate(scores, banker, rules)
     if recipient is None or scores[recipient] + total > rules.target:
         return None
     return recipient
+
+
+@dataclass(frozen=True, slots=True)
+class BankOutcome:
+    """What banking `total` does (R8, R9); made by ``bank_outcome``.
+
+    Texts name seats as "player N", like the engine's events (see
+    ``envs.render.name_players``).
+    """
+
+    banker: int
+    total: int
+    allowed: bool  # R8; when False nothing below changes anything
+    why_not: str  # why banking is not allowed, e.g. "ends in 50" ("" when allowed)
+    scores: tuple[int, ...]  # every seat's banked score afterwards
+    winner: int | None = None  # the banker (exactly the target) or a gift's recipient
+    bumped: tuple[int, ...] = ()  # other seats that had the new score: now 0
+    overshoot: bool = False  # the banker's score would pass the target
+    gift_to: int | None = None  # overshoot: who receives the turn total
+    lost_why: str = ""  # overshoot with no gift: why nobody receives it
+
+    @property
+    def lost(self) -> bool:
+        """The turn total goes nowhere (an overshoot that nobody may receive)."""
+        return self.overshoot and self.gift_to is None
+
+
+def _bank_refusal(banked: int, total: int, rules: Rules) -> str:
+    """Why `can_bank` refuses (R8), in a few words."""
+    if total <= 0:
+        return "nothing to bank"
+    reasons = []
+    if total % 100 == 50:
+        reasons.append("ends in 50")
+    if banked == 0 and total < rules.entry:
+        reasons.append(f"is under the {rules.entry} needed to enter")
+    return " and ".join(reasons)
+
+
+def bank_outcome(scores: Sequence[int], banker: int, total: int, rules: Rules) -> BankOutcome:
+    """What `banker` banking a turn total of `total` would do to `scores` (R8, R9): the
+    one place where banking is decided (``Game`` applies it). Pure: `scores` is not
+    modified."""
+    before = tuple(int(x) for x in scores)
+    if not can_bank(before[banker], total, rules.entry):
+        why = _bank_refusal(before[banker], total, rules)
+        return BankOutcome(banker, total, False, why, before)
+    new = before[banker] + total
+    if new <= rules.target:
+        # A bump: every *other* seat on the new score drops to 0 (R9).
+        bumped = () if new == rules.target else tuple(
+            p for p, x in enumerate(before) if p != banker and x == new
+        )
+        after = tuple(
+            new if p == banker else 0 if p in bumped else x for p, x in enumerate(before)
+        )
+        winner = banker if new == rules.target else None
+        return BankOutcome(banker, total, True, "", after, winner, bumped)
+    # Overshoot: the banker keeps their score; the total is a gift, or lost (R9).
+    recipient = gift_recipient(list(before), banker, total, rules)
+    if recipient is None:
+        candidate = _gift_candidate(before, banker, rules)
+        why = (
+            f"nobody else has {rules.entry} or more"
+            if candidate is None
+            else f"it would take player {candidate} past {rules.target}"
+        )
+        return BankOutcome(banker, total, True, "", before, overshoot=True, lost_why=why)
+    gifted = before[recipient] + total
+    after = tuple(gifted if p == recipient else x for p, x in enumerate(before))
+    winner = recipient if gifted == rules.target else None
+    return BankOutcome(banker, total, True, "", after, winner, overshoot=True, gift_to=recipient)
+
+
+def bank_event(outcome: BankOutcome) -> str:
+    """The outcome as an event, past tense ("player 0 banked 300, now 1200")."""
+    o = outcome
+    me, total = o.banker, o.total
+    if not o.allowed:
+        return f"player {me} could not bank {total}: it {o.why_not}"
+    if o.lost:
+        return f"player {me} banked {total}: overshoot, the points are lost ({o.lost_why})"
+    if o.overshoot:
+        to, now = o.gift_to, o.scores[o.gift_to]
+        head = f"player {me} banked {total}: overshoot, gift of {total} to player {to}"
+        return head + (f", who won with exactly {now}" if o.winner == to else f", now {now}")
+    if o.winner == me:
+        return f"player {me} banked {total} and won with exactly {o.scores[me]}"
+    bumps = " and ".join(f"player {p}" for p in o.bumped)
+    return f"player {me} banked {total}, now {o.scores[me]}" + (
+        f", which bumped {bumps} to 0" if bumps else ""
+    )
+
+
+def rng_state_problem(bit_generator: np.random.BitGenerator, state: object) -> str:
+    """Why `state` is not a state of `bit_generator`'s kind (as its ``.state`` gives it,
+    through JSON), or "". Numpy's own setter takes floats, booleans and out-of-range
+    words silently, so PCG64 (what ``default_rng`` uses) is checked field by field."""
+    kind = type(bit_generator).__name__
+    if not isinstance(state, dict) or state.get("bit_generator") != kind:
+        return f"a generator state is an object with 'bit_generator': {kind!r}"
+    if kind == "PCG64":
+        inner = state.get("state")
+        words = [
+            (inner, "state", 128),
+            (inner, "inc", 128),
+            (state, "has_uint32", 1),
+            (state, "uinteger", 32),
+        ]
+        if set(state) != {"bit_generator", "state", "has_uint32", "uinteger"} or not (
+            isinstance(inner, dict) and set(inner) == {"state", "inc"}
+        ):
+            return "a PCG64 state has exactly state.state, state.inc, has_uint32, uinteger"
+        for where, key, bits in words:
+            if not _is_int(where[key]) or not 0 <= where[key] < 2**bits:
+                return f"PCG64 {key} must be an integer in 0..2**{bits}-1, not {where[key]!r}"
+    try:
+        type(bit_generator)().state = state  # a scratch generator: numpy's own checks
+    except (TypeError, ValueError, KeyError, OverflowError) as e:
+        return f"not a {kind} state ({' '.join(str(e).split())})"
+    return ""
 
 
 class _DiceStream:
@@ -173,9 +372,27 @@ class _DiceStream:
     def get_state(self) -> dict:
         return {"rng": self.rng.bit_generator.state, "codes": list(self._codes), "next": self._next}
 
+    def state_problem(self, state: object) -> str:
+        """Why `state` is not one ``get_state`` could have returned, or ""."""
+        if not isinstance(state, dict) or set(state) != {"rng", "codes", "next"}:
+            return "a dice state is an object with exactly 'rng', 'codes' and 'next'"
+        codes, next_ = state["codes"], state["next"]
+        if not isinstance(codes, list) or len(codes) > self.BATCH:
+            return f"codes must be a list of at most {self.BATCH} rolls"
+        bad = next((c for c in codes if not _is_int(c) or not 0 <= c < 6**NUM_DICE), None)
+        if bad is not None:
+            return f"codes must be integers in 0..{6**NUM_DICE - 1}, not {bad!r}"
+        if not _is_int(next_) or not 0 <= next_ <= len(codes):
+            return f"next must be an integer in 0..{len(codes)}, not {next_!r}"
+        return rng_state_problem(self.rng.bit_generator, state["rng"])
+
     def set_state(self, state: dict) -> None:
+        """Restore a ``get_state``; raises ValueError, changing nothing, if it is not one."""
+        problem = self.state_problem(state)
+        if problem:
+            raise ValueError(f"not a valid dice state: {problem}")
         self.rng.bit_generator.state = state["rng"]
-        self._codes = list(state["codes"])
+        self._codes = [int(c) for c in state["codes"]]
         self._next = int(state["next"])
 
     def draw(self, n: int) -> RollInfo:
@@ -225,6 +442,8 @@ class Game:
         return self._dice.get_state()
 
     def set_dice_state(self, state: dict) -> None:
+        """Restore a ``dice_state``; raises a one-line ValueError, changing nothing, if
+        `state` is not one (wrong types, codes out of range, a foreign generator)."""
         self._dice.set_state(state)
 
     # ----------------------------------------------------------------- queries
@@ -286,8 +505,10 @@ class Game:
         return cached
 
     def describe(self, action: int) -> str:
+        """An action of the pending roll in words, e.g. ``33 (hold [1] and bank)``."""
         roll = self.state.roll or ()
-        return f"{action} ({describe_action(action, roll)})"
+        held = [d for i, d in enumerate(roll) if action >> i & 1]
+        return f"{action} (hold {format_dice(held)} and {'bank' if action & BANK_BIT else 'roll'})"
 
     # ----------------------------------------------------------------- steps
     def roll(self, dice: Iterable[int] | None = None) -> RollInfo:
@@ -304,17 +525,17 @@ class Game:
             info = roll_info(dice)
             if len(info.dice) != s.dice_left:
                 raise IllegalMoveError(
-                    f"the roll must have {s.dice_left} dice, got {len(info.dice)}: {list(dice)}"
+                    f"the roll must have {s.dice_left} dice, got {len(info.dice)}: "
+                    f"{format_dice(info.dice)}"
                 )
         if info.bust:
-            s.last_event = (
-                f"player {s.current} rolled {list(info.dice)}: bust, loses {s.turn_total}"
-            )
+            lost = f", lost {s.turn_total}" if s.turn_total else ""
+            s.last_event = f"player {s.current} rolled {format_dice(info.dice)}: bust{lost}"
             self._end_turn()
         else:
             s.roll = info.dice
             s.phase = DECIDE
-            s.last_event = f"player {s.current} rolled {list(info.dice)}"
+            s.last_event = f"player {s.current} rolled {format_dice(info.dice)}"
         return info
 
     def act(self, action: int) -> None:
@@ -350,7 +571,7 @@ class Game:
             self._bank()
         else:
             s.phase = ROLL
-            s.last_event = f"player {s.current} held {list(hold.dice)}, turn total {total}"
+            s.last_event = f"player {s.current} held {format_dice(hold.dice)}, turn total {total}"
 
     def _illegal_message(self, action: object) -> str:
         legal = ", ".join(self.describe(a) for a in self.legal_actions())
@@ -358,45 +579,18 @@ class Game:
             what = f"action {self.describe(int(action))}"
         else:
             what = f"action {action!r}"
-        return f"illegal {what} for roll {list(self.state.roll)}; legal: {legal}"
+        return f"illegal {what} for roll {format_dice(self.state.roll)}; legal: {legal}"
 
     def _bank(self) -> None:
-        """Apply R9 to the current player's turn total and end the turn."""
+        """Apply R9 to the current player's turn total (``bank_outcome``), end the turn."""
         s = self.state
-        me, total, target = s.current, s.turn_total, self.rules.target
-        new = s.scores[me] + total
-        if new == target:
-            s.scores[me] = new
-            s.last_event = f"player {me} banked {total} and wins with exactly {target}"
-            self._finish(me)
-            return
-        if new < target:
-            s.scores[me] = new
-            bumped = [p for p in range(len(s.scores)) if p != me and s.scores[p] == new]
-            for p in bumped:
-                s.scores[p] = 0  # bump (R9)
-            s.last_event = f"player {me} banked {total}, now {new}" + (
-                f"; bumps player {', '.join(map(str, bumped))} to 0" if bumped else ""
-            )
+        outcome = bank_outcome(s.scores, s.current, s.turn_total, self.rules)
+        s.scores[:] = outcome.scores
+        s.last_event = bank_event(outcome)
+        if outcome.winner is not None:
+            self._finish(outcome.winner)
         else:
-            s.last_event = self._give_overshoot(me, total)
-            if s.phase == OVER:
-                return
-        self._end_turn()
-
-    def _give_overshoot(self, me: int, total: int) -> str:
-        """R9 overshoot: the turn total goes to the lowest qualified opponent."""
-        s = self.state
-        head = f"player {me} banked {total}: overshoot"
-        recipient = gift_recipient(s.scores, me, total, self.rules)
-        if recipient is None:
-            return head + ", no gift (nobody has entry points, or it would overshoot them)"
-        new = s.scores[recipient] + total
-        s.scores[recipient] = new
-        if new == self.rules.target:
-            self._finish(recipient)
-            return head + f", gift to player {recipient} who wins with {new}"
-        return head + f", gift to player {recipient}, now {new}"
+            self._end_turn()
 
     def _end_turn(self) -> None:
         s = self.state
@@ -423,9 +617,13 @@ class Game:
         """Rebuild a game saved by ``to_json``; raises ValueError if it is not valid."""
         try:
             data = json.loads(text)
+            if not isinstance(data, dict) or set(data) != {"rules", "state"}:
+                raise ValueError("a saved game is an object with 'rules' and 'state'")
+            if not isinstance(data["rules"], dict):
+                raise ValueError("'rules' must be an object")
             rules = Rules(**data["rules"])
             state_dict = data["state"]
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        except (json.JSONDecodeError, TypeError, ValueError) as e:
             raise ValueError(f"not a saved game: {e}") from None
         state = GameState.from_dict(state_dict, rules)
         game = cls(len(state.scores), rules, seed)

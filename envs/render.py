@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from envs.game import DECIDE, OVER, Game
+from envs.game import DECIDE, OVER, Game, format_dice
 
 
 def name_players(text: str, names: Sequence[str]) -> str:
@@ -16,29 +16,54 @@ def name_players(text: str, names: Sequence[str]) -> str:
     return re.sub(r"player (\d+)", lambda m: names[int(m.group(1))], text)
 
 
-def render_text(game: Game, names: Sequence[str] | None = None) -> str:
-    s = game.state
-    names = list(names) if names else [f"player {i}" for i in range(len(s.scores))]
+def plural(count: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def count_dice(count: int) -> str:
+    """``1 die``, ``3 dice``."""
+    return "1 die" if count == 1 else f"{count} dice"
+
+
+def _names(game: Game, names: Sequence[str] | None) -> list[str]:
+    return list(names) if names else [f"player {i}" for i in range(game.n_players)]
+
+
+def headline(game: Game, names: Sequence[str] | None = None) -> str:
+    """Whose turn it is, or who won: the first line of ``render_text``."""
+    s, names = game.state, _names(game, names)
+    if s.phase == OVER:
+        return f"Game over after {plural(s.turns, 'turn')}: {names[s.winner]} won."
+    return (
+        f"Turn {s.turns + 1}: {names[s.current]} to play, turn total {s.turn_total}, "
+        f"{count_dice(s.dice_left)} in play"
+    )
+
+
+def board_text(game: Game, names: Sequence[str] | None = None) -> str:
+    """The scores, the dice held this turn, the pending roll and the last event: the
+    rest of ``render_text``."""
+    s, names = game.state, _names(game, names)
     width = max(len(n) for n in names)
     lines = []
-    if s.phase == OVER:
-        lines.append(f"Game over after {s.turns} turns: {names[s.winner]} wins.")
-    else:
-        lines.append(
-            f"Turn {s.turns + 1}: {names[s.current]} to play, turn total {s.turn_total}, "
-            f"{s.dice_left} dice in play"
-        )
     for i, score in enumerate(s.scores):
         marker = ">" if i == s.current and s.phase != OVER else " "
         note = "" if score else "  (not entered)"
         lines.append(f" {marker} {names[i]:<{width}} {score:>5}{note}")
     if s.held:
-        lines.append("   held this turn: " + "  ".join(str(list(h)) for h in s.held))
+        lines.append("   held this turn: " + "  ".join(format_dice(h) for h in s.held))
     if s.phase == DECIDE:
-        lines.append("   roll: " + " ".join(str(d) for d in s.roll))
+        # Bare faces here: tests/test_gym_env.py (not ours) expects "roll: 1 2 3".
+        lines.append("   roll: " + " ".join(map(str, s.roll)))
     if s.last_event:
         lines.append("   last: " + name_players(s.last_event, names))
     return "\n".join(lines) + "\n"
+
+
+def render_text(game: Game, names: Sequence[str] | None = None) -> str:
+    """The game as text: ``headline`` then ``board_text``."""
+    return headline(game, names) + "\n" + board_text(game, names)
 
 
 # Pip positions on a 3x3 grid for each face.

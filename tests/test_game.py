@@ -1,12 +1,23 @@
 """The game state machine: RULES.md R1 and R4-R12, with injected dice."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
-from envs.game import DECIDE, OVER, ROLL, Game, IllegalMoveError
-from envs.rules import BANK_BIT, action_for
+from envs.game import (
+    DECIDE,
+    OVER,
+    ROLL,
+    Game,
+    IllegalMoveError,
+    bank_event,
+    bank_outcome,
+    format_dice,
+)
+from envs.render import name_players
+from envs.rules import BANK_BIT, Rules, action_for
 from tests.helpers import bank_total, game_at, play
 
 
@@ -172,33 +183,21 @@ def test_exact_target_wins_r9():
         g.roll()
 
 
+# Gift of 300 (three 3s) banked by `banker`: (scores, banker, roll, expected, winner, why).
+GIFT_ROWS = [
+    ([4800, 1000, 700], 0, [3, 3, 3, 2, 4], [4800, 1000, 1000], None, "R9 lowest qualified"),
+    ([4800, 700, 700], 0, [3, 3, 3, 2, 4], [4800, 1000, 700], None, "R9 tie: first after banker"),
+    ([700, 4800, 700], 1, [3, 3, 3, 2, 4], [700, 4800, 1000], None, "R9 tie order wraps"),
+    ([4800, 0, 400], 0, [3, 3, 3, 2, 4], [4800, 0, 400], None, "R9 nobody has 500: lost"),
+    ([4800, 0, 700], 0, [3, 3, 3, 2, 4], [4800, 0, 1000], None, "R9 0 doesn't qualify"),
+    ([4800, 4800], 0, [3, 3, 3, 2, 4], [4800, 4800], None, "R9 gift would overshoot: lost"),
+    ([4800, 4700], 0, [3, 3, 3, 2, 4], [4800, 5000], 1, "R9 gift reaching 5000 wins"),
+    ([4800, 600, 900], 0, [3, 3, 3, 2, 4], [4800, 900, 900], None, "R9 a gift never bumps"),
+]
+
+
 @pytest.mark.parametrize(
-    ("scores", "banker", "turn_total_roll", "expected", "winner", "why"),
-    [
-        # Gift of 300 (three 3s) from player 0 at 4800.
-        (
-            [4800, 1000, 700],
-            0,
-            [3, 3, 3, 2, 4],
-            [4800, 1000, 1000],
-            None,
-            "R9 lowest qualified gets it",
-        ),
-        (
-            [4800, 700, 700],
-            0,
-            [3, 3, 3, 2, 4],
-            [4800, 1000, 700],
-            None,
-            "R9 tie: first after banker",
-        ),
-        ([700, 4800, 700], 1, [3, 3, 3, 2, 4], [700, 4800, 1000], None, "R9 tie order wraps"),
-        ([4800, 0, 400], 0, [3, 3, 3, 2, 4], [4800, 0, 400], None, "R9 nobody has 500: lost"),
-        ([4800, 0, 700], 0, [3, 3, 3, 2, 4], [4800, 0, 1000], None, "R9 0 doesn't qualify"),
-        ([4800, 4800], 0, [3, 3, 3, 2, 4], [4800, 4800], None, "R9 gift would overshoot: lost"),
-        ([4800, 4700], 0, [3, 3, 3, 2, 4], [4800, 5000], 1, "R9 gift reaching 5000 wins"),
-        ([4800, 600, 900], 0, [3, 3, 3, 2, 4], [4800, 900, 900], None, "R9 a gift never bumps"),
-    ],
+    ("scores", "banker", "turn_total_roll", "expected", "winner", "why"), GIFT_ROWS
 )
 def test_overshoot_gift_r9(scores, banker, turn_total_roll, expected, winner, why):
     g = game_at(scores, current=banker)
@@ -257,7 +256,7 @@ def test_illegal_actions_name_the_legal_ones_and_change_nothing(action):
     with pytest.raises(IllegalMoveError) as err:
         g.act(action)
     message = str(err.value)
-    assert "legal: 1 (hold [1] and roll), 3 (hold [1, 1] and roll)" in message
+    assert "legal: 1 (hold [1] and roll), 3 (hold [1 1] and roll)" in message
     assert "\n" not in message
     assert g.state.to_dict() == before
 
@@ -316,3 +315,290 @@ def test_json_round_trip_mid_game():
 def test_corrupt_saved_games_are_refused(text):
     with pytest.raises(ValueError, match="not a"):
         Game.from_json(text)
+
+
+# ------------------------------------------------- bank_outcome: banking decided in one place
+def _changed_seat(before, after):
+    changed = [p for p, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    return changed[0] if changed else None
+
+
+# The cases of the banking tests above, as (scores, banker, total, scores after, winner,
+# bumped, gift_to, lost, why); the game's own banking goes through bank_outcome.
+BANK_ROWS = [
+    ([1200, 600], 0, 200, [1400, 600], None, (), None, False, "R9 bank adds"),
+    ([1200, 1400, 1400, 900], 0, 200, [1400, 0, 0, 900], None, (1, 2), None, False, "R9 bump"),
+    ([1200, 1300, 1500], 0, 200, [1400, 1300, 1500], None, (), None, False, "R9 no bump"),
+    ([4800, 4900], 0, 200, [5000, 4900], 0, (), None, False, "R9 exactly 5000 wins"),
+    ([0, 0], 0, 1100, [1100, 0], None, (), None, False, "R8 entering with 1100"),
+    ([4800, 500], 0, 1100, [4800, 1600], None, (), 1, False, "R9 three 1s at 4800: gift"),
+] + [
+    (
+        scores,
+        banker,
+        300,
+        expected,
+        winner,
+        (),
+        _changed_seat(scores, expected),
+        scores == expected,
+        why,
+    )
+    for scores, banker, _, expected, winner, why in GIFT_ROWS
+]
+
+
+@pytest.mark.parametrize(
+    ("scores", "banker", "total", "after", "winner", "bumped", "gift_to", "lost", "why"),
+    BANK_ROWS,
+)
+def test_bank_outcome_r9(scores, banker, total, after, winner, bumped, gift_to, lost, why):
+    before = list(scores)
+    o = bank_outcome(scores, banker, total, Rules())
+    assert o.allowed, why
+    assert list(o.scores) == after, why
+    assert (o.winner, o.bumped, o.gift_to, o.lost) == (winner, bumped, gift_to, lost), why
+    assert o.overshoot == (scores[banker] + total > 5000), why
+    assert scores == before  # pure
+
+
+@pytest.mark.parametrize(
+    ("banked", "total", "why_not"),
+    [
+        (0, 400, "is under the 500 needed to enter"),
+        (0, 250, "ends in 50 and is under the 500 needed to enter"),
+        (0, 1050, "ends in 50"),
+        (800, 50, "ends in 50"),
+        (800, 0, "nothing to bank"),
+    ],
+)
+def test_bank_outcome_says_why_banking_is_refused_r8(banked, total, why_not):
+    o = bank_outcome([banked, 700], 0, total, Rules())
+    assert not o.allowed and o.why_not == why_not
+    assert o.scores == (banked, 700) and o.winner is None and not o.overshoot
+
+
+def test_bank_outcome_overshoot_by_an_entering_player_r9():
+    o = bank_outcome([0, 800], 0, 2200, Rules(target=2000))
+    assert o.lost and o.lost_why == "it would take player 1 past 2000"
+    o = bank_outcome([4800, 0], 0, 300, Rules())
+    assert o.lost and o.lost_why == "nobody else has 500 or more"
+
+
+def test_the_game_banks_as_bank_outcome_says_r9():
+    rng = np.random.default_rng(5)
+    for seed in range(30):
+        g = Game(3, seed=seed)
+        while not g.over:
+            if g.state.phase == ROLL:
+                g.roll()
+                continue
+            legal = g.legal_actions()
+            action = legal[int(rng.integers(len(legal)))]
+            s = g.state
+            if action & BANK_BIT:
+                hold = g.roll_info().hold_for_bits("free")[action & ~BANK_BIT]
+                o = bank_outcome(s.scores, s.current, s.turn_total + hold.points, g.rules)
+                g.act(action)
+                assert tuple(g.state.scores) == o.scores and g.state.winner == o.winner
+                assert g.state.last_event == bank_event(o)
+            else:
+                g.act(action)
+
+
+# Events read well with any name, "you" included: past tense, one dice format.
+@pytest.mark.parametrize(
+    ("scores", "banker", "total", "event"),
+    [
+        ([4800, 4900], 0, 200, "you banked 200 and won with exactly 5000"),
+        ([1200, 1400, 1400], 0, 200, "you banked 200, now 1400, which bumped B and C to 0"),
+        ([1200, 1400], 1, 200, "B banked 200, now 1600"),
+        ([4800, 4700], 0, 300, "you banked 300: overshoot, gift of 300 to B, who won with exactly"),
+        ([4700, 4800], 1, 300, "B banked 300: overshoot, gift of 300 to you, who won with exactly"),
+        ([4800, 0], 0, 300, "you banked 300: overshoot, the points are lost (nobody else has 500"),
+    ],
+)
+def test_bank_events_are_grammatical_for_every_name(scores, banker, total, event):
+    text = name_players(bank_event(bank_outcome(scores, banker, total, Rules())), ["you", "B", "C"])
+    assert text.startswith(event)
+
+
+def test_roll_and_hold_events_use_one_dice_format():
+    g = game_at([700, 0])
+    g.roll([5, 1, 2, 3, 3])
+    assert g.state.last_event == "player 0 rolled [1 2 3 3 5]"
+    g.act(action_for([1, 5], [1, 2, 3, 3, 5], bank=False))
+    assert g.state.last_event == "player 0 held [1 5], turn total 150"
+    g.roll([2, 3, 4])
+    assert g.state.last_event == "player 0 rolled [2 3 4]: bust, lost 150"
+    g.roll([2, 3, 4, 6, 6])
+    assert g.state.last_event == "player 1 rolled [2 3 4 6 6]: bust"
+    assert format_dice((1, 1, 5)) == "[1 1 5]"
+
+
+# ------------------------------------------------- saved states: every field checked
+def _state(**changes):
+    """A valid mid-turn state (1 held, 100 points, 4 dice to roll), with `changes`."""
+    state = {
+        "scores": [700, 0],
+        "current": 0,
+        "turn_total": 100,
+        "dice_left": 4,
+        "roll": None,
+        "held": [[1]],
+        "phase": "roll",
+        "winner": None,
+        "turns": 3,
+        "last_event": "",
+    }
+    state.update(changes)
+    return json.dumps({"rules": {"hold": "free", "target": 5000, "entry": 500}, "state": state})
+
+
+def test_the_valid_state_above_loads():
+    assert Game.from_json(_state()).state.held == [(1,)]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"held": [[2]]}, "held dice [2] do not all score (R2)"),
+        ({"held": [[5, 1]]}, "held dice [5, 1] are not 1 to 5 dice 1..6 in ascending order"),
+        ({"held": [[]]}, "held dice [] are not"),
+        ({"held": [[7]]}, "held dice [7] are not"),
+        ({"held": [1]}, "held must be a list of dice lists"),
+        ({"held": [[1.0]]}, "held must be"),
+        ({"scores": [700.5, 0]}, "scores must be a list of ints"),
+        ({"scores": ["700", 0]}, "scores must be"),
+        ({"scores": [True, 0]}, "scores must be"),
+        ({"scores": [750, 0]}, "banked score 750 is not 0 or a multiple of 100"),
+        ({"scores": [700, 5100]}, "banked score 5100"),
+        ({"scores": [700]}, "1 players"),
+        ({"current": 2}, "current seat 2 out of range 0..1"),
+        ({"current": -1}, "current seat -1 out of range"),
+        ({"current": "0"}, "current must be an integer"),
+        ({"turn_total": 120}, "turn total 120 is not a non-negative multiple of 50"),
+        ({"turn_total": 200}, "the turn total is not the sum of the holds"),
+        ({"dice_left": 5}, "dice_left 5 does not follow from the holds of this turn (R6)"),
+        ({"dice_left": 0}, "dice_left 0 not in 1..5"),
+        ({"held": [[1, 1, 1], [5, 5, 5]], "turn_total": 1600}, "does not follow"),  # 6 dice
+        ({"phase": "decide"}, "a decision needs a sorted roll"),
+        ({"phase": "decide", "roll": [4, 3, 2, 1]}, "a decision needs a sorted roll"),
+        ({"phase": "decide", "roll": [2, 3, 4, 6]}, "a decision needs a scoring roll"),
+        ({"phase": "decide", "roll": [1, 2, 3, 9]}, "a decision needs a scoring roll"),
+        ({"roll": [1, 2, 3, 4]}, "a roll is only pending in the decide phase"),
+        ({"phase": "paused"}, "unknown phase 'paused'"),
+        ({"phase": 1}, "phase must be a string"),
+        ({"phase": "over", "winner": 0}, "the winner, and only the winner"),
+        ({"winner": 0}, "a finished game needs a winner and only it"),
+        ({"phase": "over", "winner": 5}, "winner seat 5 out of range"),
+        ({"phase": "over", "winner": -1}, "winner seat -1 out of range"),
+        ({"turns": -1}, "negative turn count -1"),
+        ({"turns": 2.5}, "turns must be an integer"),
+        ({"last_event": None}, "last_event must be a string"),
+        ({"colour": "red"}, "unknown field 'colour'"),
+    ],
+)
+def test_a_corrupt_state_is_refused_in_one_line(changes, message):
+    with pytest.raises(ValueError) as err:
+        Game.from_json(_state(**changes))
+    text = str(err.value)
+    assert text.startswith("not a valid game state: ") and message in text, text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize("missing", ["scores", "current", "turn_total", "dice_left", "roll"])
+def test_a_state_missing_a_field_is_refused(missing):
+    data = json.loads(_state())
+    del data["state"][missing]
+    with pytest.raises(ValueError, match=f"missing field '{missing}'"):
+        Game.from_json(json.dumps(data))
+
+
+def test_optional_fields_default():
+    data = json.loads(_state(held=[], turn_total=0, dice_left=5))
+    for name in ("held", "winner", "turns", "last_event"):
+        del data["state"][name]
+    assert Game.from_json(json.dumps(data)).state.turns == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[]", "5", '{"rules": [], "state": {}}', '{"rules": {}, "state": {}, "extra": 1}'],
+)
+def test_a_saved_game_that_is_not_an_object_of_rules_and_state_is_refused(text):
+    with pytest.raises(ValueError, match="not a saved game"):
+        Game.from_json(text)
+
+
+# ------------------------------------------------- the dice stream's state
+def _dice_state(**changes):
+    g = Game(2, seed=1)
+    g.roll()  # draws a batch
+    state = g.dice_state()
+    state.update(changes)
+    return state
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"codes": ["1"] * 1024}, "codes must be integers in 0..7775, not '1'"),
+        ({"codes": [1.5] * 1024}, "not 1.5"),
+        ({"codes": [True] * 1024}, "not True"),
+        ({"codes": [-3] * 1024}, "not -3"),
+        ({"codes": [7776] * 1024}, "not 7776"),
+        ({"codes": [1] * 1025}, "codes must be a list of at most 1024 rolls"),
+        ({"codes": "12"}, "codes must be a list"),
+        ({"next": -1}, "next must be an integer in 0..1024, not -1"),
+        ({"next": 1025}, "next must be an integer in 0..1024"),
+        ({"next": 1.0}, "not 1.0"),
+        ({"rng": {"bit_generator": "MT19937"}}, "'bit_generator': 'PCG64'"),
+        ({"rng": []}, "'bit_generator': 'PCG64'"),
+        ({"extra": 1}, "exactly 'rng', 'codes' and 'next'"),
+    ],
+)
+def test_a_corrupt_dice_state_is_refused_and_changes_nothing(changes, message):
+    g = Game(2, seed=7)
+    before = g.dice_state()
+    with pytest.raises(ValueError) as err:
+        g.set_dice_state(_dice_state(**changes))
+    assert str(err.value).startswith("not a valid dice state: ") and message in str(err.value)
+    assert g.dice_state() == before
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("state", -1, "PCG64 state must be an integer in 0..2**128-1, not -1"),
+        ("state", 2**128, "PCG64 state must be"),
+        ("state", 1.5, "not 1.5"),
+        ("inc", "x", "PCG64 inc must be"),
+        ("has_uint32", 2, "PCG64 has_uint32 must be an integer in 0..2**1-1"),
+        ("uinteger", -5, "PCG64 uinteger must be"),
+        ("uinteger", True, "not True"),
+    ],
+)
+def test_a_corrupt_generator_state_is_refused(key, value, message):
+    state = _dice_state()
+    where = state["rng"]["state"] if key in ("state", "inc") else state["rng"]
+    where[key] = value
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Game(2).set_dice_state(state)
+
+
+def test_a_dice_state_round_trips_exactly():
+    g = Game(2, seed=3)
+    for _ in range(5):
+        g.roll() if g.state.phase == ROLL else g.act(g.legal_actions()[0])
+    copy = Game.from_json(g.to_json())
+    copy.set_dice_state(json.loads(json.dumps(g.dice_state())))
+    for _ in range(50):
+        if g.over:
+            break
+        if g.state.phase == ROLL:
+            assert g.roll() == copy.roll()
+        else:
+            g.act(g.legal_actions()[-1])
+            copy.act(copy.legal_actions()[-1])
+    assert g.state == copy.state

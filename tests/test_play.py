@@ -1,6 +1,7 @@
 """play.py, driven through its standard input like a person at a terminal."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,8 @@ import pytest
 
 import play
 from envs.game import Game
-from envs.rules import Rules
+from envs.render import render_text
+from envs.rules import Rules, action_for
 
 ROOT = Path(__file__).resolve().parent.parent
 BANK_ELSE_ROLL = "b\nr\n" * 1500  # bank when allowed, else roll on with the best hold
@@ -33,8 +35,8 @@ def test_a_whole_game_through_stdin_and_its_replay(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "Your roll: [" in out and "smart (seat 1) rolls [" in out
-    assert "Game over:" in out and "Traceback" not in out + result.stderr
+    assert "Your roll: [" in out and "smart (seat 1) rolled [" in out
+    assert "Game over after" in out and "Traceback" not in out + result.stderr
     data = json.loads(log.read_text())
     assert data["players"] == ["you", "smart (seat 1)"]
     # The replay goes through the engine again and reaches the same end.
@@ -50,9 +52,14 @@ def test_a_whole_game_through_stdin_and_its_replay(tmp_path):
         ("99", "there are choices 1 to"),
         ("", "type a choice number, or 'help'"),
         ("r 7", "dice are written as digits 1 to 6"),
-        ("r 66", "has no 6 6"),
+        ("r 66", "the roll [1 2 2 3 4] has no [6 6]"),
+        ("r66", "the roll [1 2 2 3 4] has no [6 6]"),
         ("r x1", "dice are written as digits"),
         ("r ²", "dice are written as digits"),
+        ("r²", "dice are written as digits"),
+        ("²", "unknown command '²'; type 'help'"),
+        ("١", "unknown command '١'; type 'help'"),
+        ("rx", "unknown command 'rx'; type 'help'"),
         ("save", "usage: save FILE"),
         ("help", "hold 1, 1 and 5, then roll the dice left"),
     ],
@@ -61,7 +68,7 @@ def test_bad_input_gets_a_message_and_a_new_prompt(typed, message):
     lines = []
     answers = iter([typed, "quit"])
     code = play.main(
-        ["--opponents", "smart", "--seed", "1"], ask=lambda _: next(answers), say=lines.append
+        ["--opponents", "smart", "--seed", "10"], ask=lambda _: next(answers), say=lines.append
     )
     assert code == 0
     text = "\n".join(lines)
@@ -77,9 +84,9 @@ def test_rules_are_enforced_with_reasons():
     )
     assert any(line.startswith("Your roll: [1 2 2 3 4]") for line in lines)
     text = "\n".join(lines)
-    assert "2 3 cannot be held: every held die must score" in text
-    assert "you can't bank 100: you need 500 in one turn to enter" in text
-    assert "You hold [1] and roll on." in text
+    assert "[2 3] cannot be held: every held die must score" in text
+    assert "you can't bank 100: it is under the 500 needed to enter (R8)" in text
+    assert "You held [1] and rolled on." in text
 
 
 def test_hint_gives_the_optimal_choice_and_win_probability():
@@ -126,7 +133,7 @@ def test_bots_of_every_kind_can_sit_at_the_table(tmp_path):
         "2",
         stdin=BANK_ELSE_ROLL,
     )
-    assert result.returncode == 0 and "Game over:" in result.stdout
+    assert result.returncode == 0 and "Game over after" in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -196,3 +203,208 @@ def test_saving_to_a_bad_path_is_a_message(tmp_path):
         ["--opponents", "smart", "--seed", "1"], ask=lambda _: next(answers), say=lines.append
     )
     assert sum("could not save" in line for line in lines) == 2
+
+
+# ------------------------------------------------- what banking would do, said beforehand
+NAMES = ["you", "smart (seat 1)"]
+
+
+def _decision(scores, roll, hold="free", held=()):
+    """A game where seat 0 (you) has `scores[0]` and must decide on `roll`, after
+    holding `held` (pairs of roll and dice held) this turn."""
+    game = Game(len(scores), Rules(hold=hold), seed=0)
+    game.state.scores = list(scores)
+    for earlier, dice in held:
+        game.roll(earlier)
+        game.act(action_for(dice, earlier, bank=False))
+    game.roll(roll)
+    return game
+
+
+@pytest.mark.parametrize(
+    ("scores", "roll", "line", "why"),
+    [
+        (
+            [4800, 500],
+            [1, 1, 1, 2, 3],
+            "hold [1 1 1]     -> 1100, bank: overshoot, gift of 1100 to smart (seat 1), up to 1600",
+            "R9 issue 9's trap: three 1s at 4800",
+        ),
+        ([4800, 4900], [1, 1, 2, 3, 4], "200, bank: you win with exactly 5000", "R9 exact"),
+        ([1200, 1400], [1, 1, 2, 3, 4], "200, bank: score 1400, bumps smart (seat 1) to 0", "R9"),
+        ([1200, 600], [1, 1, 2, 3, 4], "200, bank: score 1400", "R9 plain bank"),
+        (
+            [4800, 0],
+            [3, 3, 3, 2, 4],
+            "300, bank: overshoot past 5000, the 300 points are lost (nobody else has 500 or more)",
+            "R9 lost: nobody qualifies",
+        ),
+        (
+            [4800, 4800],
+            [3, 3, 3, 2, 4],
+            "the 300 points are lost (it would take smart (seat 1) past 5000)",
+            "R9 lost: the gift would overshoot",
+        ),
+        (
+            [4800, 4700],
+            [3, 3, 3, 2, 4],
+            "300, bank: overshoot, gift of 300 to smart (seat 1), who wins with 5000",
+            "R9 the gift wins",
+        ),
+        (
+            [0, 0],
+            [1, 1, 5, 6, 4],
+            "250, roll 2 dice  (can't bank: 250 ends in 50 and is under the 500 needed to enter)",
+            "R8 R12",
+        ),
+        ([700, 0], [5, 2, 3, 4, 4], "50, roll 4 dice  (can't bank: 50 ends in 50)", "R8"),
+        ([0, 0], [1, 2, 3, 4, 4], "100, roll 4 dice  (can't bank: 100 is under the 500", "R8"),
+    ],
+)
+def test_each_banking_choice_says_what_it_does(scores, roll, line, why):
+    menu = play.choices(_decision(scores, roll), NAMES)
+    assert any(line in text for _, text in menu), (why, menu)
+    # Every legal action is listed once, and only banking lines say what banking does.
+    game = _decision(scores, roll)
+    assert sorted(a for a, _ in menu) == game.legal_actions()
+    for action, text in menu:
+        assert (", bank: " in text) == bool(action & 32), text
+
+
+def test_the_4800_trap_is_announced_at_the_terminal():
+    game = _decision([4800, 500], [1, 1, 1, 2, 3])
+    lines = []
+    session = play.Session(game, ["you", "smart"], 0, 1, ask=lambda _: "quit", say=lines.append)
+    with pytest.raises(play.Quit):
+        session.human_turn()
+    assert any("bank: overshoot, gift of 1100 to smart (seat 1)" in line for line in lines)
+
+
+# ------------------------------------------------- typed moves
+@pytest.mark.parametrize(
+    ("typed", "held", "bank"),
+    [
+        ("r55", [5, 5], False),
+        ("r 55", [5, 5], False),
+        ("r 5 5", [5, 5], False),
+        ("R 1 5 5", [1, 5, 5], False),
+        ("b155", [1, 5, 5], True),
+        ("bank 551", [1, 5, 5], True),
+        ("roll1", [1], False),
+        ("b", [1, 5, 5], True),
+        ("r", [1, 5, 5], False),
+    ],
+)
+def test_moves_are_typed_with_or_without_spaces(typed, held, bank):
+    game = _decision([700, 0], [1, 5, 5, 2, 3])
+    roll = list(game.state.roll)
+    assert play.parse_command(typed, game, play.choices(game)) == action_for(held, roll, bank)
+
+
+@pytest.mark.parametrize(
+    ("hold", "typed", "message"),
+    [
+        ("all", "r 1", "under the hold rule 'all' every scoring die must be held: here [1 1] (R5)"),
+        ("all", "b 1", "every scoring die must be held"),
+        ("all", "r 3", "[3] cannot be held: every held die must score"),
+        ("all", "r 13", "[1 3] cannot be held: every held die must score"),
+        ("free", "r 3", "[3] cannot be held: every held die must score"),
+    ],
+)
+def test_a_refused_hold_gives_the_rule_that_refuses_it_r5(hold, typed, message):
+    # Under "all", [5 5 2 3 4] forces holding [5 5]; then the roll [1 1 3].
+    game = _decision([700, 0], [1, 1, 3], hold=hold, held=[([5, 5, 2, 3, 4], [5, 5])])
+    with pytest.raises(ValueError, match=re.escape(message)):
+        play.parse_command(typed, game, play.choices(game))
+
+
+# ------------------------------------------------- grammar and one dice format
+BAD_PHRASES = ["you wins", "you rolls", "you holds", "you banks", "you loses", " 1 turns", "1 dies"]
+
+
+@pytest.mark.parametrize("seed", [3, 5, 8])
+def test_game_and_replay_texts_are_grammatical_and_say_game_over_once(tmp_path, seed):
+    log = tmp_path / "log.json"
+    lines = []
+    answers = iter(BANK_ELSE_ROLL.split("\n"))
+    play.main(
+        ["--opponents", "smart", "--seed", str(seed), "--log", str(log)],
+        ask=lambda _: next(answers),
+        say=lines.append,
+    )
+    replayed = []
+    play.replay(str(log), say=replayed.append)
+    for text in ("\n".join(lines), "\n".join(replayed)):
+        assert not [p for p in BAD_PHRASES if p in text]
+        assert re.search(r"\[\d,", text) is None  # dice are [1 5], never [1, 5]
+        assert text.count("Game over") == 1
+
+
+def test_the_first_turn_is_one_turn():
+    game = Game(2, seed=0)
+    game.state.scores = [4800, 4900]
+    game.roll([1, 1, 2, 3, 4])
+    game.act(action_for([1, 1], [1, 1, 2, 3, 4], bank=True))
+    text = render_text(game, ["you", "smart"])
+    assert text.startswith("Game over after 1 turn: you won.")
+
+
+# ------------------------------------------------- replays of logs cut short
+def _log(tmp_path):
+    log = tmp_path / "log.json"
+    answers = iter(BANK_ELSE_ROLL.split("\n"))
+    play.main(
+        ["--opponents", "smart", "--seed", "3", "--log", str(log)],
+        ask=lambda _: next(answers),
+        say=lambda _: None,
+    )
+    return json.loads(log.read_text())
+
+
+@pytest.mark.parametrize(
+    ("winner", "message"),
+    [
+        ("keep", "The log was cut short: it stops after"),
+        (None, "The log stops after"),
+    ],
+)
+def test_a_replay_of_a_log_cut_short_says_so(tmp_path, winner, message):
+    data = _log(tmp_path)
+    data["events"] = data["events"][:-7]
+    if winner is None:
+        data["winner"] = None
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(data))
+    lines = []
+    assert play.replay(str(path), say=lines.append) is None
+    assert lines[-1].startswith(message) and "before the end of the game" in lines[-1]
+    assert not any("Game over" in line for line in lines)
+
+
+def test_a_replay_whose_winner_is_not_its_moves_winner_is_refused(tmp_path):
+    data = _log(tmp_path)
+    data["winner"] = 1 - data["winner"]
+    path = tmp_path / "wrong.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="its moves make seat"):
+        play.replay(str(path), say=lambda _: None)
+
+
+# ------------------------------------------------- the rules command
+def test_rules_command_prints_the_short_rules_and_this_games_options():
+    lines = []
+    answers = iter(["rules", "quit"])
+    play.main(
+        ["--opponents", "smart", "--seed", "1", "--hold", "all"],
+        ask=lambda _: next(answers),
+        say=lines.append,
+    )
+    text = "\n".join(lines)
+    assert "exactly 5000 wins" in text and "hot dice" in text
+    assert "This game: hold rule 'all', exactly 5000 wins, 500 to enter." in text
+    assert "missing" not in text and "**" not in text
+
+
+def test_rules_flag_prints_them_and_exits():
+    result = run_play("--rules")
+    assert result.returncode == 0 and "Full rules, with examples: docs/rules.md" in result.stdout

@@ -1,7 +1,11 @@
 """Scoring of one roll: RULES.md R1-R3, R5 and R8, table-driven."""
 
 import itertools
+import math
+import re
 from collections import Counter
+from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -247,3 +251,76 @@ def test_all_variant_holds_the_best_reading_r5(roll):
 def test_tables_cover_every_sorted_roll():
     # C(6+n-1, n) sorted rolls of n dice, n = 1..5: 6 + 21 + 56 + 126 + 252.
     assert len(ROLL_INFO) == 461
+
+
+# ------------------------------------------------- docs/rules.md: its tables are the engine's
+RULES_DOC = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
+
+
+def _section(number: int) -> str:
+    """The text of rule R<number> in docs/rules.md, up to the next rule."""
+    doc = RULES_DOC.read_text(encoding="utf-8")
+    start = doc.index(f'<a id="r{number}"></a>')
+    end = doc.find('<a id="r', start + 1)
+    return doc[start : end if end > 0 else len(doc)]
+
+
+def _table(number: int) -> list[list[str]]:
+    """The body rows of the (first) table in rule R<number>, as lists of cells."""
+    rows = [line for line in _section(number).splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def _dice(cell: str) -> list[int]:
+    return [int(d) for d in re.fullmatch(r"`\[([1-6 ]+)\]`", cell).group(1).split()]
+
+
+def test_every_rule_has_an_anchor_and_a_heading_r1_to_r12():
+    doc = RULES_DOC.read_text(encoding="utf-8")
+    for number in range(1, 13):
+        assert f'<a id="r{number}"></a>\n### R{number}. ' in doc
+
+
+def test_the_docs_scoring_table_is_the_engines_r2():
+    rows = _table(2)
+    assert len(rows) >= 15
+    for what, example, points in rows:
+        assert hold_score(_dice(example)) == int(points), what
+
+
+def test_the_docs_bust_chances_are_the_engines_r3():
+    rows = _table(3)
+    assert [int(n) for n, _ in rows] == [5, 4, 3, 2, 1]
+    for n, chance in rows:
+        fraction = Fraction(chance.split()[0])
+        assert math.isclose(bust_probability(int(n)), fraction), n
+
+
+def test_the_docs_banking_rules_table_is_the_engines_r8():
+    for banked, total, allowed, why in _table(8):
+        assert can_bank(int(banked), int(total)) is (allowed == "yes"), why
+
+
+def _seats(cell: str) -> dict[str, int]:
+    return {seat: int(score) for seat, score in re.findall(r"([A-D]) (\d+)", cell)}
+
+
+def test_the_docs_banking_examples_are_the_engines_r9():
+    from envs.game import bank_outcome
+
+    rows = _table(9)
+    assert len(rows) >= 10
+    for before, banker, total, what, after, winner in rows:
+        scores = _seats(before)
+        seats = sorted(scores)
+        o = bank_outcome([scores[s] for s in seats], seats.index(banker), int(total), Rules())
+        assert dict(zip(seats, o.scores, strict=True)) == _seats(after), what
+        assert (seats[o.winner] if o.winner is not None else "none") == winner, what
+
+
+def test_the_docs_worked_examples_hold_r5_r6():
+    assert legal_holds([1, 5, 5, 2, 3], "free") == [(1,), (5,), (1, 5), (5, 5), (1, 5, 5)]
+    assert legal_holds([1, 5, 5, 2, 3], "all") == [(1, 5, 5)]
+    r5 = " ".join(_section(5).split())
+    assert "`[1 5]`, `[5 5]` or `[1 5 5]`; under `all` you must hold `[1 5 5]` (200)" in r5
+    assert hold_score([1, 1, 1]) + hold_score([1, 5]) == 1250 and "(1250)" in _section(6)

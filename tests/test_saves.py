@@ -1,0 +1,216 @@
+"""Saved games (play.py `save FILE` / `--load FILE`, ``Game.from_json``): every field is
+checked on load; a corrupt save is refused in one line naming the file, and anything
+that loads can be played on to the end (RULES.md R4-R11)."""
+
+import contextlib
+import copy
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import play
+from envs.game import OVER, ROLL, Game, state_problem
+
+# Bank when allowed, else roll on with the best hold.
+MOVES = ["b", "r"] * 400
+
+
+@pytest.fixture(scope="module")
+def valid_save(tmp_path_factory) -> dict:
+    """A save made mid-game by play.py itself (seed 4: a few turns in, a decision due)."""
+    path = tmp_path_factory.mktemp("saves") / "game.json"
+    feed = iter(MOVES[:9] + [f"save {path}", "quit"])
+    play.main(["--opponents", "smart", "--seed", "4"], ask=lambda _: next(feed), say=lambda _: None)
+    data = json.loads(path.read_text())
+    assert data["game"]["state"]["phase"] == "decide" and data["log"]
+    return data
+
+
+def _load(tmp_path, data) -> play.Session:
+    path = tmp_path / "edited.json"
+    path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
+    return play.load(str(path), False, 0.0, input, lambda _: None)
+
+
+def _play_on(session: play.Session) -> None:
+    """Play the loaded game on: bank when allowed, else roll; quit after MOVES."""
+    feed = iter(MOVES)
+    session.ask = lambda _: next(feed, "quit")
+    with contextlib.suppress(play.Quit):  # out of moves: the player left
+        session.play()
+    assert state_problem(session.game.state, session.game.rules) == ""
+
+
+def test_a_valid_save_loads_and_plays_to_the_end(tmp_path, valid_save):
+    session = _load(tmp_path, valid_save)
+    _play_on(session)
+    assert session.game.state.phase == OVER
+
+
+def _set(data, path, value):
+    out = copy.deepcopy(data)
+    where = out
+    for key in path[:-1]:
+        where = where[key]
+    if value is DELETE:
+        del where[path[-1]]
+    else:
+        where[path[-1]] = value
+    return out
+
+
+DELETE = object()
+
+
+# The corrupt saves of issue 9, and their like: (where, new value, part of the message).
+CORRUPT = [
+    (("dice", "codes"), ["1"] * 1024, "codes must be integers in 0..7775, not '1'"),
+    (("dice", "codes"), [2.0] * 1024, "codes must be integers in 0..7775, not 2.0"),
+    (("dice", "codes"), [-3] * 1024, "codes must be integers in 0..7775, not -3"),
+    (("dice", "next"), -1, "next must be an integer in 0..1024, not -1"),
+    (("dice", "rng", "state", "state"), -1, "PCG64 state must be an integer"),
+    (("version",), 99, "version 99: this play.py reads version 1"),
+    (("version",), "1", "version '1'"),
+    (("version",), True, "version True"),
+    (("game", "state", "held"), [[2]], "held dice [2] do not all score (R2)"),
+    (("game", "state", "scores"), [700.5, 0], "scores must be a list of ints"),
+    (("game", "state", "dice_left"), 1, "dice_left 1"),
+    (("game", "rules", "hold"), "most", "hold must be one of"),
+    (("game",), [], "a saved game is an object with 'rules' and 'state'"),
+    (("players",), ["you"], "players must be a list of 2 names"),
+    (("players",), ["you", 7], "players must be a list of 2 names"),
+    (("players",), ["you", "grandmaster"], "unknown bot 'grandmaster'"),
+    (("players",), ["you", "you"], "exactly one seat is 'you'"),
+    (("human",), 1, "human must be the seat (0..1) whose player is 'you'"),
+    (("human",), -1, "human must be the seat"),
+    (("human",), 0.0, "human must be the seat"),
+    (("seed",), -4, "seed must be a non-negative integer, not -4"),
+    (("seed",), "4", "seed must be a non-negative integer"),
+    (("bot_rng",), {"bit_generator": "PCG64"}, "bot_rng: a PCG64 state has exactly"),
+    (("bot_rng", "uinteger"), 2**32, "bot_rng: PCG64 uinteger must be"),
+    (("log",), {}, "log must be a list of events"),
+    (("log", 0, "roll"), [6, 6, 6, 6, 6], "its log does not lead to its game"),
+    (("log", 0, "player"), 1, "log event 1: it is seat 0's move, not 1's"),
+    (("log", 0), {"roll": [1, 2, 3, 4, 5]}, "log event 1: an event is"),
+    (("log", 0, "roll"), [1.0, 2, 3, 4, 5], "log event 1: a roll is a list of dice"),
+    (("log", 1, "act"), True, "log event 2: an action is an integer"),
+    (("log",), [], "its log does not lead to its game"),
+    (("format",), "something else", "not a saved 5000 game"),
+    (("seed",), DELETE, "missing field 'seed'"),
+    (("colour",), "red", "unknown field 'colour'"),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "message"), CORRUPT)
+def test_a_corrupt_save_is_refused_in_one_line_naming_the_file(
+    tmp_path, valid_save, where, value, message
+):
+    edited = _set(valid_save, where, value)
+    with pytest.raises(ValueError) as err:
+        _load(tmp_path, edited)
+    text = str(err.value)
+    assert text.startswith(f"{tmp_path / 'edited.json'} is not a saved game we can resume (")
+    assert message in text and "\n" not in text, text
+
+
+def test_bad_files_are_refused_in_one_line(tmp_path):
+    for content in [b"{", b"[]", b"null", b'"text"', b"\xff\xfe"]:
+        with pytest.raises(ValueError, match="edited.json is not a saved game") as err:
+            _load(tmp_path, content)
+        assert "\n" not in str(err.value)
+
+
+def test_the_command_line_refuses_a_corrupt_save_and_changes_nothing(tmp_path, valid_save):
+    path = tmp_path / "bad.json"
+    text = json.dumps(_set(valid_save, ("game", "state", "held"), [[2]]))
+    path.write_text(text)
+    out = []
+    assert play.main(["--load", str(path)], ask=lambda _: "quit", say=out.append) == 2
+    assert out == [] and path.read_text() == text
+
+
+# ---------------------------------------------------------------- properties
+def _corruption(data: dict) -> st.SearchStrategy:
+    """A copy of `data` with one node replaced, nudged or deleted, somewhere in it."""
+    values = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 8000),
+        st.integers(-(2**130), 2**130),
+        st.floats(allow_nan=False),
+        st.text(max_size=5),
+        st.lists(st.integers(-1, 7), max_size=6),
+        st.dictionaries(st.text(max_size=3), st.integers(0, 3), max_size=2),
+    )
+
+    @st.composite
+    def corrupt(draw):
+        out = copy.deepcopy(data)
+        parent, key = None, None
+        node = out
+        # Walk down a random path, stopping at each level with chance 1/4 (so shallow and
+        # deep nodes both get hit).
+        while isinstance(node, dict | list) and node and (not parent or draw(st.integers(0, 3))):
+            keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+            parent, key = node, draw(st.sampled_from(keys))
+            node = node[key]
+        if parent is None:
+            return draw(values)
+        how = draw(st.sampled_from(["replace", "nudge", "delete"]))
+        if how == "nudge" and isinstance(node, int) and not isinstance(node, bool):
+            parent[key] = node + draw(st.sampled_from([-100, -50, -1, 1, 50, 100]))
+        elif how == "delete":
+            del parent[key]
+        else:
+            parent[key] = draw(values)
+        return out
+
+    return corrupt()
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_a_randomly_corrupted_save_is_refused_or_plays_on(tmp_path, valid_save, data):
+    edited = data.draw(_corruption(valid_save))
+    try:
+        session = _load(tmp_path, edited)
+    except ValueError as e:
+        assert "\n" not in str(e) and str(tmp_path / "edited.json") in str(e)
+        return
+    _play_on(session)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_a_randomly_corrupted_game_state_is_refused_or_plays_on(data):
+    game = Game(3, seed=11)
+    rng = np.random.default_rng(0)
+    for _ in range(int(data.draw(st.integers(0, 40)))):
+        if game.state.phase == ROLL:
+            game.roll()
+        elif game.state.phase != OVER:
+            legal = game.legal_actions()
+            game.act(legal[int(rng.integers(len(legal)))])
+    edited = data.draw(_corruption(json.loads(game.to_json())))
+    try:
+        loaded = Game.from_json(json.dumps(edited), seed=1)
+    except ValueError as e:
+        assert "\n" not in str(e)
+        return
+    for _ in range(3000):
+        if loaded.over:
+            break
+        assert state_problem(loaded.state, loaded.rules) == ""
+        if loaded.state.phase == ROLL:
+            loaded.roll()
+        else:
+            legal = loaded.legal_actions()
+            loaded.act(legal[int(rng.integers(len(legal)))])
