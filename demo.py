@@ -21,7 +21,7 @@ from rich.table import Table
 
 from agents import make_policy
 from envs.game import OVER, ROLL, Game
-from envs.rules import BANK_BIT, Rules, describe_action
+from envs.rules import BANK_BIT, Rules, describe_action, format_dice
 
 ROOT = Path(__file__).resolve().parent
 
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             turn_before = s.turns
             info = game.roll()
             if s.turns > turn_before:  # bust
-                console.print(f"  [red]{names[seat]} rolls {list(info.dice)}: bust[/red]")
+                console.print(f"  [red]{names[seat]} rolls {format_dice(info.dice)}: bust[/red]")
                 if s.current == 0:
                     console.print(score_table(game, names))
             continue
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         action = bots[seat].act(game, rng)
         turn_before = s.turns
         game.act(action)
-        line = f"  {names[seat]} rolls {roll}, {describe_action(action, roll)}"
+        line = f"  {names[seat]} rolls {format_dice(roll)}, {describe_action(action, roll)}"
         if action & BANK_BIT:
             console.print(f"[bold]{line}[/bold]: {s.last_event}")
         else:

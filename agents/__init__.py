@@ -52,7 +52,7 @@ def make_policy(spec: str | Policy) -> Policy:
     if arg == "" and name in _SIMPLE:
         return _SIMPLE[name]()
     if name == "threshold":
-        if arg.isdigit():
+        if arg.isascii() and arg.isdigit():  # not '²', which int() refuses
             return ThresholdBot(int(arg))
         raise ValueError(f"bad bot {spec!r}: threshold needs a whole number; {accepted}")
     raise ValueError(f"unknown bot {spec!r}; {accepted}")

@@ -31,6 +31,7 @@ from envs.rules import (
     RollInfo,
     Rules,
     can_bank,
+    format_dice,
     roll_info,
 )
 
@@ -44,11 +45,6 @@ _LEGAL_CACHE: dict[tuple, tuple[tuple[int, ...], np.ndarray]] = {}
 
 class IllegalMoveError(ValueError):
     """An action that the rules do not allow in the current state."""
-
-
-def format_dice(dice: Iterable[int]) -> str:
-    """Dice as players see them everywhere (events, the CLI): ``[1 1 5]``."""
-    return "[" + " ".join(str(int(d)) for d in dice) + "]"
 
 
 def _is_int(value: object) -> bool:

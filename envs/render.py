@@ -54,8 +54,7 @@ def board_text(game: Game, names: Sequence[str] | None = None) -> str:
     if s.held:
         lines.append("   held this turn: " + "  ".join(format_dice(h) for h in s.held))
     if s.phase == DECIDE:
-        # Bare faces here: tests/test_gym_env.py (not ours) expects "roll: 1 2 3".
-        lines.append("   roll: " + " ".join(map(str, s.roll)))
+        lines.append("   roll: " + format_dice(s.roll))
     if s.last_event:
         lines.append("   last: " + name_players(s.last_event, names))
     return "\n".join(lines) + "\n"

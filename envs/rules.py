@@ -258,8 +258,13 @@ def action_for(dice_held: Iterable[int], roll: Sequence[int], bank: bool) -> int
     return bits | (BANK_BIT if bank else 0)
 
 
+def format_dice(dice: Iterable[int]) -> str:
+    """Dice as players see them everywhere (events, menus, logs): ``[1 1 5]``."""
+    return "[" + " ".join(str(int(d)) for d in dice) + "]"
+
+
 def describe_action(action: int, roll: Sequence[int]) -> str:
-    """Human-readable form of an action, e.g. ``hold [1, 5] and bank``."""
+    """Human-readable form of an action, e.g. ``hold [1 5] and bank``."""
     dice = tuple(sorted(roll))
     held = [d for i, d in enumerate(dice) if action >> i & 1]
-    return f"hold {held} and {'bank' if action & BANK_BIT else 'roll'}"
+    return f"hold {format_dice(held)} and {'bank' if action & BANK_BIT else 'roll'}"

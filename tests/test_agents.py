@@ -30,6 +30,7 @@ def test_bots_by_name(spec, name):
         ("threshold", "threshold needs a whole number"),
         ("threshold:-5", "threshold needs a whole number"),
         ("threshold:abc", "threshold needs a whole number"),
+        ("threshold:²", "threshold needs a whole number"),
         ("random:3", "unknown bot"),
         (42, "expected a bot name"),
     ],

@@ -12,7 +12,7 @@ import envs  # noqa: F401 - registers FiveThousand-v0
 from envs.encoding import observation_size
 from envs.game import DECIDE, IllegalMoveError
 from envs.gym_env import FiveThousandEnv
-from envs.rules import BANK_BIT, NUM_ACTIONS
+from envs.rules import BANK_BIT, NUM_ACTIONS, format_dice
 
 
 def random_legal(env, rng):
@@ -199,7 +199,7 @@ def test_ansi_render_shows_scores_roll_and_turn_total():
     text = env.render()
     roll = env.unwrapped.game.state.roll
     assert "player 0 (learner)" in text and "turn total 0" in text
-    assert "roll: " + " ".join(map(str, roll)) in text
+    assert "roll: " + format_dice(roll) in text
 
 
 def test_human_render_prints(capsys):
