@@ -30,15 +30,16 @@ from pathlib import Path
 import numpy as np
 
 from agents import make_policy
-from envs.game import (
-    OVER,
-    ROLL,
-    Game,
-    bank_outcome,
-    format_dice,
-    rng_state_problem,
+from envs.game import OVER, ROLL, BankOutcome, Game, format_dice, rng_state_problem
+from envs.render import (
+    board_text,
+    count_dice,
+    event_text,
+    headline,
+    lost_reason,
+    plural,
+    render_text,
 )
-from envs.render import board_text, count_dice, headline, name_players, plural, render_text
 from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, hold_score
 
 HUMAN = "you"
@@ -52,26 +53,23 @@ class Quit(Exception):
     """The player left the game ('quit', end of input, Ctrl-C)."""
 
 
-def bank_preview(game: Game, total: int, names: list[str]) -> str:
-    """What the player to move banking `total` now would do, in words: the engine's
-    ``bank_outcome`` (R8, R9), so that nobody banks into a surprise."""
-    s = game.state
-    o = bank_outcome(s.scores, s.current, total, game.rules)
-    me = names[s.current]
-    if not o.allowed:
-        return f"can't bank: {total} {o.why_not}"
-    if o.winner == s.current:
-        return f"bank: {me} {_verb(me, 'win')} with exactly {o.scores[s.current]}"
+def bank_preview(outcome: BankOutcome, names: list[str], target: int) -> str:
+    """What banking would do, in words (the engine's ``BankOutcome``, R8, R9), so that
+    nobody banks into a surprise."""
+    o = outcome
+    me = names[o.banker]
+    if o.winner == o.banker:
+        return f"bank: {me} {_verb(me, 'win')} with exactly {o.scores[o.banker]}"
     if o.lost:
-        why = name_players(o.lost_why, names)
-        return f"bank: overshoot past {game.rules.target}, the {total} points are lost ({why})"
+        why = lost_reason(o, names)
+        return f"bank: overshoot past {target}, the {o.total} points are lost ({why})"
     if o.overshoot:
         to, now = names[o.gift_to], o.scores[o.gift_to]
         if o.winner == o.gift_to:
-            return f"bank: overshoot, gift of {total} to {to}, who {_verb(to, 'win')} with {now}"
-        return f"bank: overshoot, gift of {total} to {to}, up to {now}"
+            return f"bank: overshoot, gift of {o.total} to {to}, who {_verb(to, 'win')} with {now}"
+        return f"bank: overshoot, gift of {o.total} to {to}, up to {now}"
     bumps = " and ".join(names[p] for p in o.bumped)
-    return f"bank: score {o.scores[s.current]}" + (f", bumps {bumps} to 0" if bumps else "")
+    return f"bank: score {o.scores[o.banker]}" + (f", bumps {bumps} to 0" if bumps else "")
 
 
 def _verb(subject: str, verb: str) -> str:
@@ -79,24 +77,21 @@ def _verb(subject: str, verb: str) -> str:
 
 
 def choices(game: Game, names: list[str] | None = None) -> list[tuple[int, str]]:
-    """The legal actions with their descriptions, in a stable order; each banking
-    choice says what banking does, each hold that can't be banked says why."""
-    s = game.state
+    """The legal actions with their descriptions, each hold's roll-on choice first, then
+    its banking choice, which says what banking does; a hold that can't be banked says
+    why."""
     names = names or [f"player {i}" for i in range(game.n_players)]
-    info = ROLL_INFO[s.roll]
-    legal = game.legal()[0]
     out = []
-    for hold in info.holds(game.rules.hold):
-        total = s.turn_total + hold.points
-        left = (len(info.dice) - len(hold.dice)) or 5
-        head = f"hold {format_dice(hold.dice):<11} -> {total:>4}"
-        roll = f"{head}, roll {count_dice(left)}"
-        preview = bank_preview(game, total, names)
-        if (hold.bits | BANK_BIT) in legal:
-            out.append((hold.bits, roll))
-            out.append((hold.bits | BANK_BIT, f"{head}, {preview}"))
+    for move in sorted(game.moves(), key=lambda m: (m.action & ~BANK_BIT, m.banks)):
+        head = f"hold {format_dice(move.held):<11} -> {move.turn_total:>4}"
+        if move.bank is not None:
+            preview = bank_preview(move.bank, names, game.rules.target)
+            out.append((move.action, f"{head}, {preview}"))
+        elif move.why_no_bank:
+            why = f"can't bank: {move.turn_total} {move.why_no_bank}"
+            out.append((move.action, f"{head}, roll {count_dice(move.dice_left)}  ({why})"))
         else:
-            out.append((hold.bits, f"{roll}  ({preview})"))
+            out.append((move.action, f"{head}, roll {count_dice(move.dice_left)}"))
     return out
 
 
@@ -154,9 +149,8 @@ def _parse_move(verb: str, faces: str, game: Game) -> int:
                 f"under the hold rule 'all' every scoring die must be held: here {best} (R5)"
             )
         raise ValueError(f"{format_dice(sorted(held))} cannot be held: every held die must score")
-    total = game.state.turn_total + hold_score(held)
-    o = bank_outcome(game.state.scores, game.state.current, total, game.rules)
-    raise ValueError(f"you can't bank {total}: it {o.why_not} (R8)")
+    roll_on = game.move(action & ~BANK_BIT)
+    raise ValueError(f"you can't bank {roll_on.turn_total}: it {roll_on.why_no_bank} (R8)")
 
 
 def short_rules(rules: Rules | None = None) -> str:
@@ -223,7 +217,7 @@ class Session:
                 info = game.roll()
                 self.log.append({"roll": list(info.dice), "player": who})
                 if s.turns > before:  # a bust ends the turn (R4)
-                    self.say(f"  {name_players(s.last_event, self.names())}")
+                    self.say(f"  {event_text(game.last_event, self.names())}")
                     self.say(render_text(game, self.names()))
                 continue
             roll = s.roll
@@ -247,7 +241,7 @@ class Session:
         self.log.append({"act": action, "player": who})
         self.game.act(action)
         if s.turns > before or s.phase == OVER:
-            self.say(f"  {name_players(s.last_event, self.names())}")
+            self.say(f"  {event_text(self.game.last_event, self.names())}")
             if s.phase != OVER:  # the final board comes once, at the end of play()
                 self.say(render_text(self.game, self.names()))
 
@@ -469,7 +463,7 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
             move = move_text(roll, event["act"])
             say(f"{names[event['player']]} rolled {format_dice(roll)}, {move}.")
         if s.turns > turns or s.phase == OVER:
-            say(f"  {name_players(s.last_event, names)}")
+            say(f"  {event_text(game.last_event, names)}")
         if delay:
             time.sleep(delay)
     recorded = data.get("winner")

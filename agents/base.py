@@ -1,31 +1,14 @@
-"""The one small interface every player implements: scripted bots, the solver,
-trained models and exported models alike; and the output-path checks that the
-command-line tools make before their work."""
+"""The policy interface (defined once, in ``envs.policy``, where the environments can
+see it) and the output-path checks that the command-line tools make before their work."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
-import numpy as np
+from envs.policy import Policy
 
-from envs.game import Game
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """Chooses an action for the player whose decision is due.
-
-    ``act`` is called only when ``game.state.phase == "decide"``; the deciding seat is
-    ``game.state.current``. It returns one of ``game.legal_actions()`` (see
-    ``envs.rules`` for the action encoding) and must not change the game. All the
-    randomness a policy needs comes from `rng`, so the caller's seed decides it.
-    """
-
-    name: str
-
-    def act(self, game: Game, rng: np.random.Generator) -> int: ...
+__all__ = ["Policy", "check_output_path", "check_plot_path"]
 
 
 def check_output_path(path: str | Path, option: str) -> None:

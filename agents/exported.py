@@ -16,6 +16,7 @@ import numpy as np
 from agents.neural import first_line
 from envs.encoding import ENCODINGS, OBS_VERSION, encoding_size
 from envs.game import Game
+from envs.policy import Policy
 from envs.rules import Rules
 
 FORMAT = "fivethousand-rl exported bot"
@@ -69,7 +70,7 @@ def masked_choice(logits: np.ndarray, mask: np.ndarray) -> int:
     return int(np.argmax(probs / probs.sum()))
 
 
-class ExportedBot:
+class ExportedBot(Policy):
     """Plays an exported .onnx bot; its .json metadata must sit beside it."""
 
     def __init__(self, path: str | Path, threads: int = 1) -> None:

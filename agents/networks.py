@@ -25,6 +25,7 @@ from torch import nn
 
 from envs.encoding import ACTION_FEATURES, encode_rich, rich_state_size
 from envs.game import Game
+from envs.policy import Policy
 from envs.rules import NUM_ACTIONS
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
@@ -134,7 +135,7 @@ def policy_kwargs_for(n_players: int, rules, **net) -> dict:
 
 
 # ------------------------------------------------------------------ numpy copy
-class NumpyScorer:
+class NumpyScorer(Policy):
     """The actor of an ActionScoringPolicy with numpy: same logits, legal rows only.
 
     Deterministic play takes the best legal logit (the first on ties, as torch's

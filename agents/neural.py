@@ -17,6 +17,7 @@ import numpy as np
 
 from envs.encoding import encode, encode_rich, observation_size, rich_observation_size
 from envs.game import Game
+from envs.policy import Policy
 from envs.rules import HOLD_VARIANTS, Rules
 
 # Folders of a training run that hold models; the run's config.json is one level up.
@@ -109,7 +110,7 @@ def short_name(model: str | Path) -> str:
     return model.stem
 
 
-class SB3Policy:
+class SB3Policy(Policy):
     """Plays a MaskablePPO checkpoint: the observation of the seat to move, the legal
     actions as the mask, deterministic (greedy) unless `deterministic=False` (then the
     action is sampled with torch's generator, seeded from the caller's rng).
@@ -188,7 +189,7 @@ class SB3Policy:
         return int(action[0])
 
 
-class Snapshot:
+class Snapshot(Policy):
     """A self-play snapshot (``NumpyScorer`` weights, .npz) that knows its run's game:
     like SB3Policy, it refuses other player counts and hold rules when the run's
     config.json is there (RUN/snapshots/stepN.npz), and is checked only on its

@@ -28,7 +28,8 @@ import numpy as np
 from agents.base import check_plot_path
 from agents.solver import STEP, TwoPlayerSolution, solve_turn_ev, solve_two_player
 from envs.game import Game
-from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules
+from envs.policy import Policy
+from envs.rules import NUM_DICE, Rules
 
 SOLVER_VERSION = 1
 CACHE_ENV = "FIVETHOUSAND_CACHE"
@@ -131,7 +132,7 @@ def _solve_with_progress(rules: Rules, show: bool) -> TwoPlayerSolution:
         return solve_two_player(rules, progress=progress)
 
 
-class OptimalBot:
+class OptimalBot(Policy):
     """Maximizes the probability of winning (exact for 2 players; for more, plays the
     2-player optimum against the leading opponent, see the module docstring). The
     solution for a game's rules is loaded (or solved) the first time it is needed."""
@@ -144,24 +145,21 @@ class OptimalBot:
     def solution(self, rules: Rules) -> TwoPlayerSolution:
         return two_player_solution(rules, self.show_progress)
 
+    def prepare(self, rules: Rules) -> None:
+        self.solution(rules)  # solve (or load the cache) once, before any worker starts
+
     def action_values(self, game: Game) -> dict[int, float]:
         """Win probability of every legal action (exact with 2 players)."""
         s = game.state
         sol = self.solution(game.rules)
         own = s.scores[s.current]
         opp = max(score for seat, score in enumerate(s.scores) if seat != s.current)
-        info = ROLL_INFO[s.roll]
-        holds = info.hold_for_bits(game.rules.hold)
-        values = {}
-        for action in game.legal()[0]:
-            hold = holds[action & ~BANK_BIT]
-            total = s.turn_total + hold.points
-            if action & BANK_BIT:
-                values[action] = sol.bank_value(own, opp, total)
-            else:
-                left = (len(info.dice) - len(hold.dice)) or NUM_DICE
-                values[action] = sol.roll_value(own, opp, total, left)
-        return values
+        return {
+            move.action: sol.bank_value(own, opp, move.turn_total)
+            if move.banks
+            else sol.roll_value(own, opp, move.turn_total, move.dice_left)
+            for move in game.moves()
+        }
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         values = self.action_values(game)

@@ -7,11 +7,12 @@ from functools import cache
 import numpy as np
 
 from agents.solver import TurnEV, solve_turn_ev
-from envs.game import Game, gift_recipient
+from envs.game import Game, Move
+from envs.policy import Policy
 from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, can_bank
 
 
-class RandomBot:
+class RandomBot(Policy):
     """Picks uniformly among the legal actions."""
 
     name = "random"
@@ -21,7 +22,7 @@ class RandomBot:
         return legal[int(rng.random() * len(legal))]
 
 
-class ThresholdBot:
+class ThresholdBot(Policy):
     """Holds the highest-scoring set of each roll; banks once the turn total reaches
     `threshold` (when banking is allowed, R8), or whenever banking lands exactly on
     the target."""
@@ -50,23 +51,7 @@ def _turn_ev(rules: Rules) -> TurnEV:
     return solve_turn_ev(rules)
 
 
-def _options(game: Game):
-    """(action, held points, dice left to roll, bank?) of every legal action."""
-    s = game.state
-    info = ROLL_INFO[s.roll]
-    holds = info.hold_for_bits(game.rules.hold)
-    n = len(info.dice)
-    for action in game.legal()[0]:
-        hold = holds[action & ~BANK_BIT]
-        yield (
-            action,
-            s.turn_total + hold.points,
-            (n - len(hold.dice)) or NUM_DICE,
-            bool(action & BANK_BIT),
-        )
-
-
-class TurnEVBot:
+class TurnEVBot(Policy):
     """Maximizes the expected points of the current turn, exactly (``solve_turn_ev``):
     it enters with 500 and otherwise ignores the scores, except that it always takes
     an exact win."""
@@ -76,19 +61,25 @@ class TurnEVBot:
     def act(self, game: Game, rng: np.random.Generator) -> int:
         s = game.state
         ev = _turn_ev(game.rules)
-        banked = s.scores[s.current]
-        entered = banked > 0
+        entered = s.scores[s.current] > 0
         best, best_value = None, -np.inf
-        for action, total, left, bank in _options(game):
-            if bank and banked + total == game.rules.target:
-                return action
-            value = total if bank else ev.roll_value(entered, total, left)
+        for move in game.moves():
+            if move.banks and move.bank.winner == s.current:
+                return move.action
+            value = _turn_points(move, ev, entered)
             if value > best_value:
-                best, best_value = action, value
+                best, best_value = move.action, value
         return best
 
 
-class SmartBot:
+def _turn_points(move: Move, ev: TurnEV, entered: bool) -> float:
+    """The points the turn is expected to bank after `move` under points-maximizing play."""
+    if move.banks:
+        return move.turn_total
+    return ev.roll_value(entered, move.turn_total, move.dice_left)
+
+
+class SmartBot(Policy):
     """A strong heuristic that knows the endgame.
 
     In order: take an exact win; bank a total that bumps an opponent; never let a
@@ -103,45 +94,44 @@ class SmartBot:
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         s = game.state
-        rules = game.rules
+        target = game.rules.target
         me = s.current
         banked = s.scores[me]
-        others = [score for seat, score in enumerate(s.scores) if seat != me]
-        options = list(_options(game))
+        moves = game.moves()
+        banks = [m for m in moves if m.banks]
         # 1. An exact win.
-        for action, total, _, bank in options:
-            if bank and banked + total == rules.target:
-                return action
+        for m in banks:
+            if m.bank.winner == me:
+                return m.action
         # 2. A bump (the biggest on offer).
-        bumps = [(total, a) for a, total, _, bank in options if bank and banked + total in others]
+        bumps = [(m.turn_total, m.action) for m in banks if m.bank.bumped]
         if bumps:
             return max(bumps)[1]
-        in_range = [o for o in options if banked + o[1] < rules.target]
+        in_range = [m for m in moves if banked + m.turn_total < target]
         if not in_range:
-            return self._dead_turn(game, options, banked)
+            return self._dead_turn(moves)
         # 3. Near the target: bank the biggest allowed step.
-        safe_banks = [(total, a) for a, total, _, bank in in_range if bank]
-        if safe_banks and rules.target - banked - max(safe_banks)[0] <= self.ENDGAME:
+        safe_banks = [(m.turn_total, m.action) for m in in_range if m.banks]
+        if safe_banks and target - banked - max(safe_banks)[0] <= self.ENDGAME:
             return max(safe_banks)[1]
         # 4. Otherwise maximize the turn's expected points.
-        ev = _turn_ev(rules)
+        ev = _turn_ev(game.rules)
         entered = banked > 0
         best, best_value = None, -np.inf
-        for action, total, left, bank in in_range:
-            value = total if bank else ev.roll_value(entered, total, left)
+        for m in in_range:
+            value = _turn_points(m, ev, entered)
             if value > best_value:
-                best, best_value = action, value
+                best, best_value = m.action, value
         return best
 
     @staticmethod
-    def _dead_turn(game: Game, options, banked: int) -> int:
-        """Every option overshoots: end the turn without feeding anybody."""
-        s, rules = game.state, game.rules
-        for action, total, _, bank in options:
-            if bank and gift_recipient(s.scores, s.current, total, rules) is None:
-                return action  # the points are lost: the turn just ends
+    def _dead_turn(moves: list[Move]) -> int:
+        """Every move overshoots: end the turn without feeding anybody."""
+        for m in moves:
+            if m.banks and m.bank.lost:
+                return m.action  # the points go to nobody: the turn just ends
         # Roll on, keeping as few dice as possible to roll (the likeliest bust).
-        rolls = [(left, a) for a, _, left, bank in options if not bank and left < NUM_DICE]
+        rolls = [(m.dice_left, m.action) for m in moves if not m.banks and m.dice_left < NUM_DICE]
         if rolls:
             return min(rolls)[1]
-        return next(a for a, _, _, bank in options if not bank)
+        return next(m.action for m in moves if not m.banks)

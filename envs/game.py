@@ -18,7 +18,7 @@ import json
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -69,6 +69,7 @@ _STATE_FIELDS: dict[str, tuple[Any, str, Any]] = {
     "phase": (lambda v: isinstance(v, str), "a string", _REQUIRED),
     "winner": (lambda v: v is None or _is_int(v), "null or an integer", None),
     "turns": (_is_int, "an integer", 0),
+    # Saves written before events became records carry the last event's text: ignored.
     "last_event": (lambda v: isinstance(v, str), "a string", ""),
 }
 
@@ -102,7 +103,6 @@ class GameState:
     phase: str = ROLL
     winner: int | None = None
     turns: int = 0  # turns completed (banked or bust)
-    last_event: str = ""  # what the last step did, for display
 
     @property
     def n_players(self) -> int:
@@ -119,7 +119,6 @@ class GameState:
             "phase": self.phase,
             "winner": self.winner,
             "turns": self.turns,
-            "last_event": self.last_event,
         }
 
     @classmethod
@@ -140,7 +139,6 @@ class GameState:
             phase=d["phase"],
             winner=None if d["winner"] is None else int(d["winner"]),
             turns=int(d["turns"]),
-            last_event=d["last_event"],
         )
         problem = state_problem(state, rules)
         if problem:
@@ -238,8 +236,7 @@ def gift_recipient(scores: list[int], banker: int, total: int, rules: Rules) -> 
 class BankOutcome:
     """What banking `total` does (R8, R9); made by ``bank_outcome``.
 
-    Texts name seats as "player N", like the engine's events (see
-    ``envs.render.name_players``).
+    ``envs.render.bank_text`` puts it in words.
     """
 
     banker: int
@@ -252,6 +249,7 @@ class BankOutcome:
     overshoot: bool = False  # the banker's score would pass the target
     gift_to: int | None = None  # overshoot: who receives the turn total
     lost_why: str = ""  # overshoot with no gift: why nobody receives it
+    lost_candidate: int | None = None  # ... the seat it would have taken past the target
 
     @property
     def lost(self) -> bool:
@@ -297,33 +295,55 @@ def bank_outcome(scores: Sequence[int], banker: int, total: int, rules: Rules) -
         why = (
             f"nobody else has {rules.entry} or more"
             if candidate is None
-            else f"it would take player {candidate} past {rules.target}"
+            else f"it would take them past {rules.target}"
         )
-        return BankOutcome(banker, total, True, "", before, overshoot=True, lost_why=why)
+        return BankOutcome(
+            banker, total, True, "", before, overshoot=True, lost_why=why, lost_candidate=candidate
+        )
     gifted = before[recipient] + total
     after = tuple(gifted if p == recipient else x for p, x in enumerate(before))
     winner = recipient if gifted == rules.target else None
     return BankOutcome(banker, total, True, "", after, winner, overshoot=True, gift_to=recipient)
 
 
-def bank_event(outcome: BankOutcome) -> str:
-    """The outcome as an event, past tense ("player 0 banked 300, now 1200")."""
-    o = outcome
-    me, total = o.banker, o.total
-    if not o.allowed:
-        return f"player {me} could not bank {total}: it {o.why_not}"
-    if o.lost:
-        return f"player {me} banked {total}: overshoot, the points are lost ({o.lost_why})"
-    if o.overshoot:
-        to, now = o.gift_to, o.scores[o.gift_to]
-        head = f"player {me} banked {total}: overshoot, gift of {total} to player {to}"
-        return head + (f", who won with exactly {now}" if o.winner == to else f", now {now}")
-    if o.winner == me:
-        return f"player {me} banked {total} and won with exactly {o.scores[me]}"
-    bumps = " and ".join(f"player {p}" for p in o.bumped)
-    return f"player {me} banked {total}, now {o.scores[me]}" + (
-        f", which bumped {bumps} to 0" if bumps else ""
-    )
+class Move(NamedTuple):
+    """One legal action of the pending decision and everything it leads to: the one
+    place that says what an action does (``Game.moves``). Encoders, bots, the solver's
+    glue, play and the environments read these instead of working it out again."""
+
+    action: int
+    held: tuple[int, ...]  # the dice set aside, sorted
+    points: int  # what they score (R2)
+    turn_total: int  # the turn total after holding them
+    dice_left: int  # dice the next roll would have: 5 again after hot dice (R6)
+    bank: BankOutcome | None  # a banking action: what banking does; None: rolls on
+    why_no_bank: str  # why this turn total could not be banked (R8); "" if it could
+
+    @property
+    def banks(self) -> bool:
+        return self.bank is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Rolled:
+    """Event: `seat` rolled `dice`; a bust ended the turn and lost `lost` points (R4)."""
+
+    seat: int
+    dice: tuple[int, ...]
+    bust: bool
+    lost: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """Event: `seat` took `move` on the roll `roll` (a banking move ended the turn)."""
+
+    seat: int
+    roll: tuple[int, ...]
+    move: Move
+
+
+Event = Rolled | Moved
 
 
 def rng_state_problem(bit_generator: np.random.BitGenerator, state: object) -> str:
@@ -426,6 +446,7 @@ class Game:
             )
         self.rules = rules if rules is not None else Rules()
         self.state = GameState(scores=[0] * n_players, current=first_player)
+        self.last_event: Event | None = None  # what the last step did (for display)
         self.seed(seed)
 
     def seed(self, seed: int | np.random.Generator | None) -> None:
@@ -506,6 +527,43 @@ class Game:
         held = [d for i, d in enumerate(roll) if action >> i & 1]
         return f"{action} (hold {format_dice(held)} and {'bank' if action & BANK_BIT else 'roll'})"
 
+    def moves(self) -> list[Move]:
+        """Every legal action of the pending decision with what it leads to (``Move``),
+        by ascending action; empty unless a decision is due."""
+        if self.state.phase != DECIDE:
+            return []
+        return [self._move(action) for action in self.legal()[0]]
+
+    def move(self, action: int) -> Move:
+        """What `action` does in the pending decision; IllegalMoveError (naming the
+        legal actions) if the rules do not allow it."""
+        s = self.state
+        if s.phase != DECIDE:
+            raise IllegalMoveError(f"no decision is due: the game is in the {s.phase!r} phase")
+        try:
+            if isinstance(action, bool | np.bool_):
+                raise TypeError("a boolean is not an action")
+            action = operator.index(action)
+        except TypeError:
+            raise IllegalMoveError(self._illegal_message(action)) from None
+        if not 0 <= action < NUM_ACTIONS or not self.legal()[1][action]:
+            raise IllegalMoveError(self._illegal_message(action))
+        return self._move(action)
+
+    def _move(self, action: int) -> Move:
+        s = self.state
+        hold = ROLL_INFO[s.roll].hold_for_bits(self.rules.hold)[action & ~BANK_BIT]
+        total = s.turn_total + hold.points
+        left = (s.dice_left - len(hold.dice)) or NUM_DICE  # hot dice (R6)
+        banked = s.scores[s.current]
+        why_not = "" if can_bank(banked, total, self.rules.entry) else _bank_refusal(
+            banked, total, self.rules
+        )
+        outcome = (
+            bank_outcome(s.scores, s.current, total, self.rules) if action & BANK_BIT else None
+        )
+        return Move(action, hold.dice, hold.points, total, left, outcome, why_not)
+
     # ----------------------------------------------------------------- steps
     def roll(self, dice: Iterable[int] | None = None) -> RollInfo:
         """Roll the dice not held (R4, R6): random, or the given `dice` (any order).
@@ -524,50 +582,37 @@ class Game:
                     f"the roll must have {s.dice_left} dice, got {len(info.dice)}: "
                     f"{format_dice(info.dice)}"
                 )
+        self.last_event = Rolled(s.current, info.dice, info.bust, s.turn_total if info.bust else 0)
         if info.bust:
-            lost = f", lost {s.turn_total}" if s.turn_total else ""
-            s.last_event = f"player {s.current} rolled {format_dice(info.dice)}: bust{lost}"
             self._end_turn()
         else:
             s.roll = info.dice
             s.phase = DECIDE
-            s.last_event = f"player {s.current} rolled {format_dice(info.dice)}"
         return info
 
-    def act(self, action: int) -> None:
-        """Hold dice of the pending roll, then bank or roll again (R5-R9).
+    def act(self, action: int) -> Move:
+        """Hold dice of the pending roll, then bank or roll again (R5-R9); returns the
+        move taken.
 
         Raises IllegalMoveError (naming the legal actions) and changes nothing if the
         action is not allowed.
         """
+        move = self.move(action)
         s = self.state
-        if s.phase != DECIDE:
-            raise IllegalMoveError(f"no decision is due: the game is in the {s.phase!r} phase")
-        try:
-            if isinstance(action, bool | np.bool_):
-                raise TypeError("a boolean is not an action")
-            action = operator.index(action)
-        except TypeError:
-            raise IllegalMoveError(self._illegal_message(action)) from None
-        hold = ROLL_INFO[s.roll].hold_for_bits(self.rules.hold).get(action & ~BANK_BIT)
-        bank = action & BANK_BIT
-        total = s.turn_total + hold.points if hold is not None else 0
-        if (
-            hold is None
-            or not 0 <= action < NUM_ACTIONS
-            or (bank and not can_bank(s.scores[s.current], total, self.rules.entry))
-        ):
-            raise IllegalMoveError(self._illegal_message(action))
-        s.turn_total = total
-        s.held.append(hold.dice)
+        self.last_event = Moved(s.current, s.roll, move)
+        s.turn_total = move.turn_total
+        s.held.append(move.held)
         s.roll = None
-        left = s.dice_left - len(hold.dice)
-        s.dice_left = left if left else NUM_DICE  # hot dice (R6)
-        if bank:
-            self._bank()
-        else:
+        s.dice_left = move.dice_left
+        if move.bank is None:
             s.phase = ROLL
-            s.last_event = f"player {s.current} held {format_dice(hold.dice)}, turn total {total}"
+            return move
+        s.scores[:] = move.bank.scores  # R9, as bank_outcome decided it
+        if move.bank.winner is not None:
+            self._finish(move.bank.winner)
+        else:
+            self._end_turn()
+        return move
 
     def _illegal_message(self, action: object) -> str:
         legal = ", ".join(self.describe(a) for a in self.legal_actions())
@@ -576,17 +621,6 @@ class Game:
         else:
             what = f"action {action!r}"
         return f"illegal {what} for roll {format_dice(self.state.roll)}; legal: {legal}"
-
-    def _bank(self) -> None:
-        """Apply R9 to the current player's turn total (``bank_outcome``), end the turn."""
-        s = self.state
-        outcome = bank_outcome(s.scores, s.current, s.turn_total, self.rules)
-        s.scores[:] = outcome.scores
-        s.last_event = bank_event(outcome)
-        if outcome.winner is not None:
-            self._finish(outcome.winner)
-        else:
-            self._end_turn()
 
     def _end_turn(self) -> None:
         s = self.state

@@ -3,17 +3,54 @@ array (``"rgb_array"``, e.g. for video recording)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from envs.game import DECIDE, OVER, Game, format_dice
+from envs.game import DECIDE, OVER, BankOutcome, Event, Game, Moved, Rolled, format_dice
 
 
-def name_players(text: str, names: Sequence[str]) -> str:
-    """Replace the engine's "player N" by the players' names."""
-    return re.sub(r"player (\d+)", lambda m: names[int(m.group(1))], text)
+def bank_text(outcome: BankOutcome, names: Sequence[str]) -> str:
+    """What banking did (or would do), past tense: "Ann banked 300, now 1200"."""
+    o = outcome
+    me, total = names[o.banker], o.total
+    if not o.allowed:
+        return f"{me} could not bank {total}: it {o.why_not}"
+    if o.lost:
+        return f"{me} banked {total}: overshoot, the points are lost ({lost_reason(o, names)})"
+    if o.overshoot:
+        to, now = names[o.gift_to], o.scores[o.gift_to]
+        head = f"{me} banked {total}: overshoot, gift of {total} to {to}"
+        return head + (f", who won with exactly {now}" if o.winner == o.gift_to else f", now {now}")
+    if o.winner == o.banker:
+        return f"{me} banked {total} and won with exactly {o.scores[o.banker]}"
+    bumps = " and ".join(names[p] for p in o.bumped)
+    return f"{me} banked {total}, now {o.scores[o.banker]}" + (
+        f", which bumped {bumps} to 0" if bumps else ""
+    )
+
+
+def lost_reason(outcome: BankOutcome, names: Sequence[str]) -> str:
+    """Why an overshoot's points go to nobody (R9), the seats named."""
+    if outcome.lost_candidate is None:
+        return outcome.lost_why
+    return outcome.lost_why.replace("them", names[outcome.lost_candidate])
+
+
+def event_text(event: Event, names: Sequence[str]) -> str:
+    """One event of the game in words, seats named by `names`."""
+    who = names[event.seat]
+    if isinstance(event, Rolled):
+        if not event.bust:
+            return f"{who} rolled {format_dice(event.dice)}"
+        return f"{who} rolled {format_dice(event.dice)}: bust" + (
+            f", lost {event.lost}" if event.lost else ""
+        )
+    assert isinstance(event, Moved)
+    move = event.move
+    if move.bank is not None:
+        return bank_text(move.bank, names)
+    return f"{who} held {format_dice(move.held)}, turn total {move.turn_total}"
 
 
 def plural(count: int, noun: str) -> str:
@@ -55,8 +92,8 @@ def board_text(game: Game, names: Sequence[str] | None = None) -> str:
         lines.append("   held this turn: " + "  ".join(format_dice(h) for h in s.held))
     if s.phase == DECIDE:
         lines.append("   roll: " + format_dice(s.roll))
-    if s.last_event:
-        lines.append("   last: " + name_players(s.last_event, names))
+    if game.last_event is not None:
+        lines.append("   last: " + event_text(game.last_event, names))
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,6 @@
 """The game state machine: RULES.md R1 and R4-R12, with injected dice."""
 
+import copy
 import json
 import re
 
@@ -12,11 +13,12 @@ from envs.game import (
     ROLL,
     Game,
     IllegalMoveError,
-    bank_event,
+    Move,
+    Moved,
     bank_outcome,
     format_dice,
 )
-from envs.render import name_players
+from envs.render import bank_text, event_text, lost_reason
 from envs.rules import BANK_BIT, Rules, action_for
 from tests.helpers import bank_total, game_at, play
 
@@ -380,7 +382,8 @@ def test_bank_outcome_says_why_banking_is_refused_r8(banked, total, why_not):
 
 def test_bank_outcome_overshoot_by_an_entering_player_r9():
     o = bank_outcome([0, 800], 0, 2200, Rules(target=2000))
-    assert o.lost and o.lost_why == "it would take player 1 past 2000"
+    assert o.lost and o.lost_candidate == 1
+    assert lost_reason(o, ["A", "B"]) == "it would take B past 2000"
     o = bank_outcome([4800, 0], 0, 300, Rules())
     assert o.lost and o.lost_why == "nobody else has 500 or more"
 
@@ -401,7 +404,7 @@ def test_the_game_banks_as_bank_outcome_says_r9():
                 o = bank_outcome(s.scores, s.current, s.turn_total + hold.points, g.rules)
                 g.act(action)
                 assert tuple(g.state.scores) == o.scores and g.state.winner == o.winner
-                assert g.state.last_event == bank_event(o)
+                assert g.last_event.move.bank == o
             else:
                 g.act(action)
 
@@ -419,20 +422,21 @@ def test_the_game_banks_as_bank_outcome_says_r9():
     ],
 )
 def test_bank_events_are_grammatical_for_every_name(scores, banker, total, event):
-    text = name_players(bank_event(bank_outcome(scores, banker, total, Rules())), ["you", "B", "C"])
+    text = bank_text(bank_outcome(scores, banker, total, Rules()), ["you", "B", "C"])
     assert text.startswith(event)
 
 
 def test_roll_and_hold_events_use_one_dice_format():
     g = game_at([700, 0])
+    names = ["player 0", "player 1"]
     g.roll([5, 1, 2, 3, 3])
-    assert g.state.last_event == "player 0 rolled [1 2 3 3 5]"
+    assert event_text(g.last_event, names) == "player 0 rolled [1 2 3 3 5]"
     g.act(action_for([1, 5], [1, 2, 3, 3, 5], bank=False))
-    assert g.state.last_event == "player 0 held [1 5], turn total 150"
+    assert event_text(g.last_event, names) == "player 0 held [1 5], turn total 150"
     g.roll([2, 3, 4])
-    assert g.state.last_event == "player 0 rolled [2 3 4]: bust, lost 150"
+    assert event_text(g.last_event, names) == "player 0 rolled [2 3 4]: bust, lost 150"
     g.roll([2, 3, 4, 6, 6])
-    assert g.state.last_event == "player 1 rolled [2 3 4 6 6]: bust"
+    assert event_text(g.last_event, names) == "player 1 rolled [2 3 4 6 6]: bust"
     assert format_dice((1, 1, 5)) == "[1 1 5]"
 
 
@@ -602,3 +606,72 @@ def test_a_dice_state_round_trips_exactly():
             g.act(g.legal_actions()[-1])
             copy.act(copy.legal_actions()[-1])
     assert g.state == copy.state
+
+
+# ------------------------------------------------- the move model: what each action does
+@pytest.mark.parametrize(
+    ("scores", "roll", "held", "bank", "expect"),
+    [
+        # R6: all five dice held, five come back; R8: entering with 1500
+        ([0, 0], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], True,
+         {"points": 1500, "turn_total": 1500, "dice_left": 5, "scores": (1500, 0)}),
+        # R8: 250 ends in 50, no banking on it; 3 dice would be rolled
+        ([700, 1000], [1, 1, 2, 3, 5], [1, 1, 5], False,
+         {"turn_total": 250, "dice_left": 2, "why_no_bank": "ends in 50"}),
+        # R8: not entered, 200 is under the entry
+        ([0, 0], [1, 1, 2, 3, 4], [1, 1], False,
+         {"dice_left": 3, "why_no_bank": "is under the 500 needed to enter"}),
+        # R9: landing on the opponent's score bumps them to 0
+        ([800, 1000], [1, 1, 2, 3, 4], [1, 1], True, {"scores": (1000, 0), "bumped": (1,)}),
+        # R9: exactly the target wins
+        ([4800, 4700], [1, 1, 2, 3, 4], [1, 1], True, {"scores": (5000, 4700), "winner": 0}),
+        # R9: overshoot, the gift would take the only candidate past 5000: lost
+        ([4800, 4700], [1, 1, 1, 2, 3], [1, 1, 1], True,
+         {"scores": (4800, 4700), "overshoot": True, "lost": True, "lost_candidate": 1}),
+        # R9: overshoot, gift to the lowest opponent with at least 500
+        ([4800, 3000], [1, 1, 1, 2, 3], [1, 1, 1], True,
+         {"scores": (4800, 4100), "gift_to": 1, "winner": None}),
+    ],
+)
+def test_each_move_says_what_it_leads_to(scores, roll, held, bank, expect):
+    g = game_at(scores)
+    g.roll(roll)
+    action = action_for(held, roll, bank)
+    move = g.move(action)
+    assert move in g.moves() and move.action == action and move.held == tuple(held)
+    assert move.banks == bank
+    for name, value in expect.items():
+        where = move if name in Move._fields else move.bank
+        assert getattr(where, name) == value, name
+    before = copy.deepcopy(g.state)
+    assert g.act(action) == move  # act applies exactly the move it announces
+    if bank:
+        assert tuple(g.state.scores) == move.bank.scores
+    else:
+        assert g.state.turn_total == move.turn_total and g.state.dice_left == move.dice_left
+    assert g.last_event == Moved(before.current, tuple(sorted(roll)), move)
+
+
+def test_moves_are_the_legal_actions_in_order():
+    rng = np.random.default_rng(3)
+    for seed in range(20):
+        g = Game(3, seed=seed)
+        while not g.over and g.state.turns < 60:
+            if g.state.phase == ROLL:
+                g.roll()
+                continue
+            moves = g.moves()
+            assert [m.action for m in moves] == g.legal_actions()
+            g.act(moves[int(rng.integers(len(moves)))].action)
+
+
+def test_an_illegal_move_is_refused_and_changes_nothing():
+    g = game_at([0, 0])
+    g.roll([1, 1, 2, 3, 4])
+    before = g.to_json()
+    for action in (action_for([1, 1], [1, 1, 2, 3, 4], bank=True), 64, -1, True, "3"):
+        with pytest.raises(IllegalMoveError):
+            g.move(action)
+        with pytest.raises(IllegalMoveError):
+            g.act(action)
+    assert g.to_json() == before
