@@ -17,6 +17,7 @@ import datetime
 import hashlib
 import json
 import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -64,12 +65,36 @@ def game_of(checkpoint: Path, obs_size: int, players: int | None, hold: str | No
     )
 
 
+def check_paths(checkpoint: Path, out: Path) -> None:
+    """CheckpointError unless `checkpoint` names an SB3 checkpoint and `out` a .onnx
+    file that can be written: checked before any loading or exporting."""
+    if checkpoint.suffix == ".npz":
+        raise CheckpointError(
+            f"{checkpoint} is a self-play snapshot, which cannot be exported; export its run's "
+            "model instead (RUN/best/model.zip or RUN/latest/model.zip)"
+        )
+    if checkpoint.suffix != ".zip":
+        raise CheckpointError(f"export.py takes an SB3 checkpoint (.zip), got {checkpoint}")
+    if out.suffix != ".onnx" or out.is_dir():
+        raise CheckpointError(f"the output must be a .onnx file, got {out}")
+    folder = out.parent
+    while not folder.exists():  # made when the export is written: it must be possible
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise CheckpointError(f"cannot write {out}: {folder} is not a writable folder")
+
+
 def export(
     checkpoint: str | Path, out: str | Path, players: int | None = None, hold: str | None = None
 ) -> dict:
+    """Export `checkpoint` to the ONNX file `out` (and its metadata JSON beside it);
+    CheckpointError for a checkpoint, output or game that does not fit."""
     import torch
 
-    checkpoint = Path(checkpoint)
+    checkpoint, out = Path(checkpoint), Path(out)
+    check_paths(checkpoint, out)
+    if players is not None and not 2 <= players <= 8:
+        raise CheckpointError(f"--players must be 2..8, got {players}")
     policy = SB3Policy(checkpoint)
     n_players, rules, encoding, config = game_of(checkpoint, policy.obs_size, players, hold)
     sb3_policy = policy.model.policy.eval()
@@ -86,20 +111,34 @@ def export(
             features = p.extract_features(obs, p.pi_features_extractor)
             return p.action_net(p.mlp_extractor.forward_actor(features))
 
-    out = Path(out)
-    if out.suffix != ".onnx":
-        raise CheckpointError(f"the output must be a .onnx file, got {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".partial.onnx")  # moved into place once complete
-    example = torch.zeros(2, policy.obs_size)  # batch 2: keeps the batch axis dynamic
+    try:
+        write_onnx(Actor().eval(), policy.obs_size, tmp)
+        meta = metadata(checkpoint, out, policy.obs_size, n_players, rules, encoding, config)
+        metadata_path(tmp).write_text(json.dumps(meta, indent=2))
+        ExportedBot(tmp)  # loads back, or fails loudly now
+        tmp.replace(out)
+        metadata_path(tmp).replace(metadata_path(out))
+    finally:  # a failure or Ctrl-C leaves no partial file
+        for leftover in (tmp, metadata_path(tmp)):
+            leftover.unlink(missing_ok=True)
+    return meta
+
+
+def write_onnx(actor, obs_size: int, path: Path) -> None:
+    """The actor as a self-contained ONNX graph with a dynamic batch axis."""
+    import torch
+
+    example = torch.zeros(2, obs_size)  # batch 2: keeps the batch axis dynamic
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
     with warnings.catch_warnings():  # the exporter's own deprecation chatter
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.onnx.export(
-            Actor().eval(),
+            actor,
             (example,),
-            str(tmp),
+            str(path),
             input_names=["obs"],
             output_names=["logits"],
             dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
@@ -107,9 +146,22 @@ def export(
             external_data=False,  # one self-contained .onnx file
             verbose=False,
         )
-    import sb3_contrib
 
-    meta = {
+
+def metadata(
+    checkpoint: Path,
+    out: Path,
+    obs_size: int,
+    n_players: int,
+    rules: Rules,
+    encoding: str,
+    config: dict,
+) -> dict:
+    """The metadata JSON of an exported bot: the game, the encodings, the provenance."""
+    import sb3_contrib
+    import torch
+
+    return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": out.stem,
@@ -119,7 +171,7 @@ def export(
         "obs_version": OBS_VERSION,
         "obs_size": encoding_size(encoding, n_players, rules),
         "action_encoding_version": ACTION_ENCODING_VERSION,
-        "inputs": {"obs": ["batch", policy.obs_size]},
+        "inputs": {"obs": ["batch", obs_size]},
         "outputs": {"logits": ["batch", 64]},
         "masking": "replace illegal logits by -1e8; play the most probable action",
         "provenance": {
@@ -131,15 +183,6 @@ def export(
             "sb3_contrib": sb3_contrib.__version__,
         },
     }
-    metadata_path(tmp).write_text(json.dumps(meta, indent=2))
-    try:
-        ExportedBot(tmp)  # loads back, or fails loudly now
-        tmp.replace(out)
-        metadata_path(tmp).replace(metadata_path(out))
-    finally:
-        for leftover in (tmp, metadata_path(tmp)):
-            leftover.unlink(missing_ok=True)
-    return meta
 
 
 def main(argv: list[str] | None = None) -> int:

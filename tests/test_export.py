@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,91 @@ def test_export_errors_are_one_line(tmp_path):
     )
     assert result.returncode == 2 and "checkpoint not found" in result.stderr
     assert result.stderr.strip().count("\n") == 0
+
+
+def not_loaded(*_args, **_kwargs):
+    raise AssertionError("bad paths must be refused before the checkpoint is loaded")
+
+
+# Each case: (a function of tmp_path giving export's arguments, the error). All are
+# refused before the checkpoint is loaded, and nothing is written.
+BAD_PATHS = {
+    "a self-play snapshot (issue 9, item 6)": (
+        lambda t: [t / "step5.npz"],
+        "is a self-play snapshot, which cannot be exported; export its run's model",
+    ),
+    "an exported bot": (lambda t: [t / "bot.onnx"], "takes an SB3 checkpoint (.zip)"),
+    "not an onnx output": (
+        lambda t: [SHIPPED_2P, "-o", t / "new" / "bot.txt"],
+        "the output must be a .onnx file",
+    ),
+    "an output folder": (lambda t: [SHIPPED_2P, "-o", t], "the output must be a .onnx file"),
+    "an output under a file": (
+        lambda t: [SHIPPED_2P, "-o", t / "a-file" / "new" / "bot.onnx"],
+        "a-file is not a writable folder",
+    ),
+    "no such number of players": (
+        lambda t: [SHIPPED_2P, "-o", t / "new" / "bot.onnx", "--players", "0"],
+        "--players must be 2..8, got 0",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PATHS)
+def test_bad_paths_are_refused_in_one_line_before_any_work(case, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(export, "SB3Policy", not_loaded)
+    (tmp_path / "a-file").write_text("")
+    make_args, message = BAD_PATHS[case]
+    before = sorted(tmp_path.rglob("*"))
+    assert export.main([str(a) for a in make_args(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_snapshot_is_refused_in_one_line_from_the_command_line(tmp_path):
+    snapshot = next((ROOT / "checkpoints").glob("*/snapshots/*.npz"))
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "export.py"), str(snapshot)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert "is a self-play snapshot" in result.stderr
+    assert not snapshot.with_suffix(".onnx").exists()
+
+
+def bad_checkpoint(folder: Path, model: bytes, config: str | None = None) -> Path:
+    folder.mkdir()
+    (folder / "model.zip").write_bytes(model)
+    if config is not None:
+        (folder / "config.json").write_text(config)
+    return folder / "model.zip"
+
+
+@pytest.mark.parametrize(
+    "model, config, message",
+    [
+        (b"", None, "not a zip file"),
+        ("truncated", None, "not a zip file"),
+        ("zip of junk", None, "could not load checkpoint"),
+        ("shipped", '{"players": 2, "ho', "config.json (the config of"),
+        ("shipped", "[2]", "names no valid players"),
+        ("shipped", '{"players": 2, "hold": "some"}', "names no valid players"),
+    ],
+)
+def test_corrupt_checkpoints_and_configs_are_one_line(model, config, message, tmp_path, capsys):
+    shipped = SHIPPED_2P.read_bytes()
+    junk = tmp_path / "junk.zip"
+    with zipfile.ZipFile(junk, "w") as z:
+        z.writestr("data", "not a model")
+    data = {"truncated": shipped[:5000], "zip of junk": junk.read_bytes(), "shipped": shipped}
+    checkpoint = bad_checkpoint(tmp_path / "run", data.get(model, model), config)
+    assert export.main([str(checkpoint), "-o", str(tmp_path / "out" / "bot.onnx")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
+    assert not (tmp_path / "out").exists()
 
 
 def test_masked_choice_never_picks_an_illegal_action():

@@ -1,0 +1,279 @@
+"""ship.py: arguments checked before anything is written, the new agent built aside and
+swapped in whole, an existing agent replaced only with --force, the evaluation's
+duration told before it starts (issue 9, items 1 and 14)."""
+
+import json
+import os
+import shutil
+from hashlib import sha256
+from pathlib import Path
+
+import pytest
+
+import evaluate
+import ship
+from envs.rules import Rules
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """A finished 2-player run holding the shipped model (one stage, no learning curve)."""
+    folder = tmp_path_factory.mktemp("runs") / "tiny_run"
+    (folder / "best").mkdir(parents=True)
+    shutil.copy(SHIPPED_2P / "model.zip", folder / "best" / "model.zip")
+    config = json.loads((SHIPPED_2P / "config.json").read_text())
+    config.pop("init_from", None)  # one stage: the card need not read the real runs
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "summary.json").write_text(json.dumps({"steps": 4096, "wall_seconds": 60}))
+    (folder / "command.txt").write_text("python train.py --preset ppo_2p\n")
+    return folder
+
+
+@pytest.fixture
+def out(tmp_path) -> Path:
+    """A checkpoints folder holding a copy of the shipped ppo-2p agent."""
+    root = tmp_path / "checkpoints"
+    shutil.copytree(SHIPPED_2P, root / "ppo-2p")
+    return root
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file and folder under `folder` (hidden ones too), with its content's hash."""
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        content = p.read_bytes() if p.is_file() else b"(a folder)"
+        files[str(p.relative_to(folder))] = sha256(content).hexdigest()
+    return files
+
+
+def no_work(*_args, **_kwargs):
+    raise AssertionError("bad input must be refused before any work")
+
+
+def bad_run(tmp_path: Path, config: str = "", state: bytes = b"") -> Path:
+    """A run folder with a model and the given config.json text (and latest/state.pkl)."""
+    folder = tmp_path / "bad_run"
+    (folder / "best").mkdir(parents=True)
+    shutil.copy(SHIPPED_2P / "model.zip", folder / "best" / "model.zip")
+    (folder / "config.json").write_text(config)
+    if state:
+        (folder / "latest").mkdir()
+        (folder / "latest" / "state.pkl").write_bytes(state)
+    return folder
+
+
+# Each case: (a function of (run, out, tmp_path) giving ship's arguments, the error).
+BAD = {
+    # The issue's command: it replaced the shipped model, config and curve, then failed.
+    "games 0 with --force": (
+        lambda r, o, t: [r, "--name", "ppo-2p", "--out", o, "--games", "0", "--force"],
+        "--games must be positive, got 0",
+    ),
+    "workers 0": (
+        lambda r, o, t: [r, "--name", "new", "--out", o, "--workers", "0"],
+        "--workers must be positive",
+    ),
+    "negative seed": (
+        lambda r, o, t: [r, "--name", "new", "--out", o, "--seed", "-1"],
+        "--seed must be 0 or more",
+    ),
+    "missing notes": (  # it failed only after the whole evaluation
+        lambda r, o, t: [r, "--name", "ppo-2p", "--out", o, "--notes", t / "x.md", "--force"],
+        "cannot read --notes",
+    ),
+    "notes a folder": (
+        lambda r, o, t: [r, "--name", "new", "--out", o, "--notes", t],
+        "cannot read --notes",
+    ),
+    "existing agent without --force": (
+        lambda r, o, t: [r, "--name", "ppo-2p", "--out", o],
+        "is already a shipped agent: give --force to replace it",
+    ),
+    "name climbing out": (
+        lambda r, o, t: [r, "--name", "../escape", "--out", o],
+        "--name must be a plain folder name",
+    ),
+    "name with a folder": (
+        lambda r, o, t: [r, "--name", "a/b", "--out", o],
+        "--name must be a plain folder name",
+    ),
+    "hidden name": (
+        lambda r, o, t: [r, "--name", ".x", "--out", o],
+        "--name must be a plain folder name",
+    ),
+    "empty name": (lambda r, o, t: [r, "--name", "", "--out", o], "--name must be"),
+    "missing out": (
+        lambda r, o, t: [r, "--name", "new", "--out", o / "missing"],
+        "is not an existing folder",
+    ),
+    "out a file": (
+        lambda r, o, t: [r, "--name", "new", "--out", o / "ppo-2p" / "model.zip"],
+        "is not an existing folder",
+    ),
+    "name is the run itself": (
+        lambda r, o, t: [r, "--name", r.name, "--out", r.parent, "--force"],
+        "holds the run",
+    ),
+    "no such model": (
+        lambda r, o, t: [r, "--name", "new", "--out", o, "--model", "latest"],
+        "is not a finished training run",
+    ),
+    "no such run": (
+        lambda r, o, t: [t / "nothing", "--name", "new", "--out", o],
+        "is not a finished training run",
+    ),
+    "truncated config": (
+        lambda r, o, t: [bad_run(t, '{"players": 2, "ho'), "--name", "new", "--out", o],
+        "bad_run/config.json",
+    ),
+    "config a list": (
+        lambda r, o, t: [bad_run(t, "[2]"), "--name", "new", "--out", o],
+        "bad_run/config.json is not a JSON object",
+    ),
+    "config of no game": (
+        lambda r, o, t: [bad_run(t, '{"players": 9, "hold": "x"}'), "--name", "new", "--out", o],
+        "names no valid players",
+    ),
+    "corrupt state of a run in progress": (
+        lambda r, o, t: [
+            bad_run(t, '{"players": 2, "hold": "free"}', b"junk"),
+            "--name",
+            "new",
+            "--out",
+            o,
+        ],
+        "latest/state.pkl",
+    ),
+    "model for another game": (
+        lambda r, o, t: [bad_run(t, '{"players": 3, "hold": "free"}'), "--name", "new", "--out", o],
+        "was trained for",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_is_refused_in_one_line_before_anything_is_touched(
+    case, run, out, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(evaluate, "main", no_work)
+    monkeypatch.setattr(ship, "learning_curve", no_work)
+    monkeypatch.setattr(ship, "games_per_second", no_work, raising=False)
+    make_args, message = BAD[case]
+    before = tree(out)
+    args = [str(a) for a in make_args(run, out, tmp_path)]
+    assert ship.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
+    assert tree(out) == before
+
+
+def test_a_folder_that_is_no_shipped_agent_is_never_replaced(run, out, monkeypatch, capsys):
+    monkeypatch.setattr(evaluate, "main", no_work)
+    (out / "notes").mkdir()
+    (out / "notes" / "mine.txt").write_text("keep me")
+    (out / "file").write_text("keep me too")
+    before = tree(out)
+    for name in ("notes", "file"):
+        assert ship.main([str(run), "--name", name, "--out", str(out), "--force"]) == 2
+        assert "choose another --name" in capsys.readouterr().err
+    assert tree(out) == before
+
+
+@pytest.mark.parametrize("failure", ["evaluation fails", "Ctrl-C during the evaluation"])
+def test_a_failure_after_the_checks_leaves_the_shipped_agent_as_it_was(
+    failure, run, out, monkeypatch
+):
+    def evaluation(argv):
+        # The evaluation plays the model being built, under the agent's own folder name.
+        assert Path(argv[0]).parent.name == "ppo-2p" and ".shipping-" in argv[0]
+        if failure == "evaluation fails":
+            return 1
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "main", evaluation)
+    before = tree(out)
+    args = [str(run), "--name", "ppo-2p", "--out", str(out), "--games", "10", "--force"]
+    if failure == "evaluation fails":
+        assert ship.main(args) == 1
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            ship.main(args)
+    assert tree(out) == before  # the unfinished folder is gone too
+
+
+def test_force_swaps_in_a_complete_new_agent(run, out, tmp_path, capsys):
+    (out / "ppo-2p" / "stale.txt").write_text("from the agent replaced")
+    notes = tmp_path / "notes.md"
+    notes.write_text("## Notes\n\nTried things.\n")
+    args = [str(run), "--name", "ppo-2p", "--out", str(out), "--games", "10", "--workers", "1"]
+    assert ship.main([*args, "--notes", str(notes), "--force"]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"shipped {out / 'ppo-2p'}")
+    assert sorted(p.name for p in out.iterdir()) == ["ppo-2p"]  # nothing left aside
+    shipped = out / "ppo-2p"
+    assert sorted(p.name for p in shipped.iterdir()) == [
+        "MODEL_CARD.md",
+        "config.json",
+        "evaluation.json",
+        "evaluation.md",
+        "evaluation.png",
+        "learning_curve.json",
+        "learning_curve.png",
+        "model.zip",
+    ]
+    card = (shipped / "MODEL_CARD.md").read_text()
+    evaluation = json.loads((shipped / "evaluation.json").read_text())
+    agent = str(shipped / "model.zip")
+    assert evaluation["command"].startswith(f"python evaluate.py {agent} optimal smart")
+    assert f"--json {shipped / 'evaluation.json'}" in evaluation["command"]
+    assert evaluation["command"] in card and "Tried things." in card
+    assert "10 games per pairing" in card and "4,096 learner decisions" in card
+    for f in shipped.iterdir():  # the folder it was built in is named nowhere
+        if f.suffix in (".md", ".json"):
+            assert ".shipping-" not in f.read_text(), f.name
+    assert evaluation["games_per_matchup"] == 10 and len(evaluation["agents"]) == 5
+
+
+def test_help_shows_the_defaults(capsys):
+    with pytest.raises(SystemExit):
+        ship.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for default in ("games per pairing (default 20000)", "(default 2)", "(default best)"):
+        assert default in text
+    assert "expected duration is shown" in text
+
+
+def test_the_evaluation_duration_is_told_before_it_starts(run, out, monkeypatch, capsys):
+    told = []
+
+    def evaluation(argv):
+        told.append(capsys.readouterr().out)  # what the user saw before it started
+        return 1
+
+    monkeypatch.setattr(evaluate, "main", evaluation)
+    monkeypatch.setattr(ship, "games_per_second", lambda *a: 100.0)  # timed below
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    args = [str(run), "--name", "new", "--out", str(out), "--games", "1000", "--workers", "2"]
+    assert ship.main(args) == 1
+    assert told == [
+        "evaluation: 10 pairing(s) x 1,000 games = 10,000 games; about 50 s with 2 workers, "
+        "2 min in one process (100 games/s timed; --games sets the count)\n"
+    ]
+    # A few games are not worth timing: the count alone is told.
+    monkeypatch.setattr(ship, "games_per_second", no_work)
+    assert ship.main([*args[:-4], "--games", "10"]) == 1
+    assert told[-1] == "evaluation: 10 pairing(s) x 10 games = 100 games\n"
+
+
+def test_games_per_second_is_timed_on_real_games():
+    rate = ship.games_per_second(["smart", "random", "threshold:350"], 2, Rules(), seed=0)
+    assert 1 < rate < 1e6
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(0.4, "1 s"), (50, "50 s"), (600, "10 min"), (3 * 3600, "3.0 h")]
+)
+def test_duration_in_words(seconds, text):
+    assert ship.duration(seconds) == text
