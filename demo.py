@@ -20,8 +20,10 @@ from rich.console import Console
 from rich.table import Table
 
 from agents import make_policy
-from envs.game import OVER, ROLL, Game
-from envs.rules import BANK_BIT, Rules, describe_action, format_dice
+from envs.driver import play
+from envs.game import OVER, Event, Game, Moved, Rolled
+from envs.render import bank_clause, event_text
+from envs.rules import Rules, format_dice
 
 ROOT = Path(__file__).resolve().parent
 
@@ -184,34 +186,32 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[red]error:[/red] {e}")
         return 2
     names = [bot.name for bot in bots]
-    rng = np.random.default_rng(bot_seed)
-    s = game.state
     console.rule(f"5000: {' vs '.join(names)} (seed {args.seed}, hold={args.hold})")
-    while s.phase != OVER and s.turns < args.max_turns:
-        seat = s.current
-        if s.phase == ROLL:
-            turn_before = s.turns
-            info = game.roll()
-            if s.turns > turn_before:  # bust
-                console.print(f"  [red]{names[seat]} rolls {format_dice(info.dice)}: bust[/red]")
-                if s.current == 0:
-                    console.print(score_table(game, names))
-            continue
-        roll = list(s.roll)
-        action = bots[seat].act(game, rng)
-        turn_before = s.turns
-        game.act(action)
-        line = f"  {names[seat]} rolls {format_dice(roll)}, {describe_action(action, roll)}"
-        if action & BANK_BIT:
-            console.print(f"[bold]{line}[/bold]: {s.last_event}")
+
+    def show(game: Game, event: Event) -> None:
+        if isinstance(event, Rolled) and not event.bust:
+            return  # shown with the move made on it
+        if isinstance(event, Moved):
+            move = event.move
+            held = format_dice(move.held)
+            text = f"{names[event.seat]} rolled {format_dice(event.roll)}, held {held}"
+            if move.banks:
+                text += f" and {bank_clause(move.bank, names)}"
+            else:
+                text += f", turn total {move.turn_total}"
         else:
-            console.print(f"{line}: turn total {s.turn_total}")
-        if s.turns > turn_before and s.current == 0 and s.phase != OVER:
+            text = event_text(event, names)
+        ends_turn = isinstance(event, Rolled) or event.move.banks
+        console.print(f"  [bold]{text}[/bold]" if ends_turn else f"  {text}", highlight=False)
+        if ends_turn and game.state.current == 0 and game.state.phase != OVER:
             console.print(score_table(game, names))
         time.sleep(args.delay)
+
+    play(game, bots, np.random.default_rng(bot_seed), max_turns=args.max_turns, on_event=show)
+    s = game.state
     console.print(score_table(game, names))
     if s.phase == OVER:
-        console.print(f"[bold green]{names[s.winner]} (seat {s.winner}) wins.[/bold green]")
+        console.print(f"[bold green]{names[s.winner]} (seat {s.winner}) won.[/bold green]")
     else:
         console.print(f"Stopped after {s.turns} turns without a winner.")
     return 0

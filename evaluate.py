@@ -128,8 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         seatings = tour.schedule(len(args.agents), args.players, games)
         policies = [make_policy(spec) for spec in args.agents]  # fail fast, in this process
         for policy in policies:
-            if hasattr(policy, "check_game"):  # a trained model: does it fit this game?
-                policy.check_game(args.players, rules)
+            policy.check_game(args.players, rules)  # a trained model: does it fit this game?
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -137,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"note: {args.games} games per matchup rounded up to {games} to rotate seats")
     # Solve/load what needs it once, here, before workers start (they then read the cache).
     for policy in policies:
-        if hasattr(policy, "solution"):
-            policy.solution(rules)
+        policy.prepare(rules)
     names = label_agents(args.agents, policies)
     start = time.perf_counter()
     with Progress(

@@ -195,8 +195,7 @@ class Session:
         self.human = human
         self.policies = {i: make_policy(p) for i, p in enumerate(players) if i != human}
         for policy in self.policies.values():
-            if hasattr(policy, "check_game"):
-                policy.check_game(game.n_players, game.rules)
+            policy.check_game(game.n_players, game.rules)
         self.rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # bots
         self.seed = seed
         self.hint = hint

@@ -251,9 +251,7 @@ def opponents(players: int) -> list[str]:
 def check_agent(model: Path, players: int, rules: Rules) -> None:
     """ShipError unless the model loads and plays this game (before any work)."""
     try:
-        policy = make_policy(str(model))
-        if hasattr(policy, "check_game"):
-            policy.check_game(players, rules)
+        make_policy(str(model)).check_game(players, rules)
     except ValueError as e:
         raise ShipError(str(e)) from None
 
@@ -262,9 +260,7 @@ def games_per_second(agents: list[str], players: int, rules: Rules, seed: int) -
     """Games per second of this evaluation in one process, timed on PILOT_GAMES games of
     each pairing (the first game, which loads the models, is not counted)."""
     for spec in agents:  # the exact solver is solved (or loaded) once, untimed
-        policy = make_policy(spec)
-        if hasattr(policy, "solution"):
-            policy.solution(rules)
+        make_policy(spec).prepare(rules)
     pilot = -(-PILOT_GAMES // players) * players
     seatings = tour.schedule(len(agents), players, pilot)
     times: list[float] = []

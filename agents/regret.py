@@ -26,8 +26,10 @@ import numpy as np
 
 from agents import make_policy
 from agents.base import Policy, check_output_path
-from envs.game import OVER, ROLL, Game
-from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules
+from envs.driver import play
+from envs.game import Game
+from envs.render import count_dice
+from envs.rules import BANK_BIT, Rules
 
 
 @dataclass
@@ -79,14 +81,10 @@ class RegretReport:
 
 def _describe(game: Game, action: int) -> str:
     """'bank 200' or 'roll 4 dice on 100' for an action of the roll on the table."""
-    s = game.state
-    info = ROLL_INFO[s.roll]
-    hold = info.hold_for_bits(game.rules.hold)[action & ~BANK_BIT]
-    total = s.turn_total + hold.points
-    if action & BANK_BIT:
-        return f"bank {total}"
-    left = (len(info.dice) - len(hold.dice)) or NUM_DICE
-    return f"roll {left} {'die' if left == 1 else 'dice'} on {total}"
+    move = game.move(action)
+    if move.banks:
+        return f"bank {move.turn_total}"
+    return f"roll {count_dice(move.dice_left)} on {move.turn_total}"
 
 
 def _kind(chosen: int, best: int) -> str:
@@ -95,6 +93,32 @@ def _kind(chosen: int, best: int) -> str:
     if best & BANK_BIT and not chosen & BANK_BIT:
         return "rolled on, should bank"
     return "held the wrong dice"
+
+
+class _Audited(Policy):
+    """Plays as `policy` and charges the win probability each of its decisions gives
+    away (against the solver's best action) to `who` in `report`."""
+
+    def __init__(self, policy: Policy, who: str, report: RegretReport, oracle) -> None:
+        self.policy, self.who, self.report, self.oracle = policy, who, report, oracle
+        self.name = policy.name
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        action = self.policy.act(game, rng)
+        values = self.oracle.action_values(game)
+        best = max(values, key=values.__getitem__)
+        regret = values[best] - values[action]
+        report, who = self.report, self.who
+        report.decisions[who] += 1
+        if regret > 1e-12:
+            report.regret[who] += regret
+            report.mistakes[who] += 1
+            if who == "player":
+                move = f"{_describe(game, action)} (best: {_describe(game, best)})"
+                for table, key in ((report.by_kind, _kind(action, best)), (report.by_move, move)):
+                    table[key][0] += regret
+                    table[key][1] += 1
+        return action
 
 
 def measure(
@@ -112,13 +136,11 @@ def measure(
     rules = rules or Rules()
     me, other = make_policy(player), make_policy(opponent)
     for policy in (me, other):
-        if hasattr(policy, "check_game"):  # a trained model: was it made for this game?
-            policy.check_game(2, rules)
+        policy.check_game(2, rules)  # a trained model: was it made for this game?
     oracle = OptimalBot(show_progress=progress)
     first = oracle.solution(rules).first_player_win_probability
-    report = RegretReport(
-        getattr(me, "name", str(player)), getattr(other, "name", str(opponent)), games
-    )
+    report = RegretReport(me.name, other.name, games)
+    audited = [_Audited(me, "player", report, oracle), _Audited(other, "opponent", report, oracle)]
     iterator = range(games)
     if progress:
         from tqdm import tqdm
@@ -128,34 +150,10 @@ def measure(
         my_seat = g % 2
         dice_seed, policy_seed = np.random.SeedSequence([seed, 20_011, g]).spawn(2)
         game = Game(2, rules, seed=np.random.default_rng(dice_seed))
-        rng = np.random.default_rng(policy_seed)
         report.start_value += first if my_seat == 0 else 1.0 - first
-        s = game.state
-        while s.turns < max_turns and s.phase != OVER:
-            if s.phase == ROLL:
-                game.roll()
-                continue
-            who = "player" if s.current == my_seat else "opponent"
-            action = (me if who == "player" else other).act(game, rng)
-            values = oracle.action_values(game)
-            best = max(values, key=values.__getitem__)
-            regret = values[best] - values[action]
-            report.decisions[who] += 1
-            if regret > 1e-12:
-                report.regret[who] += regret
-                report.mistakes[who] += 1
-                if who == "player":
-                    for table, key in (
-                        (report.by_kind, _kind(action, best)),
-                        (
-                            report.by_move,
-                            f"{_describe(game, action)} (best: {_describe(game, best)})",
-                        ),
-                    ):
-                        table[key][0] += regret
-                        table[key][1] += 1
-            game.act(action)
-        report.wins += s.winner == my_seat
+        seats = audited if my_seat == 0 else audited[::-1]
+        play(game, seats, np.random.default_rng(policy_seed), max_turns=max_turns)
+        report.wins += game.state.winner == my_seat
     return report
 
 

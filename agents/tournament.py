@@ -19,7 +19,8 @@ import numpy as np
 
 from agents import make_policy
 from agents.base import Policy
-from envs.game import OVER, ROLL, Game
+from envs.driver import play
+from envs.game import Game
 from envs.rules import Rules
 
 
@@ -65,20 +66,10 @@ def play_game(
     policies: Sequence[Policy], rules: Rules, seed: Sequence[int], max_turns: int = 1000
 ) -> tuple[int | None, int]:
     """Play one game, seat i played by policies[i]; returns (winner seat or None, turns)."""
-    seq = np.random.SeedSequence(seed)
-    dice_seed, policy_seed = seq.spawn(2)
+    dice_seed, policy_seed = np.random.SeedSequence(seed).spawn(2)
     game = Game(len(policies), rules, seed=np.random.default_rng(dice_seed))
-    rng = np.random.default_rng(policy_seed)
-    state = game.state
-    while state.turns < max_turns:
-        phase = state.phase
-        if phase == ROLL:
-            game.roll()
-        elif phase == OVER:
-            break
-        else:
-            game.act(policies[state.current].act(game, rng))
-    return state.winner, state.turns
+    play(game, policies, np.random.default_rng(policy_seed), max_turns=max_turns)
+    return game.state.winner, game.state.turns
 
 
 # Worker processes build their own policies once (checkpoints load once per worker).

@@ -326,12 +326,13 @@ class Move(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Rolled:
-    """Event: `seat` rolled `dice`; a bust ended the turn and lost `lost` points (R4)."""
+    """Event: `seat` rolled `dice` with `turn_total` points held so far this turn (0: the
+    turn's first roll); a bust ended the turn and lost them (R4)."""
 
     seat: int
     dice: tuple[int, ...]
     bust: bool
-    lost: int = 0
+    turn_total: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -582,7 +583,7 @@ class Game:
                     f"the roll must have {s.dice_left} dice, got {len(info.dice)}: "
                     f"{format_dice(info.dice)}"
                 )
-        self.last_event = Rolled(s.current, info.dice, info.bust, s.turn_total if info.bust else 0)
+        self.last_event = Rolled(s.current, info.dice, info.bust, s.turn_total)
         if info.bust:
             self._end_turn()
         else:

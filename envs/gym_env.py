@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from envs.driver import decision_of, play
 from envs.encoding import (
     ENCODINGS,
     OBS_HIGH,
@@ -18,7 +19,8 @@ from envs.encoding import (
     RICH_OBS_HIGH,
     encoding_size,
 )
-from envs.game import DECIDE, OVER, ROLL, Game, IllegalMoveError
+from envs.game import DECIDE, OVER, Event, Game, IllegalMoveError, Rolled
+from envs.policy import Policy, resolve_policy
 from envs.render import render_rgb, render_text
 from envs.rules import NUM_ACTIONS, Rules
 
@@ -59,9 +61,10 @@ class FiveThousandEnv(gym.Env):
 
     ## Arguments
     - ``n_players``: 2 to 8.
-    - ``opponents``: a bot name (``"random"``, ``"threshold:350"``, ...) or an object
-      implementing ``agents.base.Policy``, used for every other seat; or a sequence of
-      N-1 of them, for the seats after the learner's in turn order.
+    - ``opponents``: a bot name (``"random"``, ``"threshold:350"``, ...; built by the
+      policy resolver, see ``envs.policy``) or a ``envs.policy.Policy``, used for every
+      other seat; or a sequence of N-1 of them, for the seats after the learner's in
+      turn order.
     - ``learner_seat``: a seat number, or ``"random"`` to draw it at each reset. Seat 0
       always plays first.
     - ``hold``: ``"free"`` (default) or ``"all"`` (RULES.md R5).
@@ -94,8 +97,6 @@ class FiveThousandEnv(gym.Env):
         obs_encoding: str = "compact",
         opponent_pool: Sequence[tuple[Any, float]] | None = None,
     ) -> None:
-        from agents import make_policy  # agents import envs; import here to avoid a cycle
-
         self.rules = Rules(hold=hold, target=target, entry=entry)
         self.n_players = n_players
         if not isinstance(n_players, int) or not 2 <= n_players <= 8:
@@ -122,7 +123,7 @@ class FiveThousandEnv(gym.Env):
             raise ValueError(
                 f"need {n_players - 1} opponents for {n_players} players, got {len(opponents)}"
             )
-        self.opponents = [make_policy(o) for o in opponents]
+        self.opponents = [resolve_policy(o) for o in opponents]
         self._opponent_specs = list(opponents)  # how each was named (for get_state)
         for policy in self.opponents:
             self._check_opponent(policy)
@@ -222,19 +223,16 @@ class FiveThousandEnv(gym.Env):
     def add_opponent(self, spec: Any, weight: float = 1.0) -> None:
         """Add a policy (or bot name, or checkpoint path) to the opponent pool; from the
         next reset, each opponent seat is drawn from the pool by weight."""
-        from agents import make_policy
-
         if not weight > 0:
             raise ValueError(f"an opponent's weight must be positive, got {weight!r}")
-        policy = make_policy(spec)
+        policy = resolve_policy(spec)
         self._check_opponent(policy)
         self.opponent_pool.append((policy, float(weight)))
         self._pool_specs.append(spec)
 
-    def _check_opponent(self, policy: Any) -> None:
+    def _check_opponent(self, policy: Policy) -> None:
         """Trained or exported models must fit this game (players, rules, encoding)."""
-        if hasattr(policy, "check_game"):
-            policy.check_game(self.n_players, self.rules)
+        policy.check_game(self.n_players, self.rules)
 
     def set_opponent_pool(self, pool: Sequence[tuple[Any, float]]) -> None:
         """Replace the opponent pool (used from the next reset)."""
@@ -263,8 +261,6 @@ class FiveThousandEnv(gym.Env):
 
     def set_state(self, state: dict) -> None:
         """Restore a state saved by ``get_state``."""
-        from agents import make_policy
-
         # The seats keep the opponents they had, even one that has left the pool since.
         known = dict(zip(self._pool_specs, (p for p, _ in self.opponent_pool), strict=True))
         known.update(zip(self._opponent_specs, self.opponents, strict=True))
@@ -272,7 +268,7 @@ class FiveThousandEnv(gym.Env):
         self.learner_seat = state["learner_seat"]
         self._seat_specs = list(state["seat_specs"])
         self._seat_policy = [
-            None if spec is None else known.get(spec) or make_policy(spec)
+            None if spec is None else known.get(spec) or resolve_policy(spec)
             for spec in self._seat_specs
         ]
         self._done = state["done"]
@@ -309,24 +305,19 @@ class FiveThousandEnv(gym.Env):
     def _advance(self) -> None:
         """Play dice and opponents until the learner must decide, the game ends, or the
         turn limit is reached."""
-        game = self.game
-        s = game.state
-        rng = self.np_random
-        learner = self.learner_seat
-        while s.turns < self.max_turns:
-            phase = s.phase
-            if phase == ROLL:
-                if s.current == learner:
-                    if not s.held:  # a new turn of the learner's
-                        self._learner_turns += 1
-                    if game.roll().bust:
-                        self._learner_busts += 1
-                else:
-                    game.roll()
-            elif phase == OVER or s.current == learner:
-                return
-            else:
-                game.act(self._seat_policy[s.current].act(game, rng))
+        play(
+            self.game,
+            self._seat_policy,
+            self.np_random,
+            max_turns=self.max_turns,
+            until=decision_of(self.learner_seat),
+            on_event=self._count_learner_rolls,
+        )
+
+    def _count_learner_rolls(self, game: Game, event: Event) -> None:
+        if isinstance(event, Rolled) and event.seat == self.learner_seat:
+            self._learner_turns += event.turn_total == 0  # a turn's first roll
+            self._learner_busts += event.bust
 
     def _outcome(self) -> tuple[float, bool, bool]:
         s = self.game.state

@@ -26,8 +26,9 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from envs.driver import any_decision, play
 from envs.encoding import ENCODINGS, OBS_HIGH, OBS_LOW, RICH_OBS_HIGH, encoding_size
-from envs.game import MAX_PLAYERS, MIN_PLAYERS, OVER, ROLL, Game
+from envs.game import MAX_PLAYERS, MIN_PLAYERS, OVER, Game
 from envs.render import render_text
 from envs.rules import NUM_ACTIONS, Rules
 
@@ -134,8 +135,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         """Roll (resolving busts) until a decision is due, then select its agent; set
         rewards and terminations when the game has ended or the turn limit is hit."""
         s = self.game.state
-        while s.phase == ROLL and s.turns < self.max_turns:
-            self.game.roll()
+        play(self.game, [], self.np_random, max_turns=self.max_turns, until=any_decision)
         self.rewards = dict.fromkeys(self.agents, 0)
         if s.phase == OVER:
             for i, agent in enumerate(self.possible_agents):

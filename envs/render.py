@@ -12,20 +12,24 @@ from envs.game import DECIDE, OVER, BankOutcome, Event, Game, Moved, Rolled, for
 
 def bank_text(outcome: BankOutcome, names: Sequence[str]) -> str:
     """What banking did (or would do), past tense: "Ann banked 300, now 1200"."""
-    o = outcome
-    me, total = names[o.banker], o.total
+    return f"{names[outcome.banker]} {bank_clause(outcome, names)}"
+
+
+def bank_clause(outcome: BankOutcome, names: Sequence[str]) -> str:
+    """``bank_text`` without its subject: "banked 300, now 1200"."""
+    o, total = outcome, outcome.total
     if not o.allowed:
-        return f"{me} could not bank {total}: it {o.why_not}"
+        return f"could not bank {total}: it {o.why_not}"
     if o.lost:
-        return f"{me} banked {total}: overshoot, the points are lost ({lost_reason(o, names)})"
+        return f"banked {total}: overshoot, the points are lost ({lost_reason(o, names)})"
     if o.overshoot:
         to, now = names[o.gift_to], o.scores[o.gift_to]
-        head = f"{me} banked {total}: overshoot, gift of {total} to {to}"
+        head = f"banked {total}: overshoot, gift of {total} to {to}"
         return head + (f", who won with exactly {now}" if o.winner == o.gift_to else f", now {now}")
     if o.winner == o.banker:
-        return f"{me} banked {total} and won with exactly {o.scores[o.banker]}"
+        return f"banked {total} and won with exactly {o.scores[o.banker]}"
     bumps = " and ".join(names[p] for p in o.bumped)
-    return f"{me} banked {total}, now {o.scores[o.banker]}" + (
+    return f"banked {total}, now {o.scores[o.banker]}" + (
         f", which bumped {bumps} to 0" if bumps else ""
     )
 
@@ -44,7 +48,7 @@ def event_text(event: Event, names: Sequence[str]) -> str:
         if not event.bust:
             return f"{who} rolled {format_dice(event.dice)}"
         return f"{who} rolled {format_dice(event.dice)}: bust" + (
-            f", lost {event.lost}" if event.lost else ""
+            f", lost {event.turn_total}" if event.turn_total else ""
         )
     assert isinstance(event, Moved)
     move = event.move

@@ -28,3 +28,9 @@ def test_report_shows_whole_names_says_what_it_means_and_what_next():
         assert name in text
     assert "confidence interval" in text
     assert f"python play.py --opponents {model}" in text
+
+
+def test_watch_plays_a_whole_game_through_the_driver(capsys):
+    assert demo.main(["--watch", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "won." in out and "rolled [" in out and "banked" in out
