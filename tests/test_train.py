@@ -190,15 +190,59 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
         (["--params", "activation=sigmoid"], "activation must be relu or tanh"),
         (["--params", "state_layers=[]"], "state_layers must be a non-empty list"),
         (["--params", "max_snapshots=0"], "max_snapshots must be positive"),
-        (["--params", "eval_freq=-5"], "eval_freq and self_play_weight must be >= 0"),
+        (["--params", "eval_freq=-5"], "eval_freq must be >= 0"),
         (["--init-from", "no/such/model.zip"], "checkpoint not found: no/such/model.zip"),
         (["--init-from", "model.onnx"], "init_from must be a MaskablePPO checkpoint (.zip)"),
+        # Issue 9 item 6: every value is checked before any work (these were tracebacks).
+        (["--params", "learning_rate=-1"], "learning_rate must be >= 0, got -1.0"),
+        (["--params", "final_learning_rate=-1e-5"], "final_learning_rate must be >= 0"),
+        (["--params", "learning_rate=nan"], "learning_rate must be a finite number"),
+        (["--params", "learning_rate=abc"], "learning_rate must be a number, got 'abc'"),
+        (["--params", "gamma=1.5"], "gamma must be between 0 and 1"),
+        (["--params", "gae_lambda=-0.1"], "gae_lambda must be between 0 and 1"),
+        (["--params", "clip_range=0"], "clip_range must be positive"),
+        (["--params", "max_grad_norm=-1"], "max_grad_norm must be positive"),
+        (["--params", "ent_coef=-0.01"], "ent_coef must be >= 0"),
+        (["--params", "vf_coef=-1"], "vf_coef must be >= 0"),
+        (["--params", "max_turns=0"], "max_turns must be positive"),
+        (["--params", "torch_threads=0"], "torch_threads must be positive"),
+        (["--params", "n_envs=[1]"], "n_envs must be an integer, got [1]"),
+        (["--params", "n_envs=true"], "n_envs must be an integer, got True"),
+        (["--params", "n_steps=1.5"], "n_steps must be an integer, got 1.5"),
+        (["--params", "opponents=[1, 2]"], "opponents must be a list of names"),
+        (["--params", "hold=[free]"], "hold must be a string"),
+        (["--params", "opponents=[smart"], "the value is not a YAML scalar or list"),
+        (["--seed", "-1"], "seed must be 0..4294967295, got -1"),
+        (["--seed", "4294967296"], "seed must be 0..4294967295"),
+        (["--n-timesteps", "inf"], "n_timesteps must be an integer, got inf"),
+        (["--n-timesteps", "nan"], "n_timesteps must be an integer, got nan"),
+        (["--n-timesteps", "1000.5"], "n_timesteps must be an integer"),
+        (["--stop-after", "inf"], "--stop-after must be an integer"),
+        (["--stop-after", "0"], "--stop-after must be positive"),
+        # Issue 9 item 8: a run stays in its runs folder; presets come from hyperparams/.
+        (["--preset", "../hyperparams/quick"], "unknown preset '../hyperparams/quick': a preset"),
+        (["--preset", "hyperparams/quick"], "unknown preset 'hyperparams/quick': a preset"),
+        (["--preset", ""], "unknown preset ''"),
+        (["--preset", "no/such.yaml"], "unknown preset 'no/such.yaml'"),
+        (["--run-name", "../../x"], "run name must be a plain folder name"),
+        (["--run-name", "a/b"], "run name must be a plain folder name"),
+        (["--run-name", "a\\b"], "run name must be a plain folder name"),
+        (["--run-name", ".."], "run name must be a plain folder name"),
+        (["--run-name", ".hidden"], "run name must be a plain folder name"),
+        (["--run-name", ""], "at most 100 characters), got ''"),
+        (["--run-name=-x"], "run name must be a plain folder name"),
+        (["--run-name", "x" * 101], "run name must be a plain folder name"),
+        (["--params", "run_name=../x"], "run name must be a plain folder name"),
+        (["--params", "run_name=/tmp/x"], "run name must be a plain folder name"),
     ],
 )
 def test_bad_arguments_are_one_clear_line(args, message, capsys, tmp_path):
-    assert train.main([*args, "--checkpoints", str(tmp_path)]) == 2
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    assert train.main([*args, "--checkpoints", str(runs)]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.count("\n") == 0
+    assert [p.name for p in tmp_path.rglob("*")] == ["runs"]  # nothing written, anywhere
 
 
 def test_a_refused_start_leaves_no_folder(tmp_path, capsys):
@@ -311,3 +355,241 @@ def test_init_from_starts_a_new_run_with_the_trained_weights(trained_run, tmp_pa
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: cannot start from {source}") and err.count("\n") == 0
     assert not (tmp_path / "other").exists()
+
+
+# ---------------------------------------------------------------- issue 9
+def folder_hash(folder: Path) -> dict[str, str]:
+    """Every file under `folder` (relative name -> content hash): what a command changed."""
+    import hashlib
+
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_preset_is_a_name_from_hyperparams_or_a_yaml_file(tmp_path, capsys):
+    """Issue 9 item 8: a preset file elsewhere is allowed, but the run it names is a
+    plain folder in the runs folder; an odd file name asks for --run-name."""
+    own = tmp_path / "mine.yaml"
+    own.write_text("n_timesteps: 5000\n")
+    config = train.build_config(train.parse_args(["--preset", str(own)]))
+    assert (config.run_name, config.n_timesteps) == ("mine_free_seed0", 5000)
+    assert config.preset == str(own)
+    quick = train.build_config(train.parse_args(["--preset", str(train.PRESETS / "quick.yaml")]))
+    assert quick.run_name == "quick_free_seed0"
+    odd = tmp_path / ".odd.yaml"
+    odd.write_text("n_timesteps: 5000\n")
+    assert train.main(["--preset", str(odd), "--checkpoints", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "give one with --run-name" in err and err.count("\n") == 0
+    config = train.build_config(train.parse_args(["--preset", str(odd), "--run-name", "odd"]))
+    assert config.run_name == "odd"
+
+
+@pytest.fixture()
+def run_copy(trained_run, tmp_path):
+    """A copy of the tiny run's config and checkpoint, to damage."""
+    run = tmp_path / "run"
+    (run / "latest").mkdir(parents=True)
+    shutil.copy(trained_run / "config.json", run)
+    for name in ("model.zip", "state.pkl"):
+        shutil.copy(trained_run / "latest" / name, run / "latest")
+    return run
+
+
+def damage_state(run: Path, change) -> None:
+    path = run / "latest" / "state.pkl"
+    extra = pickle.loads(path.read_bytes())
+    change(extra)
+    path.write_bytes(pickle.dumps(extra))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda run: (run / "config.json").write_text("[1, 2]"), "config.json must hold a JSON"),
+        (lambda run: (run / "config.json").write_text('"x"'), "not a string"),
+        (
+            lambda run: (run / "config.json").write_text((run / "config.json").read_text()[:40]),
+            "config.json is unreadable",
+        ),
+        (
+            lambda run: (run / "config.json").write_text('{"n_envs": "two"}'),
+            "config.json: n_envs must be an integer",
+        ),
+        (
+            lambda run: (run / "config.json").write_text('{"learning_rate": -1}'),
+            "learning_rate must be >= 0",
+        ),
+        (lambda run: (run / "config.json").write_text('{"lr": 1}'), "unknown config key 'lr'"),
+        (lambda run: (run / "latest" / "state.pkl").write_bytes(pickle.dumps([1])), "holds no"),
+        *[
+            (lambda run, k=key: damage_state(run, lambda e: e.pop(k)), f"incomplete (no {key})")
+            for key in train.CHECKPOINT_KEYS
+        ],
+        *[
+            (
+                lambda run, k=key: damage_state(run, lambda e: e["state"].pop(k)),
+                f"incomplete (no state.{key})",
+            )
+            for key in train.STATE_KEYS
+        ],
+        (lambda run: damage_state(run, lambda e: e.update(num_timesteps=-1)), "step count is -1"),
+        (lambda run: damage_state(run, lambda e: e.update(state=[])), "run state is not a mapping"),
+        (
+            lambda run: damage_state(run, lambda e: e["env_states"].pop()),
+            "env_states is not one entry per environment",
+        ),
+        (
+            lambda run: damage_state(run, lambda e: e["monitor"].pop("rewards")),
+            "monitor is not rewards",
+        ),
+        (
+            lambda run: damage_state(run, lambda e: e.update(torch_rng="x")),
+            "state.pkl does not fit this run",
+        ),
+        (
+            lambda run: damage_state(run, lambda e: e["env_states"][0].clear()),
+            "state.pkl does not fit this run",
+        ),
+    ],
+)
+def test_a_damaged_run_is_refused_in_one_line_naming_the_file(run_copy, damage, message, capsys):
+    """Issue 9 item 6: a config.json that is a list, truncated or wrong, and a state.pkl
+    missing anything resume needs, are refused in one line (they were tracebacks), and
+    nothing in the run changes."""
+    damage(run_copy)
+    before = folder_hash(run_copy)
+    assert train.main(["--resume", str(run_copy), "--n-timesteps", "1024", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and err.count("\n") == 0, err
+    assert str(run_copy) in err  # which run, which file
+    assert folder_hash(run_copy) == before
+
+
+@pytest.mark.parametrize("extra_args", [[], ["--n-timesteps", "5e6"], ["--stop-after", "9e6"]])
+def test_resuming_a_finished_run_changes_nothing(tmp_path, capsys, extra_args):
+    """Issue 9 item 9: the README's `--resume checkpoints/ppo_2p_free_seed1` on the shipped
+    (finished) run rewrote its config.json and appended to command.txt. A resume that
+    adds no steps leaves every byte as it was and says how to go on, in one line."""
+    run = Path(shutil.copytree(ROOT / "checkpoints" / "ppo_2p_free_seed1", tmp_path / "run"))
+    before = folder_hash(run)
+    assert train.main(["--resume", str(run), *extra_args]) == 0
+    out = capsys.readouterr().out.strip()
+    assert folder_hash(run) == before
+    assert out.count("\n") == 0 and "already complete at step 8,00" in out
+    assert f"python train.py --resume {run} --n-timesteps N" in out
+
+
+def test_a_run_says_what_it_will_do_and_how_long_it_takes(tmp_path, capsys):
+    """Issue 9 item 14: the plan before the work, a measured time left after the first
+    rollout, a line per evaluation, and where the model is at the end (not a JSON dump)."""
+    args = ["--n-timesteps", "768", *TINY, "--checkpoints", str(tmp_path)]
+    assert train.main(args) == 0
+    out = capsys.readouterr().out
+    lines = out.strip().splitlines()
+    assert lines[0].startswith(f"run {tmp_path / 'quick_free_seed0'}: 768 steps to train")
+    assert "evaluation every 256 steps and at the end: 10 games against each of smart" in lines[1]
+    assert lines[2].startswith("speed: ") and "steps/s over the first 256 steps; about " in lines[2]
+    assert lines[2].endswith("left + 3 evaluations")
+    assert [line.split(":")[0] for line in lines[3:6]] == ["step 256", "step 512", "step 768"]
+    assert "left" in lines[4] and "left" not in lines[5]  # none after the final one
+    assert lines[6].startswith("done: ") and "trained to step 768" in lines[6]
+    assert lines[7].startswith(f"best model: {tmp_path / 'quick_free_seed0' / 'best'}")
+    assert lines[8].startswith("play against it: python play.py --opponents ")
+    assert "{" not in out
+
+
+def test_no_flags_says_what_it_does_before_starting(monkeypatch, capsys):
+    """Issue 9 item 14: `python train.py` alone starts the default run; it says so first,
+    with the steps, the evaluations, and the quicker preset (the training is stubbed)."""
+    monkeypatch.setattr(train, "train", lambda *args: 0)
+    assert train.main([]) == 0
+    out = capsys.readouterr().out
+    assert "custom_2p_free_seed0: 1,000,000 steps to train" in out
+    assert "evaluation every 100,000 steps" in out
+    assert "no flags: the default settings" in out and "--preset quick" in out
+
+
+def test_help_shows_every_default(capsys):
+    """Issue 9 item 14: --help gives each flag's default and every config key's."""
+    with pytest.raises(SystemExit):
+        train.parse_args(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "total environment steps (default: 1_000_000, or the preset's)" in out
+    assert "(default: 0, or the preset's)" in out  # --seed
+    for name in train.FIELDS:
+        assert f" {name}={train.shown_default(name)} " in out, name
+    assert "learning_rate=0.0003 Adam step size" in out
+
+
+@pytest.mark.parametrize(
+    ("steps", "next_eval", "expected"),
+    [
+        (0, 256, 3),  # at 256, 512 (rollout starts), then the final one at 768
+        (256, 512, 2),
+        (512, 768, 1),  # 768 is the end: only the final evaluation
+        (256, 300, 2),  # due at 300: done at the rollout start at 512
+    ],
+)
+def test_the_clock_counts_the_evaluations_to_come(steps, next_eval, expected):
+    config = train.TrainConfig(n_timesteps=768, n_envs=2, n_steps=128, eval_freq=256)
+    assert train.Clock(config, 0, 0.0).evals_left(steps, next_eval) == expected
+
+
+def test_the_clock_adds_evaluations_once_one_was_timed():
+    """Time left = training at the measured speed (evaluations excluded) + the evaluations
+    still due at the last one's duration; before any, their number is said instead."""
+    config = train.TrainConfig(n_timesteps=10_000, n_envs=10, n_steps=100, eval_freq=5_000)
+    clock = train.Clock(config, 0, now=100.0)
+    assert clock.left(0, 5_000, now=100.0) == "time left: after the first rollout"
+    assert clock.left(1_000, 5_000, now=110.0) == "about 1 min 30 s left + 2 evaluations"
+    clock.evaluated(30.0)  # at 5,000 steps, after 50 s of training
+    assert clock.speed(5_000, now=180.0) == 100.0
+    assert clock.left(5_000, 10_000, now=180.0) == "about 1 min 20 s left"  # 50 s + 30 s
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.2, "<1 s"), (7.4, "7 s"), (125, "2 min 5 s"), (3725, "1 h 2 min")]
+)
+def test_durations_read_well(seconds, text):
+    assert train.duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("eval_freq", "kept"),
+    [
+        (256, False),  # Ctrl-C in the first evaluation, before the first checkpoint
+        (512, True),  # in the evaluation at 512, after the checkpoint at 256
+    ],
+)
+def test_ctrl_c_says_what_is_kept(tmp_path, capsys, monkeypatch, eval_freq, kept):
+    """Issue 9 item 14 (a long run is stopped with Ctrl-C): one line instead of a
+    traceback; a run with a checkpoint can be resumed, one without leaves no folder that
+    would block the same command."""
+
+    def interrupt(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "evaluate_against", interrupt)
+    args = ["--n-timesteps", "768", *TINY, f"eval_freq={eval_freq}", "--checkpoints", str(tmp_path)]
+    assert train.main(args) == 130
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    run = tmp_path / "quick_free_seed0"
+    assert run.exists() == kept
+    if kept:
+        assert last == (
+            f"interrupted at step {eval_freq:,}; the checkpoint at step 256 continues with: "
+            f"python train.py --resume {run}"
+        )
+    else:
+        assert last.startswith("interrupted at step 256, before the first checkpoint")
+
+
+def test_one_torch_thread_by_default():
+    """Issue 9 item 10: on a busy 2-core machine a second torch thread slowed a 16k-step
+    quick run several times over (measured: see the issue's report); one thread loses
+    little on an idle machine."""
+    assert train.TrainConfig().torch_threads == 1
