@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from agents import BOT_NAMES, Policy, RandomBot, ThresholdBot, make_policy
-from envs.game import ROLL, Game
+from envs import driver
+from envs.game import Game
 from envs.rules import BANK_BIT, Rules, action_for
 from tests.helpers import game_at, play
 
@@ -96,16 +97,10 @@ def test_random_bot_plays_every_legal_action_and_only_those():
 def test_bot_games_finish(hold, n_players):
     bots = [make_policy("threshold:350"), make_policy("random"), make_policy("threshold:500")]
     rng = np.random.default_rng(n_players)
-    for seed in range(5):
-        g = Game(n_players, Rules(hold=hold), seed=seed)
-        while not g.over:
-            assert g.state.turns < 5000
-            if g.state.phase == ROLL:
-                g.roll()
-            else:
-                action = bots[g.state.current % 3].act(g, rng)
-                assert action in g.legal_actions()
-                g.act(action)
+    seats = [bots[seat % 3] for seat in range(n_players)]
+    for seed in range(5):  # an illegal action would raise IllegalMoveError
+        g = driver.play(Game(n_players, Rules(hold=hold), seed=seed), seats, rng, max_turns=5000)
+        assert g.over
         assert g.state.scores[g.state.winner] == 5000
 
 
@@ -173,16 +168,9 @@ def test_turn_ev_bot_takes_the_points_maximizing_choice():
 def test_heuristic_bots_play_legally_in_big_games(name, hold):
     bot = make_policy(name)
     rng = np.random.default_rng(0)
-    for n_players in (2, 4, 8):
-        g = Game(n_players, Rules(hold=hold), seed=n_players)
-        while not g.over:
-            assert g.state.turns < 1000
-            if g.state.phase == ROLL:
-                g.roll()
-            else:
-                action = bot.act(g, rng)
-                assert action in g.legal_actions()
-                g.act(action)
+    for n_players in (2, 4, 8):  # an illegal action would raise IllegalMoveError
+        g = driver.play(Game(n_players, Rules(hold=hold), seed=n_players), [bot] * n_players, rng)
+        assert g.over
 
 
 # ------------------------------------------------------------------ issue 9 item 2

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from envs import driver
 from envs.game import (
     DECIDE,
     OVER,
@@ -18,6 +19,7 @@ from envs.game import (
     bank_outcome,
     format_dice,
 )
+from envs.policy import Policy
 from envs.render import bank_text, event_text, lost_reason
 from envs.rules import BANK_BIT, Rules, action_for
 from tests.helpers import bank_total, game_at, play
@@ -652,17 +654,21 @@ def test_each_move_says_what_it_leads_to(scores, roll, held, bank, expect):
     assert g.last_event == Moved(before.current, tuple(sorted(roll)), move)
 
 
+class _RandomMover(Policy):
+    """Checks the move list against the legal actions at every decision, then picks one."""
+
+    name = "random-mover"
+
+    def act(self, game, rng):
+        moves = game.moves()
+        assert [m.action for m in moves] == game.legal_actions()
+        return moves[int(rng.integers(len(moves)))].action
+
+
 def test_moves_are_the_legal_actions_in_order():
     rng = np.random.default_rng(3)
     for seed in range(20):
-        g = Game(3, seed=seed)
-        while not g.over and g.state.turns < 60:
-            if g.state.phase == ROLL:
-                g.roll()
-                continue
-            moves = g.moves()
-            assert [m.action for m in moves] == g.legal_actions()
-            g.act(moves[int(rng.integers(len(moves)))].action)
+        driver.play(Game(3, seed=seed), [_RandomMover()] * 3, rng, max_turns=60)
 
 
 def test_an_illegal_move_is_refused_and_changes_nothing():
