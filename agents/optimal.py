@@ -6,7 +6,7 @@ prints the first player's probability of winning a 2-player game when both play
 optimally, and the best expected points of one turn for a player who has entered.
 
 With 2 players ``OptimalBot`` maximizes its probability of winning, exactly (see
-``agents.solver``). With 3 or more players no exact solution is computed; the bot then
+``envs.solver``). With 3 or more players no exact solution is computed; the bot then
 plays the 2-player optimal policy against the *leader*, the opponent with the highest
 banked score, as if that were the only opponent. The engine still applies every rule
 to every player (bumps, gifts to the lowest qualified player); the approximation only
@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from agents.base import check_plot_path
-from agents.solver import STEP, TwoPlayerSolution, solve_turn_ev, solve_two_player
 from envs.game import Game
 from envs.policy import Policy
 from envs.rules import NUM_DICE, Rules
+from envs.solver import STEP, TwoPlayerSolution, solve_turn_ev, solve_two_player
 
 SOLVER_VERSION = 1
 CACHE_ENV = "FIVETHOUSAND_CACHE"

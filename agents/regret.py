@@ -2,7 +2,7 @@
 
     python -m agents.regret checkpoints/ppo-2p/model.zip --against smart --games 2000
 
-The exact 2-player solution (``agents.solver``) gives every legal action's probability
+The exact 2-player solution (``envs.solver``) gives every legal action's probability
 of winning. A decision's *regret* is what the chosen action gives away against the best
 one (0 for an optimal choice). Over a game the win probability moves only by chance
 (on average nothing) and by regrets, so a player's expected result is

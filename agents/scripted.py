@@ -6,10 +6,10 @@ from functools import cache
 
 import numpy as np
 
-from agents.solver import TurnEV, solve_turn_ev
 from envs.game import Game, Move
 from envs.policy import Policy
 from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, can_bank
+from envs.solver import TurnEV, solve_turn_ev
 
 
 class RandomBot(Policy):

@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # export.py liv
 import envs  # noqa: E402, F401 - registers FiveThousand-v0
 from agents import make_policy
 from agents.optimal import two_player_solution
-from agents.solver import solve_two_player
 from agents.tournament import play_game
 from envs.game import ROLL, Game
 from envs.rules import Rules
+from envs.solver import solve_two_player
 
 
 def env_steps_per_second(env_id: str, seconds: float, masked: bool, **kwargs) -> float:

@@ -33,8 +33,9 @@ from functools import cache
 
 import numpy as np
 
-from envs.game import DECIDE, Game, gift_recipient
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules, can_bank
+from envs.game import DECIDE, Game
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
+from envs.solver import TurnEV, solve_turn_ev
 
 # 2: slot 40 of the rich action features holds the turn-EV value (was always 0 in 1).
 OBS_VERSION = 2
@@ -123,7 +124,7 @@ def action_features(game: Game, seat: int) -> np.ndarray:
     gift wins for them; 38 banking loses the points (overshoot, no gift); 39 own score
     after the action / target; 40 the points this turn is expected to bank after the
     action if the player maximized the turn's points from there on (banking: the total
-    itself; rolling: ``agents.solver.solve_turn_ev``'s value), / 1000, at most
+    itself; rolling: ``envs.solver.solve_turn_ev``'s value), / 1000, at most
     RICH_OBS_HIGH; 41 the new total ends in 50.
 
     Slot 40 is a hint, not the answer: it ignores the scores (when to bank to win is
@@ -134,24 +135,18 @@ def action_features(game: Game, seat: int) -> np.ndarray:
     if s.phase != DECIDE or s.current != seat:
         return out
     rules = game.rules
-    target, entry = rules.target, rules.entry
+    target = rules.target
     own = s.scores[seat]
-    others = [score for p, score in enumerate(s.scores) if p != seat]
-    info = ROLL_INFO[s.roll]
-    holds = info.hold_for_bits(rules.hold)
-    n_dice = len(info.dice)
     turn_ev = _turn_ev(rules)
     entered = own > 0
-    for action in game.legal()[0]:
-        hold = holds[action & ~BANK_BIT]
-        total = s.turn_total + hold.points
-        left = (n_dice - len(hold.dice)) or NUM_DICE
+    for move in game.moves():
+        total = move.turn_total
         need = target - own - total
-        row = out[action]
+        row = out[move.action]
         row[0] = 1.0
         row[2] = total / target
-        row[2 + left] = 1.0
-        row[8] = hold.points / 1000
+        row[2 + move.dice_left] = 1.0
+        row[8] = move.points / 1000
         row[9] = min(max(need / target, -1.0), 1.0)
         if 0 <= need <= 1000:
             row[10 + need // 50] = 1.0
@@ -159,35 +154,31 @@ def action_features(game: Game, seat: int) -> np.ndarray:
             row[31] = 1.0
         else:
             row[32] = 1.0
-        row[33] = can_bank(own, total, entry)
+        row[33] = not move.why_no_bank
         row[41] = total % 100 == 50
         row[39] = own / target
-        if action & BANK_BIT:
-            row[40] = min(total / 1000, RICH_OBS_HIGH)
-            row[1] = 1.0
-            if need == 0:
-                row[34] = 1.0
-                row[39] = 1.0
-            elif need > 0:
-                row[35] = (own + total) in others
-                row[39] = (own + total) / target
-            else:
-                recipient = gift_recipient(s.scores, seat, total, rules)
-                if recipient is None:
-                    row[38] = 1.0
-                else:
-                    row[36] = 1.0
-                    row[37] = s.scores[recipient] + total == target
+        bank = move.bank
+        if bank is None:
+            row[40] = min(turn_ev.roll_value(entered, total, move.dice_left) / 1000, RICH_OBS_HIGH)
+            continue
+        row[40] = min(total / 1000, RICH_OBS_HIGH)
+        row[1] = 1.0
+        if bank.winner == seat:
+            row[34] = 1.0
+            row[39] = 1.0
+        elif not bank.overshoot:
+            row[35] = bool(bank.bumped)
+            row[39] = bank.scores[seat] / target
+        elif bank.lost:
+            row[38] = 1.0
         else:
-            row[40] = min(turn_ev.roll_value(entered, total, left) / 1000, RICH_OBS_HIGH)
+            row[36] = 1.0
+            row[37] = bank.winner == bank.gift_to
     return out
 
 
 @cache
-def _turn_ev(rules: Rules):
-    # Imported here: the solver lives with the agents; it only needs envs.rules.
-    from agents.solver import solve_turn_ev
-
+def _turn_ev(rules: Rules) -> TurnEV:
     return solve_turn_ev(rules)
 
 

@@ -264,10 +264,10 @@ TURN_EV_CASES = [
 
 @pytest.mark.parametrize("scores, total, roll, held, bank, expected", TURN_EV_CASES)
 def test_rich_slot_40_is_the_turn_ev_of_the_action(scores, total, roll, held, bank, expected):
-    from agents.solver import solve_turn_ev
     from envs.encoding import ACTION_FEATURES, action_features
     from envs.game import Game
     from envs.rules import Rules, action_for
+    from envs.solver import solve_turn_ev
 
     game = Game(2, seed=0)
     game.state.scores = list(scores)

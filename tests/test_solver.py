@@ -9,10 +9,10 @@ import pytest
 
 from agents import make_policy
 from agents.optimal import OptimalBot, _cache_path, cache_dir, two_player_solution
-from agents.solver import bellman_residual, solve_turn_ev, solve_two_player
 from agents.tournament import play_game
 from envs.game import ROLL, Game, GameState
 from envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
+from envs.solver import bellman_residual, solve_turn_ev, solve_two_player
 
 
 def independent_turn_ev(rules: Rules, entered: bool, cap: int) -> float:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from envs.game import bank_outcome as game_bank_outcome
 from envs.rules import NUM_DICE, ROLL_INFO, Rules, roll_probabilities
 
 STEP = 50  # every score and turn total is a multiple of 50
@@ -220,19 +221,16 @@ class TwoPlayerSolution:
 
 
 def bank_outcome(own: int, opp: int, total: int, rules: Rules) -> tuple[int, int, int]:
-    """What banking `total` leads to (R9), as (kind, x, y): for OTHER, the opponent is
-    then to move with banked score x against y (our new score)."""
-    new = own + total
-    if new == rules.target:
-        return WIN, 0, 0
-    if new < rules.target:
-        return OTHER, (0 if opp == new else opp), new
-    gift = opp + total
-    if opp >= rules.entry and gift <= rules.target:
-        if gift == rules.target:
-            return LOSE, 0, 0
-        return OTHER, gift, own
-    return PASS, 0, 0
+    """The engine's ``envs.game.bank_outcome`` (R9) in the solver's terms (kind, x, y):
+    WIN, LOSE (a gift that lands the opponent on the target), PASS (an overshoot whose
+    points are lost: the opponent moves on at (opp, own)), or OTHER: the opponent is
+    then to move with banked score x against y."""
+    outcome = game_bank_outcome((own, opp), 0, total, rules)
+    if outcome.winner is not None:
+        return (WIN if outcome.winner == 0 else LOSE), 0, 0
+    if outcome.lost:
+        return PASS, 0, 0
+    return OTHER, outcome.scores[1], outcome.scores[0]
 
 
 def solve_two_player(
