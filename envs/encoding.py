@@ -29,6 +29,8 @@ index              meaning
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import IntEnum
 from functools import cache
 
 import numpy as np
@@ -95,9 +97,36 @@ def encode(game: Game, seat: int) -> np.ndarray:
 # A policy can then score every action with one shared function of its consequences
 # (see agents.networks), which is how the game's values are structured: what matters
 # is the turn total after the hold, the dice left, and what banking it would do.
-ACTION_FEATURES = 42
 RICH_OBS_HIGH = 5.0  # points held / 1000 reach 4.4
 _NEED_BINS = 21  # one-hot of the points still needed after the action: 0, 50, ..., 1000
+
+
+class Col(IntEnum):
+    """The columns of one action's row in the rich encoding (see ``action_features``).
+    Code that builds or reads a row names its columns; one-hot groups start at their
+    ``*_AT`` column."""
+
+    LEGAL = 0
+    BANKS = 1
+    TURN_TOTAL = 2
+    DICE_LEFT_AT = 3  # one-hot, 1..5 dice left to roll
+    POINTS = 8
+    NEED = 9
+    NEED_AT = 10  # one-hot of the points still needed, 0..1000 by 50 (21 columns)
+    NEED_OVER_1000 = 31
+    OVERSHOOT = 32
+    MAY_BANK = 33
+    WINS = 34
+    BUMPS = 35
+    GIFTS = 36
+    GIFT_WINS = 37
+    POINTS_LOST = 38
+    OWN_SCORE_AFTER = 39
+    TURN_EV = 40
+    ENDS_IN_50 = 41
+
+
+ACTION_FEATURES = len(Col) + 4 + _NEED_BINS - 1  # 42 columns, one-hot groups included
 
 
 def score_bins(rules) -> int:
@@ -143,37 +172,38 @@ def action_features(game: Game, seat: int) -> np.ndarray:
         total = move.turn_total
         need = target - own - total
         row = out[move.action]
-        row[0] = 1.0
-        row[2] = total / target
-        row[2 + move.dice_left] = 1.0
-        row[8] = move.points / 1000
-        row[9] = min(max(need / target, -1.0), 1.0)
+        row[Col.LEGAL] = 1.0
+        row[Col.TURN_TOTAL] = total / target
+        row[Col.DICE_LEFT_AT + move.dice_left - 1] = 1.0
+        row[Col.POINTS] = move.points / 1000
+        row[Col.NEED] = min(max(need / target, -1.0), 1.0)
         if 0 <= need <= 1000:
-            row[10 + need // 50] = 1.0
+            row[Col.NEED_AT + need // 50] = 1.0
         elif need > 1000:
-            row[31] = 1.0
+            row[Col.NEED_OVER_1000] = 1.0
         else:
-            row[32] = 1.0
-        row[33] = not move.why_no_bank
-        row[41] = total % 100 == 50
-        row[39] = own / target
+            row[Col.OVERSHOOT] = 1.0
+        row[Col.MAY_BANK] = not move.why_no_bank
+        row[Col.ENDS_IN_50] = total % 100 == 50
+        row[Col.OWN_SCORE_AFTER] = own / target
         bank = move.bank
         if bank is None:
-            row[40] = min(turn_ev.roll_value(entered, total, move.dice_left) / 1000, RICH_OBS_HIGH)
+            ev = turn_ev.roll_value(entered, total, move.dice_left)
+            row[Col.TURN_EV] = min(ev / 1000, RICH_OBS_HIGH)
             continue
-        row[40] = min(total / 1000, RICH_OBS_HIGH)
-        row[1] = 1.0
+        row[Col.TURN_EV] = min(total / 1000, RICH_OBS_HIGH)
+        row[Col.BANKS] = 1.0
         if bank.winner == seat:
-            row[34] = 1.0
-            row[39] = 1.0
+            row[Col.WINS] = 1.0
+            row[Col.OWN_SCORE_AFTER] = 1.0
         elif not bank.overshoot:
-            row[35] = bool(bank.bumped)
-            row[39] = bank.scores[seat] / target
+            row[Col.BUMPS] = bool(bank.bumped)
+            row[Col.OWN_SCORE_AFTER] = bank.scores[seat] / target
         elif bank.lost:
-            row[38] = 1.0
+            row[Col.POINTS_LOST] = 1.0
         else:
-            row[36] = 1.0
-            row[37] = bank.winner == bank.gift_to
+            row[Col.GIFTS] = 1.0
+            row[Col.GIFT_WINS] = bank.winner == bank.gift_to
     return out
 
 
@@ -202,3 +232,112 @@ def encoding_size(name: str, n_players: int, rules) -> int:
     if name == "rich":
         return rich_observation_size(n_players, rules)
     raise ValueError(f"unknown observation encoding {name!r}; accepted: {', '.join(ENCODINGS)}")
+
+
+# ---------------------------------------------------------------- the model contract
+def _fields(encoding: str, n_players: int, rules: Rules) -> list[tuple[str, int]]:
+    """The named parts of an observation vector, in order, with their lengths."""
+    n = n_players
+    fields = [
+        ("scores", n),
+        ("entered", n),
+        ("to_move", n),
+        ("turn_total", 1),
+        ("need_after_bank", 1),
+        ("ends_in_50", 1),
+        ("dice_in_roll", 1),
+        ("some_action_banks", 1),
+        ("roll_one_hot", 6 * NUM_DICE),
+        ("face_counts", 6),
+    ]
+    if encoding == "rich":
+        fields += [
+            ("score_one_hot", n * score_bins(rules)),
+            ("actions", NUM_ACTIONS * ACTION_FEATURES),
+        ]
+    return fields
+
+
+@dataclass(frozen=True)
+class ObsSpec:
+    """What an observation vector holds: the contract between the environments that
+    write it and the models that read it. Every trained model and exported bot carries
+    its spec (``to_dict``); a loader compares it with the spec of the game at hand and
+    refuses a model whose spec differs (``mismatch``), never guessing from sizes."""
+
+    encoding: str  # "compact" or "rich"
+    n_players: int
+    rules: Rules
+    version: int = OBS_VERSION
+
+    def __post_init__(self) -> None:
+        if self.encoding not in ENCODINGS:
+            raise ValueError(
+                f"unknown observation encoding {self.encoding!r}; accepted: {', '.join(ENCODINGS)}"
+            )
+
+    @property
+    def slices(self) -> dict[str, slice]:
+        """Each named part's place in the vector."""
+        out, start = {}, 0
+        for name, length in _fields(self.encoding, self.n_players, self.rules):
+            out[name] = slice(start, start + length)
+            start += length
+        return out
+
+    @property
+    def size(self) -> int:
+        return sum(length for _, length in _fields(self.encoding, self.n_players, self.rules))
+
+    @property
+    def high(self) -> float:
+        """The largest value any entry takes (the observation space's upper bound)."""
+        return OBS_HIGH if self.encoding == "compact" else RICH_OBS_HIGH
+
+    def encode(self, game: Game, seat: int) -> np.ndarray:
+        """The observation of `game` from `seat`."""
+        return ENCODINGS[self.encoding](game, seat)
+
+    def to_dict(self) -> dict:
+        return {
+            "encoding": self.encoding,
+            "version": self.version,
+            "n_players": self.n_players,
+            "rules": self.rules.to_dict(),
+            "size": self.size,
+            "slices": {name: [s.start, s.stop] for name, s in self.slices.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: object) -> ObsSpec:
+        """The spec saved by ``to_dict``; ValueError (one line) if it is not one."""
+        try:
+            spec = cls(
+                encoding=d["encoding"],
+                n_players=int(d["n_players"]),
+                rules=Rules(**d["rules"]),
+                version=int(d["version"]),
+            )
+            size, slices = int(d["size"]), d["slices"]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"not an observation spec ({e})") from None
+        if spec.version == OBS_VERSION and (
+            size != spec.size or slices != spec.to_dict()["slices"]
+        ):
+            raise ValueError("an observation spec whose layout disagrees with its version")
+        return spec
+
+    def mismatch(self, wanted: ObsSpec) -> str:
+        """Why a model reading this spec cannot play where `wanted` is written, or ""."""
+        if self.version != wanted.version:
+            return (
+                f"it reads observation version {self.version}, this toolkit writes "
+                f"version {wanted.version}"
+            )
+        if self.encoding != wanted.encoding:
+            return f"it reads the {self.encoding} observation, not the {wanted.encoding} one"
+        if self.n_players != wanted.n_players:
+            return f"it was trained for {self.n_players} players, this game has {wanted.n_players}"
+        if self.rules != wanted.rules:
+            return f"it was trained under {self.rules}, this game is played under {wanted.rules}"
+        return ""

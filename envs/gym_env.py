@@ -11,14 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.driver import decision_of, play
-from envs.encoding import (
-    ENCODINGS,
-    OBS_HIGH,
-    OBS_LOW,
-    OBS_VERSION,
-    RICH_OBS_HIGH,
-    encoding_size,
-)
+from envs.encoding import OBS_LOW, ObsSpec
 from envs.game import DECIDE, OVER, Event, Game, IllegalMoveError, Rolled
 from envs.policy import Policy, resolve_policy
 from envs.render import render_rgb, render_text
@@ -131,21 +124,18 @@ class FiveThousandEnv(gym.Env):
         self._pool_specs: list[Any] = []
         for spec, weight in opponent_pool or []:
             self.add_opponent(spec, weight)
-        if obs_encoding not in ENCODINGS:
-            raise ValueError(f"obs_encoding must be one of {list(ENCODINGS)}, got {obs_encoding!r}")
+        self.obs_spec = ObsSpec(obs_encoding, n_players, self.rules)  # checks the name
         self.obs_encoding = obs_encoding
-        self._encode = ENCODINGS[obs_encoding]
         self.learner_seat_option = learner_seat
         self.max_turns = max_turns
         self.illegal_action = illegal_action
         self.dict_obs = dict_obs
         self.render_mode = render_mode
-        self.obs_version = OBS_VERSION
+        self.obs_version = self.obs_spec.version
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
-        size = encoding_size(obs_encoding, n_players, self.rules)
-        high = OBS_HIGH if obs_encoding == "compact" else RICH_OBS_HIGH
-        vector = spaces.Box(OBS_LOW, high, shape=(size,), dtype=np.float32)
+        spec = self.obs_spec
+        vector = spaces.Box(OBS_LOW, spec.high, shape=(spec.size,), dtype=np.float32)
         if dict_obs:
             mask = spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8)
             self.observation_space = spaces.Dict({"observation": vector, "action_mask": mask})
@@ -326,7 +316,7 @@ class FiveThousandEnv(gym.Env):
         return 0.0, False, s.turns >= self.max_turns
 
     def _observation(self):
-        obs = self._encode(self.game, self.learner_seat)
+        obs = self.obs_spec.encode(self.game, self.learner_seat)
         if self.dict_obs:
             return {"observation": obs, "action_mask": self.action_masks().astype(np.int8)}
         return obs

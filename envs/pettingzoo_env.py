@@ -27,7 +27,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from envs.driver import any_decision, play
-from envs.encoding import ENCODINGS, OBS_HIGH, OBS_LOW, RICH_OBS_HIGH, encoding_size
+from envs.encoding import OBS_LOW, ObsSpec
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, OVER, Game
 from envs.render import render_text
 from envs.rules import NUM_ACTIONS, Rules
@@ -67,9 +67,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.rules = Rules(hold=hold, target=target, entry=entry)
-        if obs_encoding not in ENCODINGS:
-            raise ValueError(f"obs_encoding must be one of {list(ENCODINGS)}, got {obs_encoding!r}")
-        self._encode = ENCODINGS[obs_encoding]
+        self.obs_spec = ObsSpec(obs_encoding, n_players, self.rules)  # checks the name
         self.n_players = n_players
         self.max_turns = max_turns
         self.render_mode = render_mode
@@ -78,10 +76,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         obs_space = spaces.Dict(
             {
                 "observation": spaces.Box(
-                    OBS_LOW,
-                    OBS_HIGH if obs_encoding == "compact" else RICH_OBS_HIGH,
-                    (encoding_size(obs_encoding, n_players, self.rules),),
-                    np.float32,
+                    OBS_LOW, self.obs_spec.high, (self.obs_spec.size,), np.float32
                 ),
                 "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
             }
@@ -103,7 +98,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         game = self.game
         if game.state.phase != OVER and game.state.current == seat:
             mask[game.legal_actions()] = 1
-        return {"observation": self._encode(game, seat), "action_mask": mask}
+        return {"observation": self.obs_spec.encode(game, seat), "action_mask": mask}
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is not None:

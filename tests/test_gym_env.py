@@ -1,5 +1,6 @@
 """FiveThousand-v0: the Gymnasium interface, masks, rewards, errors."""
 
+import dataclasses
 import warnings
 
 import gymnasium as gym
@@ -9,10 +10,10 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import envs  # noqa: F401 - registers FiveThousand-v0
-from envs.encoding import observation_size
+from envs.encoding import ObsSpec, observation_size
 from envs.game import DECIDE, IllegalMoveError
 from envs.gym_env import FiveThousandEnv
-from envs.rules import BANK_BIT, NUM_ACTIONS, format_dice
+from envs.rules import BANK_BIT, NUM_ACTIONS, Rules, format_dice
 
 
 def random_legal(env, rng):
@@ -320,3 +321,46 @@ def test_state_keeps_an_opponent_that_left_the_pool():
     env.set_state(saved)
     assert env.opponent_names() == ["turn-ev"]
     assert env.get_state()["seat_specs"] == saved["seat_specs"]
+
+
+# ------------------------------------------------- the observation spec (model contract)
+@pytest.mark.parametrize("encoding", ["compact", "rich"])
+@pytest.mark.parametrize("n_players", [2, 3, 8])
+def test_the_observation_spec_names_every_part_of_the_vector(encoding, n_players):
+    env = FiveThousandEnv(n_players=n_players, obs_encoding=encoding)
+    spec = env.obs_spec
+    obs, _ = env.reset(seed=n_players)
+    assert obs.shape == (spec.size,) == env.observation_space.shape
+    parts = list(spec.slices.values())
+    assert parts[0].start == 0 and parts[-1].stop == spec.size
+    assert all(a.stop == b.start for a, b in zip(parts, parts[1:], strict=False))
+    game = env.unwrapped.game
+    scores = obs[spec.slices["scores"]] * game.rules.target
+    assert list(scores) == game.state.scores[0:]  # the learner sits in seat 0
+    assert obs[spec.slices["dice_in_roll"]][0] == len(game.state.roll) / 5
+    assert ObsSpec.from_dict(spec.to_dict()) == spec
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"n_players": 3}, "trained for 3 players, this game has 2"),
+        ({"encoding": "compact"}, "reads the compact observation, not the rich one"),
+        ({"version": 1}, "reads observation version 1"),
+        ({"rules": Rules(hold="all")}, "trained under"),
+    ],
+)
+def test_a_spec_says_why_it_does_not_fit(change, why):
+    wanted = ObsSpec("rich", 2, Rules())
+    model = dataclasses.replace(wanted, **change)
+    assert why in model.mismatch(wanted)
+    assert wanted.mismatch(wanted) == ""
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [[], {"encoding": "rich"}, {**ObsSpec("rich", 2, Rules()).to_dict(), "size": 12}],
+)
+def test_a_damaged_spec_is_refused(broken):
+    with pytest.raises(ValueError, match="observation spec"):
+        ObsSpec.from_dict(broken)
