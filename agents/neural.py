@@ -15,7 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from envs.encoding import encode, encode_rich, observation_size, rich_observation_size
+from envs.encoding import (
+    ObsSpec,
+    encode,
+    encode_rich,
+    observation_size,
+    rich_observation_size,
+)
 from envs.game import Game
 from envs.policy import Policy
 from envs.rules import HOLD_VARIANTS, Rules
@@ -31,6 +37,16 @@ class CheckpointError(ValueError):
 def first_line(error: BaseException) -> str:
     """The first line of an exception's message (libraries raise long ones)."""
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+OBS_SPEC_ATTRIBUTE = "obs_spec"  # saved by SB3 with the model's other attributes
+
+
+def attach_obs_spec(model, spec: ObsSpec) -> None:
+    """Make `model` (an SB3 algorithm) carry the observation spec it reads: SB3 saves
+    a model's plain attributes in its zip, so every checkpoint written after this
+    holds it, and loaders read it instead of guessing from sizes."""
+    setattr(model, OBS_SPEC_ATTRIBUTE, spec.to_dict())
 
 
 def run_config_path(model: str | Path) -> Path | None:
