@@ -23,7 +23,7 @@ from agents import make_policy
 from envs.driver import play
 from envs.game import OVER, Event, Game, Moved, Rolled
 from envs.render import bank_clause, event_text
-from envs.rules import Rules, format_dice
+from envs.rules import HOLD_VARIANTS, Rules, format_dice
 
 ROOT = Path(__file__).resolve().parent
 
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         help="one bot per seat, 2 to 8 of them (random, threshold:T)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the dice and the bots")
-    parser.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule (R5)")
+    parser.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to pause per move")
     parser.add_argument("--max-turns", type=int, default=1000, help="stop after this many turns")
     args = parser.parse_args(argv)

@@ -29,7 +29,7 @@ from agents import make_policy
 from agents import tournament as tour
 from agents.base import Policy, check_output_path, check_plot_path
 from agents.neural import first_line
-from envs.rules import Rules
+from envs.rules import HOLD_VARIANTS, Rules
 
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
 RATING_HEADER = "rating ± s.e."
@@ -84,7 +84,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--players", type=int, default=2, help="players per game, 2..8 (default 2)")
     p.add_argument("--seed", type=int, default=0, help="tournament seed, >= 0 (default 0)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule (R5)")
+    p.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     p.add_argument("--max-turns", type=int, default=1000, help="turn limit per game")
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON")
     p.add_argument("--csv", metavar="PATH", help="write per-agent results as CSV")

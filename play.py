@@ -40,7 +40,7 @@ from envs.render import (
     plural,
     render_text,
 )
-from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, hold_score
+from envs.rules import BANK_BIT, HOLD_VARIANTS, ROLL_INFO, Rules, action_for, hold_score
 
 HUMAN = "you"
 COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
@@ -496,7 +496,7 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
     )
     p.add_argument("--seat", type=int, default=0, help="your seat (0 plays first)")
     p.add_argument("--seed", type=int, default=None, help="seed of the dice and bots")
-    p.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule")
+    p.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule")
     p.add_argument("--hint", action="store_true", help="show optimal advice at each decision")
     p.add_argument("--delay", type=float, default=0.0, help="pause between bot moves (s)")
     p.add_argument("--load", metavar="FILE", help="resume a saved game")

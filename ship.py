@@ -34,7 +34,7 @@ from pathlib import Path
 import evaluate
 from agents import make_policy
 from agents import tournament as tour
-from envs.rules import Rules
+from envs.rules import HOLD_VARIANTS, Rules
 
 ROOT = Path(__file__).resolve().parent
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain folder name, not hidden
@@ -209,7 +209,7 @@ def check_args(args: argparse.Namespace) -> dict:
         raise ShipError(f"{run} is not a finished training run (no {model})")
     history = stages(run)
     config = history[-1]["config"]
-    if config.get("players") not in range(2, 9) or config.get("hold") not in ("free", "all"):
+    if config.get("players") not in range(2, 9) or config.get("hold") not in HOLD_VARIANTS:
         raise ShipError(f"{run / 'config.json'} names no valid players (2..8) and hold rule")
     notes = ""
     if args.notes:

@@ -28,7 +28,7 @@ import numpy as np
 from agents.base import check_plot_path
 from envs.game import Game
 from envs.policy import Policy
-from envs.rules import NUM_DICE, Rules
+from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
 from envs.solver import STEP, TwoPlayerSolution, solve_turn_ev, solve_two_player
 
 SOLVER_VERSION = 1
@@ -234,7 +234,7 @@ def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Exact values of optimal 5000 play.")
-    parser.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule (R5)")
+    parser.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--plot", metavar="PATH.png", help="draw the optimal banking strategy")
     args = parser.parse_args(argv)

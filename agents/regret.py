@@ -29,7 +29,7 @@ from agents.base import Policy, check_output_path
 from envs.driver import play
 from envs.game import Game
 from envs.render import count_dice
-from envs.rules import BANK_BIT, Rules
+from envs.rules import BANK_BIT, HOLD_VARIANTS, Rules
 
 
 @dataclass
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", default="smart", help="the opponent (default: smart)")
     parser.add_argument("--games", type=int, default=1000, help="games, seats alternating")
     parser.add_argument("--seed", type=int, default=0, help="seed of the games, >= 0")
-    parser.add_argument("--hold", choices=["free", "all"], default="free", help="hold rule (R5)")
+    parser.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     parser.add_argument("--top", type=int, default=15, help="rows of the costliest moves")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     args = parser.parse_args(argv)
