@@ -29,7 +29,9 @@ import envs  # noqa: E402, F401 - registers FiveThousand-v0
 from agents import make_policy
 from agents.optimal import two_player_solution
 from agents.tournament import play_game
-from envs.game import ROLL, Game
+from envs.driver import play
+from envs.game import Game
+from envs.policy import Policy
 from envs.rules import Rules
 from envs.solver import solve_two_player
 
@@ -67,13 +69,7 @@ def engine_games_per_second(seconds: float, bot: str = "threshold:350") -> float
     games = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        game = Game(2, seed=games)
-        state = game.state
-        while state.phase != "over":
-            if state.phase == ROLL:
-                game.roll()
-            else:
-                game.act(players[state.current].act(game, rng))
+        play(Game(2, seed=games), players, rng)
         games += 1
     return games / (time.perf_counter() - start)
 
@@ -99,24 +95,27 @@ def decision_latency(policy, states: list[Game], rng) -> float:
     return float(np.median(times))
 
 
+class _Recorder(Policy):
+    """Plays as `policy` and keeps a copy of every position it decides in."""
+
+    def __init__(self, policy: Policy, states: list[Game]) -> None:
+        self.policy, self.states, self.name = policy, states, policy.name
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        self.states.append(Game.from_json(game.to_json()))
+        return self.policy.act(game, rng)
+
+
 def sample_states(n: int) -> list[Game]:
     """Copies of decision states from smart-vs-turn-ev games."""
-    bots, rng, states, g = (
-        [make_policy("smart"), make_policy("turn-ev")],
-        np.random.default_rng(0),
-        [],
-        0,
-    )
+    states: list[Game] = []
+    bots = [_Recorder(make_policy(name), states) for name in ("smart", "turn-ev")]
+    rng = np.random.default_rng(0)
+    g = 0
     while len(states) < n:
-        game = Game(2, seed=g)
+        play(Game(2, seed=g), bots, rng, until=lambda _: len(states) >= n)
         g += 1
-        while not game.over and len(states) < n:
-            if game.state.phase == ROLL:
-                game.roll()
-            else:
-                states.append(Game.from_json(game.to_json()))
-                game.act(bots[game.state.current].act(game, rng))
-    return states
+    return states[:n]
 
 
 def exported_latency(checkpoint: Path, n_states: int = 2000) -> tuple[float, float]:
