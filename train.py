@@ -730,7 +730,7 @@ class Reporter:
 
     def say(self, line: str) -> None:
         if self.bar is not None:
-            self.bar.console.print(line, markup=False, highlight=False)
+            self.bar.console.print(line, markup=False, highlight=False, soft_wrap=True)
         else:
             print(line, flush=True)
 
