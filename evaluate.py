@@ -234,17 +234,28 @@ def print_summary(console: Console, summary: dict) -> None:
         matrix.add_column("", no_wrap=True)
         for name in names:
             matrix.add_column(name, justify="right", no_wrap=True)
-        for row in names:
-            cells = []
-            for col in names:
-                cell = summary["pairwise"][row].get(col)
-                if cell is None:
-                    cells.append("")
-                else:
-                    half = (cell["ci95"][1] - cell["ci95"][0]) / 2
-                    cells.append(f"{cell['win_rate']:.1%} ±{half:.1%}")
+        for row, cells in pairwise_rows(summary, names, _plus_minus):
             matrix.add_row(row, *cells)
         print_whole(console, matrix)
+
+
+def pairwise_rows(summary: dict, names: list[str], cell_text) -> list[tuple[str, list[str]]]:
+    """The 2-player matrix as (row agent, one text per column agent; "" on the diagonal)."""
+    pairwise = summary["pairwise"]
+    return [
+        (row, [cell_text(pairwise[row][col]) if col in pairwise[row] else "" for col in names])
+        for row in names
+    ]
+
+
+def _plus_minus(cell: dict) -> str:
+    low, high = cell["ci95"]
+    return f"{cell['win_rate']:.1%} ±{(high - low) / 2:.1%}"
+
+
+def _with_interval(cell: dict) -> str:
+    low, high = cell["ci95"]
+    return f"{cell['win_rate']:.1%} ({low:.1%} - {high:.1%})"
 
 
 def markdown(summary: dict) -> str:
@@ -264,15 +275,7 @@ def markdown(summary: dict) -> str:
         names = [a["agent"] for a in agents]
         lines += ["", "| row wins against column | " + " | ".join(names) + " |"]
         lines.append("|---|" + "---:|" * len(names))
-        for row in names:
-            cells = []
-            for col in names:
-                cell = summary["pairwise"][row].get(col)
-                if cell is None:
-                    cells.append("")
-                else:
-                    low, high = cell["ci95"]
-                    cells.append(f"{cell['win_rate']:.1%} ({low:.1%} - {high:.1%})")
+        for row, cells in pairwise_rows(summary, names, _with_interval):
             lines.append(f"| **{row}** | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
