@@ -502,13 +502,14 @@ def test_a_run_says_what_it_will_do_and_how_long_it_takes(tmp_path, capsys):
     assert "{" not in out
 
 
-def test_no_flags_says_what_it_does_before_starting(monkeypatch, capsys):
+def test_no_flags_says_what_it_does_before_starting(monkeypatch, capsys, tmp_path):
     """Issue 9 item 14: `python train.py` alone starts the default run; it says so first,
     with the steps, the evaluations, and the quicker preset (the training is stubbed)."""
     monkeypatch.setattr(train, "train", lambda *args: 0)
+    monkeypatch.setattr(train, "ROOT", tmp_path)  # the default runs folder, empty
     assert train.main([]) == 0
     out = capsys.readouterr().out
-    assert "custom_2p_free_seed0: 1,000,000 steps to train" in out
+    assert f"run {tmp_path / 'checkpoints' / 'custom_2p_free_seed0'}: 1,000,000 steps" in out
     assert "evaluation every 100,000 steps" in out
     assert "no flags: the default settings" in out and "--preset quick" in out
 
