@@ -546,6 +546,7 @@ def make_model(config: TrainConfig, vec_env, tensorboard_log: str):
     from sb3_contrib import MaskablePPO
 
     from agents.networks import ActionScoringPolicy, policy_kwargs_for
+    from agents.neural import attach_obs_spec
     from envs.rules import Rules
 
     start, end = config.learning_rate, config.final_learning_rate
@@ -553,7 +554,7 @@ def make_model(config: TrainConfig, vec_env, tensorboard_log: str):
     def learning_rate(progress_remaining: float) -> float:
         return end + (start - end) * progress_remaining
 
-    return MaskablePPO(
+    model = MaskablePPO(
         ActionScoringPolicy,
         vec_env,
         learning_rate=learning_rate,
@@ -579,6 +580,16 @@ def make_model(config: TrainConfig, vec_env, tensorboard_log: str):
         device="cpu",
         verbose=0,
     )
+    attach_obs_spec(model, obs_spec(config))  # saved with every checkpoint of the run
+    return model
+
+
+def obs_spec(config: TrainConfig):
+    """The observations the run's environments write (envs.encoding.ObsSpec)."""
+    from envs.encoding import ObsSpec
+    from envs.rules import Rules
+
+    return ObsSpec("rich", config.players, Rules(hold=config.hold))
 
 
 # ============================================================== run folder
@@ -1010,7 +1021,7 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env, extra: dict):
     import torch
     from sb3_contrib import MaskablePPO
 
-    from agents.neural import first_line
+    from agents.neural import attach_obs_spec, first_line
 
     latest = run_dir / "latest"
     try:
@@ -1020,6 +1031,7 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env, extra: dict):
         raise ValueError(f"{run_dir} has no checkpoint to resume (no latest/model.zip)") from None
     except Exception as e:
         raise ValueError(f"the checkpoint in {latest} is unreadable: {first_line(e)}") from None
+    attach_obs_spec(model, obs_spec(config))  # the loaded model's policy is a new one
     if extra["num_timesteps"] != model.num_timesteps:  # a crash between the two files' writes
         raise ValueError(
             f"the checkpoint in {latest} is inconsistent: the model is at step "
@@ -1239,6 +1251,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     try:
+        return start(args, argv)
+    except KeyboardInterrupt:  # before training (train() reports its own): nothing written
+        print("interrupted before training started: nothing written", file=sys.stderr)
+        return 130
+
+
+def start(args: argparse.Namespace, argv: list[str]) -> int:
+    """Check everything, say what will happen, then train; or say why not, in one line."""
+    try:
         config, run_dir, extra = prepare(args)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -1254,11 +1275,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for line in plan(config, run_dir, steps, no_flags=not argv):
         print(line, flush=True)
-    try:
-        return train(config, run_dir, extra, args, argv)
-    except KeyboardInterrupt:  # before training started: nothing written yet
-        print("interrupted before training started: nothing written", file=sys.stderr)
-        return 130
+    return train(config, run_dir, extra, args, argv)
 
 
 if __name__ == "__main__":
