@@ -3,8 +3,9 @@
     python export.py checkpoints/ppo-2p/model.zip [-o bots/ppo-2p.onnx]
 
 The ONNX graph computes the actor's 64 action logits from the observation vector; the
-metadata JSON beside it records the rules, the number of players, the observation and
-action encodings (with versions) and where the model came from. Play it with
+metadata JSON beside it records the checkpoint's observation spec (encoding, version,
+players, rules, named slices: ``envs.encoding.ObsSpec``), the action encoding's version
+and where the model came from. Play it with
 onnxruntime and numpy only (``agents.exported.ExportedBot``), anywhere an agent is
 named (``python evaluate.py bots/ppo-2p.onnx smart``, ``python play.py --opponents
 bots/ppo-2p.onnx``).
@@ -29,40 +30,31 @@ from agents.exported import (
     ExportedBot,
     metadata_path,
 )
-from agents.neural import CheckpointError, SB3Policy, first_line
-from envs.encoding import OBS_VERSION, encoding_size, observation_size, rich_observation_size
-from envs.rules import Rules
+from agents.neural import (
+    OBS_SPEC_ATTRIBUTE,
+    RUN_MODEL_FOLDERS,
+    CheckpointError,
+    SB3Policy,
+    first_line,
+)
 
 
-def game_of(checkpoint: Path, obs_size: int, players: int | None, hold: str | None):
-    """(n_players, rules, encoding, run config) of a checkpoint: from the config.json of
-    its run (next to it, or one folder up), else from the flags and the input size."""
-    config = {}
-    for candidate in (checkpoint.parent / "config.json", checkpoint.parent.parent / "config.json"):
-        if candidate.is_file():
-            config = json.loads(candidate.read_text())
-            break
-    for flag, value in (("players", players), ("hold", hold)):
-        if value is not None and config and config.get(flag) != value:
-            raise CheckpointError(
-                f"--{flag} {value} contradicts the run's config.json ({flag}: {config.get(flag)})"
-            )
-    if not config and hold is None:
-        raise CheckpointError(
-            f"no run config.json beside {checkpoint}: give --hold (and --players)"
-        )
-    players = players or config.get("players")
-    rules = Rules(hold=hold or config["hold"])
-    candidates = [players] if players else range(2, 9)
-    for n in candidates:
-        if obs_size == rich_observation_size(n, rules):
-            return n, rules, "rich", config
-        if obs_size == observation_size(n):
-            return n, rules, "compact", config
-    raise CheckpointError(
-        f"{checkpoint} takes {obs_size} observation values, which fits no "
-        f"{f'{players}-player ' if players else ''}game of these rules; give --players/--hold"
-    )
+def run_config(checkpoint: Path) -> dict:
+    """The config.json of the checkpoint's run (beside it, or above RUN/best/ and
+    RUN/latest/), recorded as provenance; {} if there is none."""
+    folders = [checkpoint.parent]
+    if checkpoint.parent.name in RUN_MODEL_FOLDERS:
+        folders.append(checkpoint.parent.parent)
+    path = next((f / "config.json" for f in folders if (f / "config.json").is_file()), None)
+    if path is None:
+        return {}
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path} (the config of {checkpoint}) is unreadable: {e}") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path} (the config of {checkpoint}) is not a JSON object")
+    return config
 
 
 def check_paths(checkpoint: Path, out: Path) -> None:
@@ -84,19 +76,16 @@ def check_paths(checkpoint: Path, out: Path) -> None:
         raise CheckpointError(f"cannot write {out}: {folder} is not a writable folder")
 
 
-def export(
-    checkpoint: str | Path, out: str | Path, players: int | None = None, hold: str | None = None
-) -> dict:
-    """Export `checkpoint` to the ONNX file `out` (and its metadata JSON beside it);
-    CheckpointError for a checkpoint, output or game that does not fit."""
+def export(checkpoint: str | Path, out: str | Path) -> dict:
+    """Export `checkpoint` to the ONNX file `out` (and its metadata JSON beside it, with
+    the checkpoint's observation spec); CheckpointError for a checkpoint or output
+    that does not fit."""
     import torch
 
     checkpoint, out = Path(checkpoint), Path(out)
     check_paths(checkpoint, out)
-    if players is not None and not 2 <= players <= 8:
-        raise CheckpointError(f"--players must be 2..8, got {players}")
+    config = run_config(checkpoint)
     policy = SB3Policy(checkpoint)
-    n_players, rules, encoding, config = game_of(checkpoint, policy.obs_size, players, hold)
     sb3_policy = policy.model.policy.eval()
 
     class Actor(torch.nn.Module):
@@ -114,8 +103,8 @@ def export(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".partial.onnx")  # moved into place once complete
     try:
-        write_onnx(Actor().eval(), policy.obs_size, tmp)
-        meta = metadata(checkpoint, out, policy.obs_size, n_players, rules, encoding, config)
+        write_onnx(Actor().eval(), policy.spec.size, tmp)
+        meta = metadata(checkpoint, out, policy.spec.to_dict(), config)
         metadata_path(tmp).write_text(json.dumps(meta, indent=2))
         ExportedBot(tmp)  # loads back, or fails loudly now
         tmp.replace(out)
@@ -148,16 +137,9 @@ def write_onnx(actor, obs_size: int, path: Path) -> None:
         )
 
 
-def metadata(
-    checkpoint: Path,
-    out: Path,
-    obs_size: int,
-    n_players: int,
-    rules: Rules,
-    encoding: str,
-    config: dict,
-) -> dict:
-    """The metadata JSON of an exported bot: the game, the encodings, the provenance."""
+def metadata(checkpoint: Path, out: Path, spec: dict, config: dict) -> dict:
+    """The metadata JSON of an exported bot: the observation spec (game and
+    observation), the action encoding, the provenance."""
     import sb3_contrib
     import torch
 
@@ -165,13 +147,9 @@ def metadata(
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": out.stem,
-        "n_players": n_players,
-        "rules": rules.to_dict(),
-        "obs_encoding": encoding,
-        "obs_version": OBS_VERSION,
-        "obs_size": encoding_size(encoding, n_players, rules),
+        OBS_SPEC_ATTRIBUTE: spec,
         "action_encoding_version": ACTION_ENCODING_VERSION,
-        "inputs": {"obs": ["batch", obs_size]},
+        "inputs": {"obs": ["batch", spec["size"]]},
         "outputs": {"logits": ["batch", 64]},
         "masking": "replace illegal logits by -1e8; play the most probable action",
         "provenance": {
@@ -189,22 +167,21 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Export a MaskablePPO checkpoint to ONNX.")
     p.add_argument("checkpoint", help="an SB3 checkpoint (.zip)")
     p.add_argument("-o", "--out", help="output .onnx path (default: beside the checkpoint)")
-    p.add_argument("--players", type=int, help="players, if the checkpoint has no run config")
-    p.add_argument("--hold", choices=["free", "all"], help="hold rule, likewise")
     args = p.parse_args(argv)
     checkpoint = Path(args.checkpoint)
     out = Path(args.out) if args.out else checkpoint.with_suffix(".onnx")
     try:
-        meta = export(checkpoint, out, args.players, args.hold)
+        meta = export(checkpoint, out)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # the exporter or the disk: one line, not a traceback
         print(f"error: could not export {checkpoint}: {first_line(e)}", file=sys.stderr)
         return 1
+    spec = meta[OBS_SPEC_ATTRIBUTE]
     print(
         f"exported {out} and {metadata_path(out)} "
-        f"({meta['n_players']} players, {meta['obs_encoding']} observation)"
+        f"({spec['n_players']} players, {spec['encoding']} observation v{spec['version']})"
     )
     return 0
 

@@ -13,14 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.neural import first_line
-from envs.encoding import ENCODINGS, OBS_VERSION, encoding_size
+from agents.neural import OBS_SPEC_ATTRIBUTE, TrainedModel, first_line
+from envs.encoding import ObsSpec
 from envs.game import Game
-from envs.policy import Policy
-from envs.rules import Rules
 
 FORMAT = "fivethousand-rl exported bot"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the game and observation are one "obs_spec" (envs.encoding.ObsSpec)
 ACTION_ENCODING_VERSION = 1  # envs.rules: bits 0-4 hold sorted dice, bit 5 banks
 MASKED_LOGIT = -1e8  # what sb3-contrib's MaskableCategorical puts on illegal actions
 
@@ -45,21 +43,15 @@ def read_metadata(onnx_path: str | Path) -> dict:
         raise ExportError(f"metadata {path} is not valid JSON: {e}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ExportError(f"{path} is not the metadata of an exported 5000 bot")
-    checks = [
+    for key, ours in [
         ("format_version", FORMAT_VERSION),
-        ("obs_version", OBS_VERSION),
         ("action_encoding_version", ACTION_ENCODING_VERSION),
-    ]
-    for key, ours in checks:
+    ]:
         if meta.get(key) != ours:
             raise ExportError(
                 f"{onnx_path} uses {key} {meta.get(key)!r}, this version of the toolkit "
                 f"reads {ours}: export it again from its checkpoint"
             )
-    if meta.get("obs_encoding") not in ENCODINGS:
-        raise ExportError(
-            f"{onnx_path} uses an unknown observation encoding {meta.get('obs_encoding')!r}"
-        )
     return meta
 
 
@@ -70,12 +62,19 @@ def masked_choice(logits: np.ndarray, mask: np.ndarray) -> int:
     return int(np.argmax(probs / probs.sum()))
 
 
-class ExportedBot(Policy):
-    """Plays an exported .onnx bot; its .json metadata must sit beside it."""
+class ExportedBot(TrainedModel):
+    """Plays an exported .onnx bot; its .json metadata must sit beside it, with the
+    observation spec it reads: it plays only the game of that spec."""
+
+    error = ExportError
 
     def __init__(self, path: str | Path, threads: int = 1) -> None:
         self.path = Path(path)
         self.meta = read_metadata(self.path)
+        try:
+            self.spec = ObsSpec.from_dict(self.meta.get(OBS_SPEC_ATTRIBUTE))
+        except ValueError as e:
+            raise ExportError(f"{self.path}: its metadata's {OBS_SPEC_ATTRIBUTE}: {e}") from None
         try:
             import onnxruntime as ort
 
@@ -87,34 +86,19 @@ class ExportedBot(Policy):
             )
         except Exception as e:
             raise ExportError(f"could not load exported bot {self.path}: {first_line(e)}") from None
-        try:
-            self.rules = Rules(**self.meta["rules"])
-            self.n_players = int(self.meta["n_players"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ExportError(f"{self.path}: bad rules or players in its metadata ({e})") from None
-        self.encode = ENCODINGS[self.meta["obs_encoding"]]
         graph_input = self.session.get_inputs()[0]
         self.input_name = graph_input.name
-        expected = encoding_size(self.meta["obs_encoding"], self.n_players, self.rules)
-        if self.meta.get("obs_size") != expected or graph_input.shape[-1] != expected:
+        if graph_input.shape[-1] != self.spec.size:
             raise ExportError(
-                f"{self.path}: the graph takes {graph_input.shape[-1]} inputs and the metadata "
-                f"says {self.meta.get('obs_size')}, but such a game's encoding gives {expected}"
+                f"{self.path}: the graph takes {graph_input.shape[-1]} inputs, its spec "
+                f"says {self.spec.size}"
             )
         self.name = self.path.stem  # bots/ppo-2p.onnx -> "ppo-2p", as the file is named now
-
-    def check_game(self, n_players: int, rules: Rules) -> None:
-        """Raise ExportError unless this bot was made for such a game."""
-        if n_players != self.n_players or rules != self.rules:
-            raise ExportError(
-                f"{self.path} plays {self.n_players}-player games with {self.rules}; "
-                f"this game has {n_players} players and {rules}"
-            )
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         return self.session.run(None, {self.input_name: obs[None].astype(np.float32)})[0][0]
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
-        self.check_game(game.n_players, game.rules)
-        obs = self.encode(game, game.state.current)
+        self.check(game)
+        obs = self.spec.encode(game, game.state.current)
         return masked_choice(self.logits(obs), game.legal()[1])

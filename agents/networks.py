@@ -23,7 +23,8 @@ import torch as th
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
-from envs.encoding import ACTION_FEATURES, encode_rich, rich_state_size
+from agents.neural import OBS_SPEC_ATTRIBUTE, spec_problem
+from envs.encoding import ACTION_FEATURES, ObsSpec, encode_rich
 from envs.game import Game
 from envs.policy import Policy
 from envs.rules import NUM_ACTIONS
@@ -84,8 +85,8 @@ class ActionScoringNet(nn.Module):
 class ActionScoringPolicy(MaskableActorCriticPolicy):
     """MaskableActorCriticPolicy whose actor scores each action with a shared network.
 
-    Extra policy_kwargs: ``n_state`` (size of the state part of the observation, see
-    ``envs.encoding.rich_state_size``), ``state_layers``, ``scorer_layers``,
+    Extra policy_kwargs: ``n_state`` (size of the state part of the observation: where
+    its "actions" slice starts), ``state_layers``, ``scorer_layers``,
     ``critic_layers``, ``activation`` ("relu" or "tanh").
     """
 
@@ -131,7 +132,7 @@ class ActionScoringPolicy(MaskableActorCriticPolicy):
 
 def policy_kwargs_for(n_players: int, rules, **net) -> dict:
     """policy_kwargs for ActionScoringPolicy on the rich encoding of this game."""
-    return {"n_state": rich_state_size(n_players, rules), **net}
+    return {"n_state": ObsSpec("rich", n_players, rules).slices["actions"].start, **net}
 
 
 # ------------------------------------------------------------------ numpy copy
@@ -139,7 +140,9 @@ class NumpyScorer(Policy):
     """The actor of an ActionScoringPolicy with numpy: same logits, legal rows only.
 
     Deterministic play takes the best legal logit (the first on ties, as torch's
-    argmax); otherwise it samples from the softmax over legal actions with `rng`.
+    argmax); otherwise it samples from the softmax over legal actions with `rng`. Its
+    config holds the network's shape and the observation spec it reads ("obs_spec"),
+    saved with the weights; it plays only the game of that spec.
     """
 
     # Parameter names, as in the torch module, that the actor needs.
@@ -158,14 +161,30 @@ class NumpyScorer(Policy):
         self.scorer_layers = _linear_layers(self.weights, "scorer")
         self.name = name
         self.deterministic = True
+        saved = config.get(OBS_SPEC_ATTRIBUTE)
+        self.spec = None if saved is None else ObsSpec.from_dict(saved)
 
     @classmethod
-    def from_policy(cls, policy: ActionScoringPolicy, name: str = "scorer") -> NumpyScorer:
+    def from_policy(
+        cls, policy: ActionScoringPolicy, name: str = "scorer", spec: ObsSpec | None = None
+    ) -> NumpyScorer:
+        """The actor of `policy`, reading `spec` (default: the spec attached to the
+        policy by ``agents.neural.attach_obs_spec``, if any)."""
         weights = {k: v.detach().cpu().numpy() for k, v in policy.state_dict().items()}
-        return cls(weights, dict(policy.net_config), name)
+        config = dict(policy.net_config)
+        saved = spec.to_dict() if spec is not None else getattr(policy, OBS_SPEC_ATTRIBUTE, None)
+        if saved is not None:
+            config[OBS_SPEC_ATTRIBUTE] = saved
+        return cls(weights, config, name)
 
     def save(self, path: str | Path) -> None:
-        """Weights and config in one .npz."""
+        """Weights and config (observation spec included) in one .npz; ValueError for a
+        scorer with no spec, which no loader would take."""
+        if self.spec is None:
+            raise ValueError(
+                f"{self.name} carries no observation spec: attach one to its model "
+                "(agents.neural.attach_obs_spec) or pass spec= to from_policy"
+            )
         np.savez(path, config=np.array(json.dumps(self.config)), **self.weights)
 
     @classmethod
@@ -177,11 +196,9 @@ class NumpyScorer(Policy):
 
     def check_game(self, n_players: int, rules) -> None:
         """Raise ValueError unless this network reads the observations of such a game."""
-        if rich_state_size(n_players, rules) != self.n_state:
-            raise ValueError(
-                f"{self.name} was trained for another game: it reads {self.n_state} state "
-                f"values, a {n_players}-player game gives {rich_state_size(n_players, rules)}"
-            )
+        why = spec_problem(self.spec, n_players, rules)
+        if why:
+            raise ValueError(f"{self.name} cannot play this game: {why}")
 
     def _act_fn(self, x: np.ndarray) -> np.ndarray:
         return np.maximum(x, 0.0) if self.activation == "relu" else np.tanh(x)

@@ -1,33 +1,35 @@
 """Trained SB3 models (MaskablePPO checkpoints, ``.zip``, and self-play snapshots,
 ``.npz``) behind the Policy interface.
 
-A trained model plays only the game it was trained for: its run's ``config.json``
-(beside ``checkpoints/NAME/model.zip``, or in the run folder above ``RUN/best/``,
-``RUN/latest/`` and ``RUN/snapshots/``) names the player count and hold rule, and
-``check_game`` refuses any other, as an exported bot's metadata does.
+A trained model carries the observation spec it reads (``envs.encoding.ObsSpec``:
+encoding, version, players, rules and named slices), saved with it by training
+(``attach_obs_spec``). Loaders read it, never guess from sizes, and ``check_game``
+refuses in one line any game whose observations are not the ones it reads. A model
+saved before models carried their spec is refused until ``migrate_checkpoint`` gives
+it one (see checkpoints/README.md).
 """
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import shutil
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from envs.encoding import (
-    ObsSpec,
-    encode,
-    encode_rich,
-    observation_size,
-    rich_observation_size,
-)
+from envs.encoding import ObsSpec
 from envs.game import Game
 from envs.policy import Policy
-from envs.rules import HOLD_VARIANTS, Rules
+from envs.rules import Rules
 
 # Folders of a training run that hold models; the run's config.json is one level up.
 RUN_MODEL_FOLDERS = ("best", "latest", "snapshots")
+OBS_SPEC_ATTRIBUTE = "obs_spec"  # saved by SB3 with the model's other attributes
+# The archive member of each kind of model file that holds its settings, spec included.
+SETTINGS_MEMBER = {".zip": "data", ".npz": "config.npy"}
 
 
 class CheckpointError(ValueError):
@@ -39,78 +41,126 @@ def first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-OBS_SPEC_ATTRIBUTE = "obs_spec"  # saved by SB3 with the model's other attributes
-
-
 def attach_obs_spec(model, spec: ObsSpec) -> None:
     """Make `model` (an SB3 algorithm) carry the observation spec it reads: SB3 saves
     a model's plain attributes in its zip, so every checkpoint written after this
-    holds it, and loaders read it instead of guessing from sizes."""
+    holds it. Its policy gets it too, for the snapshots made from it
+    (``NumpyScorer.from_policy``); call this again after ``MaskablePPO.load``, which
+    restores the model's attribute but builds a new policy."""
     setattr(model, OBS_SPEC_ATTRIBUTE, spec.to_dict())
+    setattr(model.policy, OBS_SPEC_ATTRIBUTE, spec.to_dict())
 
 
-def run_config_path(model: str | Path) -> Path | None:
-    """The config.json of the run a model file comes from, or None if there is none:
-    beside the model (a shipped agent), else in the run folder above best/, latest/ or
-    snapshots/."""
-    model = Path(model)
-    candidates = [model.parent / "config.json"]
-    if model.parent.name in RUN_MODEL_FOLDERS:
-        candidates.append(model.parent.parent / "config.json")
-    return next((c for c in candidates if c.is_file()), None)
+def spec_problem(spec: ObsSpec | None, n_players: int, rules: Rules) -> str:
+    """Why a model reading `spec` cannot play a game of `n_players` under `rules`
+    with the observations this toolkit writes, or ""."""
+    if spec is None:
+        return "it carries no observation spec"
+    return spec.mismatch(ObsSpec(spec.encoding, n_players, rules))
 
 
-def trained_game(model: str | Path) -> tuple[int, Rules, Path] | None:
-    """(players, rules, config file) a model was trained for, read from its run's
-    config.json; None when no config.json goes with it (then nothing can be checked
-    beyond the observation size). Raises CheckpointError for an unreadable config."""
-    path = run_config_path(model)
-    if path is None:
-        return None
+# ------------------------------------------------------------ the saved settings
+def _decode(suffix: str, raw: bytes) -> dict:
+    if suffix == ".zip":
+        return json.loads(raw)
+    return json.loads(str(np.lib.format.read_array(io.BytesIO(raw))))
+
+
+def _encode(suffix: str, settings: dict) -> bytes:
+    if suffix == ".zip":
+        return json.dumps(settings, indent=4).encode()  # as SB3 writes it
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.array(json.dumps(settings)))  # as np.savez
+    return buffer.getvalue()
+
+
+def read_settings(path: Path) -> dict:
+    """The settings saved in a checkpoint (SB3's "data") or snapshot (its config),
+    read without loading the network; CheckpointError (one line) if there are none."""
+    member = SETTINGS_MEMBER.get(path.suffix)
+    if member is None:
+        raise CheckpointError(f"not a checkpoint (.zip) or snapshot (.npz): {path}")
+    kind = "snapshot" if path.suffix == ".npz" else "checkpoint"
+    if not path.is_file():
+        raise CheckpointError(f"{kind} not found: {path}")
+    if not zipfile.is_zipfile(path):
+        an = "a self-play" if kind == "snapshot" else "an SB3"
+        raise CheckpointError(f"not {an} {kind} (not a zip file): {path}")
     try:
-        config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{path} (the config of {model}) is unreadable: {e}") from None
-    players = config.get("players") if isinstance(config, dict) else None
-    hold = config.get("hold") if isinstance(config, dict) else None
-    if type(players) is not int or not 2 <= players <= 8 or hold not in HOLD_VARIANTS:
+        with zipfile.ZipFile(path) as archive:
+            settings = _decode(path.suffix, archive.read(member))
+    except Exception as e:  # a missing member, bad JSON, a bad array: all one answer
+        raise CheckpointError(f"could not load checkpoint {path}: {first_line(e)}") from None
+    if not isinstance(settings, dict):
+        raise CheckpointError(f"could not load checkpoint {path}: its {member} is no object")
+    return settings
+
+
+def network_fits(settings: dict, spec: ObsSpec) -> bool:
+    """Whether the network saved with `settings` reads observations of `spec`: an SB3
+    model's input size, a snapshot's state part."""
+    if "n_state" in settings:  # a snapshot (NumpyScorer config)
+        return spec.encoding == "rich" and settings["n_state"] == spec.slices["actions"].start
+    shape = settings.get("observation_space", {}).get("_shape")
+    return shape == [spec.size]
+
+
+def read_obs_spec(path: Path) -> ObsSpec:
+    """The observation spec saved in a checkpoint or snapshot, read without loading
+    the network; CheckpointError (one line) if it has none (saying how to add one), a
+    broken one, or one its network does not read."""
+    settings = read_settings(path)
+    saved = settings.get(OBS_SPEC_ATTRIBUTE)
+    if saved is None:
         raise CheckpointError(
-            f"{path} (the config of {model}) names no valid players (2..8) and hold rule "
-            f"({'/'.join(HOLD_VARIANTS)})"
+            f"{path} carries no observation spec (saved before models carried theirs): "
+            "add it with agents.neural.migrate_checkpoint, see checkpoints/README.md"
         )
-    # Training configs name the hold rule only; a future one may name target or entry.
-    extra = {k: config[k] for k in ("target", "entry") if k in config}
     try:
-        rules = Rules(hold=hold, **extra)
+        spec = ObsSpec.from_dict(saved)
     except ValueError as e:
-        raise CheckpointError(f"{path} (the config of {model}): {e}") from None
-    return players, rules, path
+        raise CheckpointError(f"{path}: {e}") from None
+    if not network_fits(settings, spec):
+        raise CheckpointError(f"{path}: its network does not read what its spec says")
+    return spec
 
 
-def describe_rules(rules: Rules) -> str:
-    """"hold rule 'free'", plus target and entry when they are not the standard ones."""
-    text = f"hold rule {rules.hold!r}"
-    standard = Rules(hold=rules.hold)
-    if (rules.target, rules.entry) != (standard.target, standard.entry):
-        text += f", target {rules.target}, entry {rules.entry}"
-    return text
+def write_settings(path: Path, settings: dict) -> None:
+    """Replace the settings of a checkpoint or snapshot: every other member of the
+    archive is copied byte for byte (names, order, dates, compression), and the file is
+    written aside and then renamed over the old one, so a reader never sees half of it."""
+    aside = path.with_name(path.name + ".partial")
+    try:
+        with zipfile.ZipFile(path) as old, zipfile.ZipFile(aside, "w") as new:
+            for info in old.infolist():
+                same = info.filename != SETTINGS_MEMBER[path.suffix]
+                new.writestr(info, old.read(info) if same else _encode(path.suffix, settings))
+        shutil.copymode(path, aside)
+        os.replace(aside, path)
+    finally:
+        aside.unlink(missing_ok=True)
 
 
-def check_trained_game(
-    model: Path, trained: tuple[int, Rules, Path] | None, n_players: int, rules: Rules
-) -> None:
-    """Raise CheckpointError if `trained` (from ``trained_game``) is another game."""
-    if trained is None:
-        return
-    players, trained_rules, config = trained
-    if (players, trained_rules) != (n_players, rules):
-        raise CheckpointError(
-            f"{model} was trained for {players}-player games with "
-            f"{describe_rules(trained_rules)} ({config}); this game has {n_players} players "
-            f"and {describe_rules(rules)}"
-        )
+def migrate_checkpoint(path: str | Path, spec: ObsSpec) -> bool:
+    """Give a checkpoint (.zip) or snapshot (.npz) saved before models carried their
+    observation spec the `spec` it reads (added last to its settings; nothing else
+    changes, see ``write_settings``). Returns whether the file changed (False: it
+    carries `spec` already); CheckpointError if it carries another spec or its network
+    does not read such observations."""
+    path = Path(path)
+    settings = read_settings(path)
+    saved = settings.get(OBS_SPEC_ATTRIBUTE)
+    if saved == spec.to_dict():
+        return False
+    if saved is not None:
+        raise CheckpointError(f"{path} already carries another observation spec: {saved}")
+    if not network_fits(settings, spec):
+        raise CheckpointError(f"{path}: its network does not read {spec.size}-value {spec}")
+    write_settings(path, {**settings, OBS_SPEC_ATTRIBUTE: spec.to_dict()})
+    return True
 
 
+# ------------------------------------------------------------------ players
 def short_name(model: str | Path) -> str:
     """How tables show a model file: checkpoints/ppo-2p/model.zip -> "ppo-2p" (the
     shipped agent's folder), RUN/best/model.zip -> "RUN" (the run),
@@ -126,65 +176,51 @@ def short_name(model: str | Path) -> str:
     return model.stem
 
 
-class SB3Policy(Policy):
+class TrainedModel(Policy):
+    """A model file that plays only the game its observation spec describes: `path`
+    and `spec` are set by the subclass; refusals are `error`s naming the file."""
+
+    path: Path
+    spec: ObsSpec
+    error: type[ValueError] = CheckpointError
+    _checked: tuple | None = None  # the (players, rules) last checked
+
+    def check_game(self, n_players: int, rules: Rules) -> None:
+        """Raise `error` (one line) unless this model reads such a game's observations."""
+        why = spec_problem(self.spec, n_players, rules)
+        if why:
+            raise self.error(f"{self.path} cannot play this game: {why}")
+
+    def check(self, game: Game) -> None:
+        """check_game once per kind of game: one seated without asking is refused too."""
+        key = (game.n_players, game.rules)
+        if key != self._checked:
+            self.check_game(*key)
+            self._checked = key
+
+
+class SB3Policy(TrainedModel):
     """Plays a MaskablePPO checkpoint: the observation of the seat to move, the legal
     actions as the mask, deterministic (greedy) unless `deterministic=False` (then the
-    action is sampled with torch's generator, seeded from the caller's rng).
-
-    With its run's config.json (see ``trained_game``) it plays only that player count
-    and hold rule. A checkpoint with no config beside it (a bare ``.zip`` copied
-    elsewhere) is checked only on its observation size, as before configs were read.
-    """
+    action is sampled with torch's generator, seeded from the caller's rng)."""
 
     def __init__(self, path: str | Path, deterministic: bool = True) -> None:
-        path = Path(path)
-        if not path.is_file():
-            raise CheckpointError(f"checkpoint not found: {path}")
-        if not zipfile.is_zipfile(path):
-            raise CheckpointError(f"not an SB3 checkpoint (not a zip file): {path}")
+        self.path = Path(path)
+        self.spec = read_obs_spec(self.path)
         try:
             from sb3_contrib import MaskablePPO
 
-            self.model = MaskablePPO.load(path, device="cpu")
+            self.model = MaskablePPO.load(self.path, device="cpu")
         except Exception as e:  # corrupt archives fail in many ways inside SB3
             raise CheckpointError(f"could not load checkpoint {path}: {first_line(e)}") from None
-        shape = self.model.observation_space.shape
-        if shape is None or len(shape) != 1:
-            raise CheckpointError(f"checkpoint {path} does not take a flat observation vector")
-        self.obs_size = shape[0]
         self.deterministic = deterministic
         self.name = short_name(path)
-        self.path = path
-        self.trained = trained_game(path)
-        self._key = None
-
-    def encoder(self, n_players: int, rules: Rules):
-        """The observation encoding this checkpoint reads in such a game (told apart by
-        size), or CheckpointError if it fits neither."""
-        if self.obs_size == rich_observation_size(n_players, rules):
-            return encode_rich
-        if self.obs_size == observation_size(n_players):
-            return encode
-        raise CheckpointError(
-            f"{self.path} was trained for {self.obs_size} observation values; "
-            f"{n_players}-player games give {observation_size(n_players)} (compact) or "
-            f"{rich_observation_size(n_players, rules)} (rich)"
-        )
-
-    def check_game(self, n_players: int, rules: Rules) -> None:
-        """Raise CheckpointError unless this checkpoint can play such a game: the
-        players and hold rule of its run's config, and its observation size."""
-        check_trained_game(self.path, self.trained, n_players, rules)
-        self.encoder(n_players, rules)
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         import torch
 
-        key = (game.n_players, game.rules)
-        if key != self._key:  # a new game: refuse one it was not trained for
-            self.check_game(*key)
-            self._encode, self._key = self.encoder(*key), key
-        obs = torch.as_tensor(self._encode(game, game.state.current)[None])
+        self.check(game)
+        obs = torch.as_tensor(self.spec.encode(game, game.state.current)[None])
         mask = torch.as_tensor(game.legal()[1][None])
         policy = self.model.policy
         # What MaskablePPO.predict computes, without its batch-handling overhead: the
@@ -205,45 +241,30 @@ class SB3Policy(Policy):
         return int(action[0])
 
 
-class Snapshot(Policy):
-    """A self-play snapshot (``NumpyScorer`` weights, .npz) that knows its run's game:
-    like SB3Policy, it refuses other player counts and hold rules when the run's
-    config.json is there (RUN/snapshots/stepN.npz), and is checked only on its
-    observation size when not. Everything else is the scorer's."""
+class Snapshot(TrainedModel):
+    """A self-play snapshot (``NumpyScorer`` weights, .npz) that knows its file: it
+    plays only the game of its spec. Everything else is the scorer's."""
 
     def __init__(self, scorer, path: Path) -> None:  # scorer: agents.networks.NumpyScorer
         self.scorer = scorer
         self.path = path
+        self.spec = scorer.spec
         self.name = short_name(path)
-        self.trained = trained_game(path)
-        self._key: tuple | None = None
 
     def __getattr__(self, attr: str):
         if attr == "scorer":  # not set yet (unpickling): no endless recursion
             raise AttributeError(attr)
         return getattr(self.scorer, attr)  # weights, config, logits...: the scorer's
 
-    def check_game(self, n_players: int, rules: Rules) -> None:
-        """Raise CheckpointError unless this snapshot can play such a game."""
-        check_trained_game(self.path, self.trained, n_players, rules)
-        try:
-            self.scorer.check_game(n_players, rules)
-        except ValueError as e:
-            raise CheckpointError(f"{self.path}: {e}") from None
-
     def act(self, game: Game, rng: np.random.Generator) -> int:
-        key = (game.n_players, game.rules)
-        if key != self._key:  # a new game: refuse one it was not trained for
-            self.check_game(*key)
-            self._key = key
+        self.check(game)
         return self.scorer.act(game, rng)
 
 
 def load_snapshot(path: str | Path) -> Snapshot:
     """A self-play snapshot (.npz) as a greedy policy, named after its run."""
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"snapshot not found: {path}")
+    read_obs_spec(path)  # none, or a broken one: refused before the weights are read
     from agents.networks import NumpyScorer  # imports torch: only when needed
 
     try:

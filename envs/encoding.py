@@ -137,10 +137,6 @@ def rich_state_size(n_players: int, rules) -> int:
     return observation_size(n_players) + n_players * score_bins(rules)
 
 
-def rich_observation_size(n_players: int, rules) -> int:
-    return rich_state_size(n_players, rules) + NUM_ACTIONS * ACTION_FEATURES
-
-
 def action_features(game: Game, seat: int) -> np.ndarray:
     """(64, ACTION_FEATURES) consequences of each legal action for `seat` (zeros for
     illegal actions, and for everybody but the player to move).
@@ -224,14 +220,6 @@ def encode_rich(game: Game, seat: int) -> np.ndarray:
 
 
 ENCODINGS = {"compact": encode, "rich": encode_rich}
-
-
-def encoding_size(name: str, n_players: int, rules) -> int:
-    if name == "compact":
-        return observation_size(n_players)
-    if name == "rich":
-        return rich_observation_size(n_players, rules)
-    raise ValueError(f"unknown observation encoding {name!r}; accepted: {', '.join(ENCODINGS)}")
 
 
 # ---------------------------------------------------------------- the model contract

@@ -1,15 +1,28 @@
 """Bots and the policy interface."""
 
 import json
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from agents import BOT_NAMES, Policy, RandomBot, ThresholdBot, make_policy
+from agents.neural import (
+    OBS_SPEC_ATTRIBUTE,
+    SETTINGS_MEMBER,
+    CheckpointError,
+    attach_obs_spec,
+    migrate_checkpoint,
+    read_obs_spec,
+    read_settings,
+    write_settings,
+)
 from envs import driver
+from envs.encoding import ObsSpec
 from envs.game import Game
 from envs.rules import BANK_BIT, Rules, action_for
 from tests.helpers import game_at, play
@@ -173,87 +186,150 @@ def test_heuristic_bots_play_legally_in_big_games(name, hold):
         assert g.over
 
 
-# ------------------------------------------------------------------ issue 9 item 2
+# ------------------------------------------- issue 10 item 4: the model contract
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
 SNAPSHOT_2P = ROOT / "checkpoints" / "ppo_2p_free_seed1" / "snapshots" / "step7753728.npz"
-FREE_2P = {"players": 2, "hold": "free", "seed": 1}
-ALL_2P = {"players": 2, "hold": "all"}
-REFUSED = "was trained for 2-player games with hold rule"
+SPEC_2P = ObsSpec("rich", 2, Rules(hold="free"))
 
 
-def place(tmp_path, source, model, config_at=None, config=None):
-    """A model file at tmp_path/model (linked to `source`), with a config.json."""
-    path = tmp_path / model
+@pytest.mark.parametrize("name", ["ppo-2p", "ppo-4p"])
+def test_migrated_shipped_agents_choose_the_actions_they_chose_before(name):
+    """Their actions on 10,000 positions from real games each, recorded before the
+    migration (tests/data/make_ppo_actions.py), with the migrated checkpoints."""
+    with np.load(ROOT / "tests" / "data" / "ppo_actions.npz") as data:
+        states, before = data[f"{name}/states"], data[f"{name}/actions"]
+    policy = make_policy(str(ROOT / "checkpoints" / name / "model.zip"))
+    rng = np.random.default_rng(0)
+    after = []
+    for text in states:
+        game = Game.from_json(json.dumps({"rules": Rules().to_dict(), "state": json.loads(text)}))
+        after.append(policy.act(game, rng))
+    assert len(before) == 10_000 and after == before.tolist()
+
+
+def with_spec(tmp_path, source, spec, name=None):
+    """A copy of `source` at tmp_path/name whose saved spec is `spec` (a dict; None:
+    none, as saved before models carried their spec)."""
+    path = tmp_path / (name or source.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.symlink_to(source)
-    if config_at is not None:
-        text = config if isinstance(config, str) else json.dumps(config)
-        (tmp_path / config_at).write_text(text)
+    shutil.copy(source, path)
+    settings = read_settings(path)
+    settings.pop(OBS_SPEC_ATTRIBUTE, None)
+    write_settings(path, settings if spec is None else {**settings, OBS_SPEC_ATTRIBUTE: spec})
     return path
 
 
-def play_a_decision(policy, n_players, hold):
-    game = Game(n_players, Rules(hold=hold), seed=0)
+V1 = {**SPEC_2P.to_dict(), "version": 1}
+RICH9 = {**SPEC_2P.to_dict(), "encoding": "rich9"}
+BAD_SIZE = {**SPEC_2P.to_dict(), "size": 7}
+SPEC_4P = ObsSpec("rich", 4, Rules()).to_dict()
+OWN = SPEC_2P.to_dict()
+# Rows: (model file, its spec (None: none), the game's players and hold, the refusal
+# (None: it plays), refused on "load" or when seated in the "game").
+SPEC_CASES = {
+    "its own game": (SHIPPED_2P, OWN, 2, "free", None, None),
+    "snapshot, its own game": (SNAPSHOT_2P, OWN, 2, "free", None, None),
+    "no spec": (SHIPPED_2P, None, 2, "free", "carries no observation spec (saved", "load"),
+    "snapshot, no spec": (SNAPSHOT_2P, None, 2, "free", "add it with agents.neural.", "load"),
+    "other players": (SHIPPED_2P, OWN, 3, "free", "for 2 players, this game has 3", "game"),
+    "snapshot, other players": (SNAPSHOT_2P, OWN, 4, "free", "this game has 4", "game"),
+    "other rules": (SHIPPED_2P, OWN, 2, "all", "trained under Rules(hold='free'", "game"),
+    "snapshot, other rules": (SNAPSHOT_2P, OWN, 2, "all", "this game is played under", "game"),
+    "older version": (SHIPPED_2P, V1, 2, "free", "reads observation version 1, this", "game"),
+    "snapshot, older version": (SNAPSHOT_2P, V1, 2, "free", "observation version 1", "game"),
+    "unknown encoding": (SHIPPED_2P, RICH9, 2, "free", "encoding 'rich9'", "load"),
+    "a layout not of its version": (SNAPSHOT_2P, BAD_SIZE, 2, "free", "layout disagrees", "load"),
+    "spec of another network": (SHIPPED_2P, SPEC_4P, 4, "free", "network does not read", "load"),
+    "snapshot, of another network": (SNAPSHOT_2P, SPEC_4P, 4, "free", "does not read", "load"),
+    "not a spec": (SNAPSHOT_2P, [2, "rich"], 2, "free", "not an observation spec", "load"),
+}
+
+
+@pytest.mark.parametrize("case", SPEC_CASES)
+def test_trained_models_play_only_the_game_of_their_spec(tmp_path, case):
+    """A checkpoint or snapshot is loaded by its saved spec, never by its size, and
+    refused in one line naming the file: with no spec, a broken one, or in a game whose
+    observations are not the ones it reads (seated without asking, too)."""
+    source, spec, players, hold, refusal, at = SPEC_CASES[case]
+    path = with_spec(tmp_path, source, spec)
+    rules = Rules(hold=hold)
+    game = Game(players, rules, seed=0)
     game.roll([1, 1, 5, 2, 3])
-    return policy.act(game, np.random.default_rng(0)), game
-
-
-# Rows: (model file, where config.json is, its content, players, hold, refusal or None).
-LAYOUTS = [
-    ("ppo-2p/model.zip", "ppo-2p/config.json", FREE_2P, 2, "free", None),
-    ("ppo-2p/model.zip", "ppo-2p/config.json", FREE_2P, 2, "all", f"{REFUSED} 'free'"),
-    ("ppo-2p/model.zip", "ppo-2p/config.json", FREE_2P, 3, "free", "this game has 3 players"),
-    ("run/best/model.zip", "run/config.json", FREE_2P, 2, "all", f"{REFUSED} 'free'"),
-    ("run/latest/model.zip", "run/config.json", ALL_2P, 2, "free", f"{REFUSED} 'all'"),
-    ("run/latest/model.zip", "run/config.json", ALL_2P, 2, "all", None),
-    ("agent.zip", None, None, 2, "all", None),  # no config: as before, size check only
-    ("run/snapshots/s.npz", "run/config.json", FREE_2P, 2, "all", f"{REFUSED} 'free'"),
-    ("run/snapshots/s.npz", "run/config.json", FREE_2P, 2, "free", None),
-    ("snapshots/s.npz", None, None, 2, "all", None),
-]
-
-
-@pytest.mark.parametrize(("model", "config_at", "config", "players", "hold", "refusal"), LAYOUTS)
-def test_trained_models_play_only_the_game_of_their_config(
-    tmp_path, model, config_at, config, players, hold, refusal
-):
-    source = SNAPSHOT_2P if model.endswith(".npz") else SHIPPED_2P
-    policy = make_policy(str(place(tmp_path, source, model, config_at, config)))
     if refusal is None:
-        policy.check_game(players, Rules(hold=hold))
-        action, game = play_a_decision(policy, players, hold)
-        assert action in game.legal_actions()
+        make_policy(str(path)).check_game(players, rules)
+        assert make_policy(str(path)).act(game, np.random.default_rng(0)) in game.legal_actions()
         return
-    with pytest.raises(ValueError, match=refusal) as err:
-        policy.check_game(players, Rules(hold=hold))
-    assert "\n" not in str(err.value) and "config.json" in str(err.value)
-    with pytest.raises(ValueError, match=refusal):  # seated without asking: refused too
-        play_a_decision(policy, players, hold)
+    with pytest.raises(CheckpointError) as err:
+        make_policy(str(path)).check_game(players, rules)
+    message = str(err.value)
+    assert refusal in message and str(path) in message and "\n" not in message
+    if at == "game":
+        with pytest.raises(CheckpointError, match="cannot play this game"):
+            make_policy(str(path)).act(game, np.random.default_rng(0))
 
 
-@pytest.mark.parametrize(
-    ("config", "message"),
-    [
-        ("{not json", "is unreadable"),
-        ("[2, 3]", r"names no valid players \(2\.\.8\) and hold rule"),
-        (json.dumps({"players": 2, "hold": "sometimes"}), "names no valid players"),
-        (json.dumps({"players": "2", "hold": "free"}), "names no valid players"),
-        (json.dumps({"players": 2, "hold": "free", "target": 4950}), "multiple of 100"),
-    ],
-)
-def test_a_bad_run_config_is_one_clear_line(tmp_path, config, message):
-    path = place(tmp_path, SNAPSHOT_2P, "run/snapshots/s.npz", "run/config.json", config)
-    with pytest.raises(ValueError, match=message) as err:
-        make_policy(str(path))
-    assert "\n" not in str(err.value) and "run/config.json" in str(err.value)
+@pytest.mark.parametrize("source", [SHIPPED_2P, SNAPSHOT_2P], ids=["checkpoint", "snapshot"])
+def test_migration_adds_the_spec_and_changes_nothing_else(tmp_path, source):
+    path = with_spec(tmp_path, source, None, "run/" + source.name)
+    old = path.read_bytes()
+    with zipfile.ZipFile(path) as z:
+        before = [(i.filename, i.date_time, i.compress_type, z.read(i)) for i in z.infolist()]
+    with pytest.raises(CheckpointError, match="its network does not read"):
+        migrate_checkpoint(path, ObsSpec("rich", 3, Rules()))
+    assert path.read_bytes() == old  # a refused migration changes nothing
+    with open(path, "rb") as reader:  # a reader of the old file is not disturbed
+        assert migrate_checkpoint(path, SPEC_2P)
+        assert reader.read() == old
+    with zipfile.ZipFile(path) as z:
+        after = [(i.filename, i.date_time, i.compress_type, z.read(i)) for i in z.infolist()]
+    changed = [a[0] for a, b in zip(after, before, strict=True) if a != b]
+    assert changed == [SETTINGS_MEMBER[path.suffix]]
+    assert [a[:3] for a in after] == [b[:3] for b in before]
+    assert read_obs_spec(path) == SPEC_2P and list(path.parent.iterdir()) == [path]
+    assert not migrate_checkpoint(path, SPEC_2P)  # once is enough
+    with pytest.raises(CheckpointError, match="already carries another observation spec"):
+        migrate_checkpoint(path, ObsSpec("rich", 2, Rules(), version=1))
+
+
+def test_the_shipped_models_and_runs_carry_the_spec_of_their_run():
+    """Issue 10: every committed checkpoint and snapshot says what it reads, and that
+    agrees with its run's config.json."""
+    files = sorted((ROOT / "checkpoints").rglob("*.zip")) + sorted(
+        (ROOT / "checkpoints").rglob("*.npz")
+    )
+    assert len(files) == 39
+    for path in files:
+        folder = path.parent if path.parent.name.startswith("ppo-") else path.parent.parent
+        config = json.loads((folder / "config.json").read_text())
+        assert read_obs_spec(path) == ObsSpec("rich", config["players"], Rules(hold=config["hold"]))
+
+
+def test_training_saves_the_spec_with_checkpoints_and_snapshots(tmp_path):
+    """attach_obs_spec: the model's zip carries the spec, and so do the snapshots made
+    from its policy; a policy without one makes no snapshot (none could be loaded)."""
+    from sb3_contrib import MaskablePPO
+
+    from agents.networks import ActionScoringPolicy, NumpyScorer, policy_kwargs_for
+    from envs.gym_env import FiveThousandEnv
+
+    env = FiveThousandEnv(n_players=2, obs_encoding="rich")
+    kwargs = policy_kwargs_for(2, Rules(), state_layers=(8,), scorer_layers=(8,))
+    model = MaskablePPO(ActionScoringPolicy, env, policy_kwargs=kwargs, n_steps=64, seed=0)
+    attach_obs_spec(model, env.obs_spec)
+    model.save(tmp_path / "model.zip")
+    NumpyScorer.from_policy(model.policy).save(tmp_path / "snap.npz")
+    for path in ("model.zip", "snap.npz"):
+        assert make_policy(str(tmp_path / path)).spec == env.obs_spec == SPEC_2P
+    loaded = MaskablePPO.load(tmp_path / "model.zip", device="cpu")
+    with pytest.raises(ValueError, match="carries no observation spec: attach one"):
+        NumpyScorer.from_policy(loaded.policy).save(tmp_path / "other.npz")
+    NumpyScorer.from_policy(loaded.policy, spec=env.obs_spec).save(tmp_path / "other.npz")
+    assert read_obs_spec(tmp_path / "other.npz") == SPEC_2P
 
 
 SHIPPED = "checkpoints/ppo-2p/model.zip"
-SHIPPED_REFUSES = (
-    f"{SHIPPED} was trained for 2-player games with hold rule 'free' "
-    "(checkpoints/ppo-2p/config.json); this game has"
-)
+SHIPPED_REFUSES = f"{SHIPPED} cannot play this game: it was trained "
 
 
 @pytest.mark.parametrize(

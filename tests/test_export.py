@@ -12,6 +12,8 @@ import pytest
 import export
 from agents import make_policy
 from agents.exported import ExportedBot, ExportError, masked_choice
+from agents.neural import read_obs_spec, read_settings, write_settings
+from envs.encoding import ObsSpec
 from envs.game import ROLL, Game
 from envs.rules import Rules
 
@@ -58,10 +60,13 @@ def test_exported_bot_picks_exactly_the_sb3_action_on_10000_states(exported):
     assert checked == 10_000
 
 
-def test_metadata_records_the_game_and_provenance(exported):
+def test_metadata_records_the_spec_and_provenance(exported):
+    """Issue 10: the exported bot carries its checkpoint's observation spec."""
     meta = json.loads(exported.with_suffix(".json").read_text())
-    assert meta["n_players"] == 2 and meta["rules"] == Rules().to_dict()
-    assert meta["obs_encoding"] == "rich" and meta["action_encoding_version"] == 1
+    assert meta["obs_spec"] == ObsSpec("rich", 2, Rules()).to_dict()
+    assert meta["obs_spec"] == read_obs_spec(SHIPPED_2P).to_dict()
+    assert meta["format_version"] == 2 and meta["action_encoding_version"] == 1
+    assert meta["inputs"] == {"obs": ["batch", 2837]}
     assert meta["provenance"]["checkpoint_sha256"]
     assert meta["provenance"]["training_config"]["players"] == 2
 
@@ -104,27 +109,67 @@ def test_exported_bot_plays_in_evaluate_env_and_play(exported, tmp_path):
     assert lines[-1].startswith("Game over")
 
 
-def test_wrong_game_or_version_is_refused(exported, tmp_path):
-    with pytest.raises(ExportError, match="plays 2-player games"):
-        ExportedBot(exported).check_game(3, Rules())
-    with pytest.raises(ExportError, match="plays 2-player games"):
-        ExportedBot(exported).check_game(2, Rules(hold="all"))
+SPEC_2P = ObsSpec("rich", 2, Rules()).to_dict()
+# Rows: (a change to the metadata, the game's players and hold, the refusal, refused on
+# "load" or when seated in the "game"). Each is one line naming the bot.
+BAD_METADATA = {
+    "other players": ({}, 3, "free", "it was trained for 2 players, this game has 3", "game"),
+    "other rules": ({}, 2, "all", "it was trained under Rules(hold='free'", "game"),
+    "older observation": (
+        {"obs_spec": {**SPEC_2P, "version": 1}},
+        2,
+        "free",
+        "it reads observation version 1, this toolkit writes version 2",
+        "game",
+    ),
+    "a spec for other players": (
+        {"obs_spec": ObsSpec("rich", 3, Rules()).to_dict()},
+        3,
+        "free",
+        "the graph takes 2837 inputs, its spec says 2891",
+        "load",
+    ),
+    "unknown encoding": (
+        {"obs_spec": {**SPEC_2P, "encoding": "rich9"}},
+        2,
+        "free",
+        "unknown observation encoding 'rich9'",
+        "load",
+    ),
+    "no spec": ({"obs_spec": None}, 2, "free", "its metadata's obs_spec: not an obse", "load"),
+    "broken rules": (
+        {"obs_spec": {**SPEC_2P, "rules": {"hold": "x"}}},
+        2,
+        "free",
+        "not an observation spec",
+        "load",
+    ),
+    "format 1": ({"format_version": 1}, 2, "free", "uses format_version 1", "load"),
+    "actions 2": ({"action_encoding_version": 2}, 2, "free", "action_encoding_version 2", "load"),
+    "not ours": ({"format": "x"}, 2, "free", "is not the metadata of an exported 5000", "load"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_METADATA)
+def test_a_bot_for_another_game_or_version_is_refused_in_one_line(exported, tmp_path, case):
+    change, players, hold, refusal, at = BAD_METADATA[case]
     meta = json.loads(exported.with_suffix(".json").read_text())
-    broken_rules = tmp_path / "rules.onnx"
-    broken_rules.write_bytes(exported.read_bytes())
-    broken_rules.with_suffix(".json").write_text(json.dumps({**meta, "rules": {"hold": "x"}}))
-    with pytest.raises(ExportError, match="bad rules or players"):
-        make_policy(str(broken_rules))
-    for key, value, message in [
-        ("obs_version", 99, "uses obs_version 99"),
-        ("action_encoding_version", 2, "uses action_encoding_version 2"),
-        ("format", "something else", "is not the metadata of an exported 5000 bot"),
-    ]:
-        copy = tmp_path / f"{key}.onnx"
-        copy.write_bytes(exported.read_bytes())
-        copy.with_suffix(".json").write_text(json.dumps({**meta, key: value}))
-        with pytest.raises(ExportError, match=message):
-            make_policy(str(copy))
+    bot = tmp_path / "bot.onnx"
+    bot.write_bytes(exported.read_bytes())
+    bot.with_suffix(".json").write_text(json.dumps({**meta, **change}))
+    game = Game(players, Rules(hold=hold), seed=0)
+    game.roll([1, 1, 5, 2, 3])
+    with pytest.raises(ExportError) as err:
+        make_policy(str(bot)).check_game(players, Rules(hold=hold))
+    message = str(err.value)
+    assert refusal in message and str(tmp_path / "bot.") in message and "\n" not in message
+    if at == "game":  # seated without asking: refused too
+        with pytest.raises(ExportError, match="cannot play this game"):
+            make_policy(str(bot)).act(game, np.random.default_rng(0))
+
+
+def test_a_missing_or_corrupt_bot_is_refused(exported, tmp_path):
+    meta = json.loads(exported.with_suffix(".json").read_text())
     corrupt = tmp_path / "corrupt.onnx"
     corrupt.write_bytes(b"not onnx")
     corrupt.with_suffix(".json").write_text(json.dumps(meta))
@@ -170,10 +215,6 @@ BAD_PATHS = {
         lambda t: [SHIPPED_2P, "-o", t / "a-file" / "new" / "bot.onnx"],
         "a-file is not a writable folder",
     ),
-    "no such number of players": (
-        lambda t: [SHIPPED_2P, "-o", t / "new" / "bot.onnx", "--players", "0"],
-        "--players must be 2..8, got 0",
-    ),
 }
 
 
@@ -217,8 +258,8 @@ def bad_checkpoint(folder: Path, model: bytes, config: str | None = None) -> Pat
         ("truncated", None, "not a zip file"),
         ("zip of junk", None, "could not load checkpoint"),
         ("shipped", '{"players": 2, "ho', "config.json (the config of"),
-        ("shipped", "[2]", "names no valid players"),
-        ("shipped", '{"players": 2, "hold": "some"}', "names no valid players"),
+        ("shipped", "[2]", "/model.zip) is not a JSON object"),
+        ("no spec", None, "carries no observation spec (saved before models carried theirs)"),
     ],
 )
 def test_corrupt_checkpoints_and_configs_are_one_line(model, config, message, tmp_path, capsys):
@@ -226,7 +267,15 @@ def test_corrupt_checkpoints_and_configs_are_one_line(model, config, message, tm
     junk = tmp_path / "junk.zip"
     with zipfile.ZipFile(junk, "w") as z:
         z.writestr("data", "not a model")
-    data = {"truncated": shipped[:5000], "zip of junk": junk.read_bytes(), "shipped": shipped}
+    old = tmp_path / "old.zip"  # as saved before models carried their spec
+    old.write_bytes(shipped)
+    write_settings(old, {k: v for k, v in read_settings(old).items() if k != "obs_spec"})
+    data = {
+        "truncated": shipped[:5000],
+        "zip of junk": junk.read_bytes(),
+        "shipped": shipped,
+        "no spec": old.read_bytes(),
+    }
     checkpoint = bad_checkpoint(tmp_path / "run", data.get(model, model), config)
     assert export.main([str(checkpoint), "-o", str(tmp_path / "out" / "bot.onnx")]) == 2
     err = capsys.readouterr().err.strip()
