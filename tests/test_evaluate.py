@@ -13,6 +13,8 @@ from rich.console import Console
 
 import evaluate
 from agents import tournament as tour
+from agents.neural import attach_obs_spec
+from envs.encoding import ObsSpec
 from envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,6 +149,7 @@ def test_sb3_checkpoint_plays_in_a_tournament(tmp_path):
         policy_kwargs={"net_arch": [16]},
     )
     model.learn(256)
+    attach_obs_spec(model, ObsSpec("compact", 2, Rules()))
     path = tmp_path / "agent.zip"
     model.save(path)
     summary_path = tmp_path / "s.json"
@@ -158,7 +161,7 @@ def test_sb3_checkpoint_plays_in_a_tournament(tmp_path):
     # The wrong number of players for the checkpoint: one clear line before any game.
     result = run_cli(str(path), "random", "smart", "--players", "3", "--games", "3")
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
-    assert "was trained for 47 observation values; 3-player games give 50" in result.stderr
+    assert "cannot play this game: it was trained for 2 players, this game has 3" in result.stderr
 
 
 @pytest.mark.parametrize(
