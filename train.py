@@ -103,8 +103,9 @@ class TrainConfig:
     activation: str = "relu"
     """"relu" or "tanh"."""
     torch_threads: int = 1
-    """Torch CPU threads. One: a second one gains a little on an idle 2-core machine but
-    made training 2 to 10 times slower when the cores were busy (measured, issue 9)."""
+    """Torch CPU threads. One: on a 2-core machine a second one trained about 20% faster
+    when the machine was idle, but 2 to 20 times slower when its cores were busy
+    (measured, issue 9)."""
 
     # --- evaluation and checkpoints
     eval_freq: int = 100_000
