@@ -40,14 +40,16 @@ def score_table(game: Game, names: list[str]) -> Table:
     return table
 
 
-INTRO = """\
-[bold]5000[/bold] is a push-your-luck dice game. Roll five dice, set aside scoring dice
-(a 1 is 100, a 5 is 50, three of a kind is the face x 100, three 1s are 1100), then bank
-the turn's points or roll the rest again; a roll with nothing to score is a bust and the
-turn's points are lost. First to bank exactly 5000 wins. (Full rules: docs/rules.md.)
-
-This demo trains a small neural agent by reinforcement learning (MaskablePPO, 150,000
-decisions, a few minutes on 2 cores), then has it play every bot of the project."""
+INTRO = (  # paragraphs without line breaks: rich wraps them to the terminal
+    "[bold]5000[/bold] is a push-your-luck dice game. Roll five dice, set aside scoring "
+    "dice (a 1 is 100, a 5 is 50, three of a kind is the face x 100, three 1s are 1100), "
+    "then bank the turn's points or roll the rest again; a roll with nothing to score is "
+    "a bust and the turn's points are lost. First to bank exactly 5000 wins. "
+    "(Full rules: docs/rules.md.)\n\n"
+    "This demo trains a small neural agent by reinforcement learning (MaskablePPO, "
+    "150,000 decisions, a few minutes on 2 cores), then has it play every bot of the "
+    "project."
+)
 
 BOTS = {
     "optimal": "perfect play (exact solution)",
