@@ -111,16 +111,21 @@ def report(console: Console, rates: dict[tuple[str, str], str], model: str, run_
         table.add_row(label, *(rates[label, bot] for bot in BOTS))
     console.print(table)
     lines = [
-        "How to read it: 50% against a bot means as strong as that bot; 50% against optimal",
-        "would be perfect play. ± is the 95% confidence interval of the share. The bots:",
+        "How to read it: 50% means as strong as that bot; 50% against optimal would be",
+        "perfect play. ± is the 95% confidence interval of the share. The bots:",
         *(f"  {bot:<14} {what}" for bot, what in BOTS.items()),
         "",
-        f"The new agent is saved in {model}",
-        f"(learning curves: tensorboard --logdir {run_dir}/tb). Try next:",
-        f"  python play.py --opponents {model}   # play against it",
-        "  python play.py --opponents checkpoints/ppo-2p/model.zip --hint   # the shipped agent",
-        f"  python evaluate.py {model} smart --games 4000   # a longer match",
-        "  python train.py --preset ppo_2p   # the training behind ppo-2p (about an hour)",
+        f"The new agent: {model}",
+        f"Its learning curves: tensorboard --logdir {run_dir}/tb",
+        "Try next:",
+        "  play against it:",
+        f"    python play.py --opponents {model}",
+        "  play the shipped agent, with hints:",
+        "    python play.py --opponents checkpoints/ppo-2p/model.zip --hint",
+        "  a longer match:",
+        f"    python evaluate.py {model} smart --games 4000",
+        "  the training behind ppo-2p (about an hour):",
+        "    python train.py --preset ppo_2p",
     ]
     console.print("\n".join(lines), highlight=False)
 

@@ -24,6 +24,7 @@ def test_report_shows_whole_names_says_what_it_means_and_what_next():
     demo.report(console, rates, model, "checkpoints/demo_quick")
     text = out.getvalue()
     assert "…" not in text  # nothing cut
+    assert all(len(line) <= 80 for line in text.splitlines())  # nothing wrapped
     for name in ("demo_quick (new)", "ppo-2p (shipped)", *demo.BOTS):
         assert name in text
     assert "confidence interval" in text
