@@ -1,5 +1,6 @@
 """train.py: a run end to end, exact resume, checkpoints as players, clear errors."""
 
+import dataclasses
 import json
 import pickle
 import shutil
@@ -15,6 +16,8 @@ import evaluate
 import train
 from agents import make_policy
 from agents.neural import SB3Policy
+from agents.training import callback, checkpoint, progress
+from agents.training.config import PRESETS, TrainConfig, init_path
 from envs.game import ROLL, Game
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -289,7 +292,7 @@ def test_quick_preset_is_valid():
         assert train.build_config(train.parse_args(["--preset", preset])).self_play_weight > 0
     # The second stage starts from the first stage's committed model.
     tune = train.build_config(train.parse_args(["--preset", "ppo_2p_tune"]))
-    assert train.init_path(tune).is_file() and tune.ent_coef == 0
+    assert init_path(tune).is_file() and tune.ent_coef == 0
 
 
 def test_ship_makes_a_model_card(trained_run, tmp_path):
@@ -377,7 +380,7 @@ def test_a_preset_is_a_name_from_hyperparams_or_a_yaml_file(tmp_path, capsys):
     config = train.build_config(train.parse_args(["--preset", str(own)]))
     assert (config.run_name, config.n_timesteps) == ("mine_free_seed0", 5000)
     assert config.preset == str(own)
-    quick = train.build_config(train.parse_args(["--preset", str(train.PRESETS / "quick.yaml")]))
+    quick = train.build_config(train.parse_args(["--preset", str(PRESETS / "quick.yaml")]))
     assert quick.run_name == "quick_free_seed0"
     odd = tmp_path / ".odd.yaml"
     odd.write_text("n_timesteps: 5000\n")
@@ -427,14 +430,14 @@ def damage_state(run: Path, change) -> None:
         (lambda run: (run / "latest" / "state.pkl").write_bytes(pickle.dumps([1])), "holds no"),
         *[
             (lambda run, k=key: damage_state(run, lambda e: e.pop(k)), f"incomplete (no {key})")
-            for key in train.CHECKPOINT_KEYS
+            for key in checkpoint.CHECKPOINT_KEYS
         ],
         *[
             (
                 lambda run, k=key: damage_state(run, lambda e: e["state"].pop(k)),
                 f"incomplete (no state.{key})",
             )
-            for key in train.STATE_KEYS
+            for key in checkpoint.STATE_KEYS
         ],
         (lambda run: damage_state(run, lambda e: e.update(num_timesteps=-1)), "step count is -1"),
         (lambda run: damage_state(run, lambda e: e.update(state=[])), "run state is not a mapping"),
@@ -514,16 +517,34 @@ def test_no_flags_says_what_it_does_before_starting(monkeypatch, capsys, tmp_pat
     assert "no flags: the default settings" in out and "--preset quick" in out
 
 
-def test_help_shows_every_default(capsys):
-    """Issue 9 item 14: --help gives each flag's default and every config key's."""
+def test_help_shows_every_config_field_with_its_default(capsys):
+    """Issue 9 item 14, issue 10 item 5: --help is made from TrainConfig, the one
+    definition: every field is a flag with its docstring and its default."""
     with pytest.raises(SystemExit):
         train.parse_args(["--help"])
-    out = " ".join(capsys.readouterr().out.split())
-    assert "total environment steps (default: 1_000_000, or the preset's)" in out
-    assert "(default: 0, or the preset's)" in out  # --seed
-    for name in train.FIELDS:
-        assert f" {name}={train.shown_default(name)} " in out, name
-    assert "learning_rate=0.0003 Adam step size" in out
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    for f in dataclasses.fields(TrainConfig):
+        default = getattr(TrainConfig(), f.name)
+        shown = " ".join(map(str, default)) if isinstance(default, list) else str(default)
+        assert f"--{f.name.replace('_', '-')} " in out, f.name
+        assert f"(default: {shown})" in out, f.name
+    assert "Adam step size, decayed linearly" in out  # the field's docstring
+    for flag in ("--resume", "--stop-after", "--checkpoints", "--no-progress", "--params"):
+        assert flag in out
+    assert "--self-play FLOAT" in out  # the short spelling of --self-play-weight
+
+
+def test_flags_presets_and_params_stack_in_order(tmp_path):
+    """Defaults, then the preset, then the flags, then --params; numbers as typed."""
+    args = ["--preset", "quick", "--n-timesteps", "2e4", "--seed", "3", "--self-play", "0.5"]
+    config = train.build_config(train.parse_args([*args, "--params", "seed=4"]))
+    assert (config.n_timesteps, config.seed, config.self_play_weight) == (20_000, 4, 0.5)
+    assert config.eval_freq == 50_000 and config.n_steps == 128  # quick.yaml
+    assert config.run_name == "quick_free_seed4" and config.n_envs == 16
+    assert train.build_config(train.parse_args(["--opponents", "smart", "random"])).opponents == [
+        "smart",
+        "random",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -536,15 +557,15 @@ def test_help_shows_every_default(capsys):
     ],
 )
 def test_the_clock_counts_the_evaluations_to_come(steps, next_eval, expected):
-    config = train.TrainConfig(n_timesteps=768, n_envs=2, n_steps=128, eval_freq=256)
-    assert train.Clock(config, 0, 0.0).evals_left(steps, next_eval) == expected
+    config = TrainConfig(n_timesteps=768, n_envs=2, n_steps=128, eval_freq=256)
+    assert progress.Clock(config, 0, 0.0).evals_left(steps, next_eval) == expected
 
 
 def test_the_clock_adds_evaluations_once_one_was_timed():
     """Time left = training at the measured speed (evaluations excluded) + the evaluations
     still due at the last one's duration; before any, their number is said instead."""
-    config = train.TrainConfig(n_timesteps=10_000, n_envs=10, n_steps=100, eval_freq=5_000)
-    clock = train.Clock(config, 0, now=100.0)
+    config = TrainConfig(n_timesteps=10_000, n_envs=10, n_steps=100, eval_freq=5_000)
+    clock = progress.Clock(config, 0, now=100.0)
     assert clock.left(0, 5_000, now=100.0) == "time left: after the first rollout"
     assert clock.left(1_000, 5_000, now=110.0) == "about 1 min 30 s left + 2 evaluations"
     clock.evaluated(30.0)  # at 5,000 steps, after 50 s of training
@@ -556,7 +577,7 @@ def test_the_clock_adds_evaluations_once_one_was_timed():
     ("seconds", "text"), [(0.2, "<1 s"), (7.4, "7 s"), (125, "2 min 5 s"), (3725, "1 h 2 min")]
 )
 def test_durations_read_well(seconds, text):
-    assert train.duration(seconds) == text
+    assert progress.duration(seconds) == text
 
 
 @pytest.mark.parametrize(
@@ -574,7 +595,7 @@ def test_ctrl_c_says_what_is_kept(tmp_path, capsys, monkeypatch, eval_freq, kept
     def interrupt(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(train, "evaluate_against", interrupt)
+    monkeypatch.setattr(callback, "evaluate", interrupt)
     args = ["--n-timesteps", "768", *TINY, f"eval_freq={eval_freq}", "--checkpoints", str(tmp_path)]
     assert train.main(args) == 130
     last = capsys.readouterr().out.strip().splitlines()[-1]
@@ -593,4 +614,68 @@ def test_one_torch_thread_by_default():
     """Issue 9 item 10: on a 2-core machine a second torch thread made a 16k-step quick
     run's training 2 to 20 times slower when the cores were busy (other processes), for
     about 20% faster (1.7 s) when idle: one thread is the default that holds up."""
-    assert train.TrainConfig().torch_threads == 1
+    assert TrainConfig().torch_threads == 1
+
+
+# ---------------------------------------------------------------- issue 10 item 5
+def test_evaluation_plays_the_games_it_played_before_the_tournament():
+    """Evaluation goes through agents.tournament; with 2 players it plays the very games
+    its own seating loop played before (seat g % 2, seeds [seed, 10007, g])."""
+    from agents.tournament import play_game
+
+    config = TrainConfig(players=2, seed=5, eval_episodes=12, eval_opponents=["smart"])
+    learner, opponent = make_policy("turn-ev"), make_policy("smart")
+    wins = turns = 0
+    for g in range(12):
+        seats = [opponent, opponent]
+        seats[g % 2] = learner
+        winner, n = play_game(seats, config.rules, [5, 10_007, g], config.max_turns)
+        wins, turns = wins + (winner == g % 2), turns + n
+    result = callback.evaluate(learner, config)["smart"]
+    assert (result["win_rate"], result["mean_turns"]) == (wins / 12, turns / 12)
+    assert result["games"] == 12 and result["ci95"][0] <= wins / 12 <= result["ci95"][1]
+    three = TrainConfig(players=3, eval_episodes=7)  # not whole rotations: cut to 7 games
+    assert callback.evaluate(learner, three)["smart"]["games"] == 7
+
+
+def test_monitor_state_is_the_one_place_that_reads_sb3_private_fields():
+    """Resume restores SB3 Monitor's episode bookkeeping through checkpoint.monitor_state
+    alone; if SB3 renames these attributes, this fails (not a silent wrong resume)."""
+    from agents.training.model import make_vec_env
+
+    config = TrainConfig(n_envs=2, opponents=["smart"])
+    vec = make_vec_env(config)
+    vec.reset()
+    for _ in range(5):
+        masks = np.stack(vec.env_method("action_masks"))
+        vec.step(np.array([int(np.flatnonzero(m)[0]) for m in masks]))
+    saved = checkpoint.monitor_state(vec)
+    assert set(saved) == set(checkpoint.MONITOR_FIELDS)
+    assert all(len(values) == 2 for values in saved.values())
+    assert all(hasattr(vec.envs[0], key) for key in checkpoint.MONITOR_FIELDS)
+    other = make_vec_env(config)
+    other.reset()
+    assert checkpoint.monitor_state(other, saved) == saved
+    vec.close()
+    other.close()
+
+
+@pytest.mark.parametrize(
+    "name", ["ppo_2p_free_seed1", "ppo_2p_tune_free_seed1", "ppo_4p_free_seed0"]
+)
+def test_the_committed_runs_still_load_for_resume(name, tmp_path):
+    """Their config.json and latest/state.pkl (written before RunState) load: model,
+    run state, environments and random generators put back (on a copy)."""
+    from agents.training.model import make_vec_env
+
+    run = tmp_path / name
+    shutil.copytree(ROOT / "checkpoints" / name, run, ignore=shutil.ignore_patterns("tb"))
+    config = checkpoint.read_run_config(run)
+    extra = checkpoint.read_checkpoint(run, config)
+    vec = make_vec_env(config)
+    model, state = checkpoint.load_checkpoint(run, config, vec, extra)
+    vec.close()
+    assert model.num_timesteps == extra["num_timesteps"] >= config.n_timesteps
+    assert dataclasses.asdict(state) == {**extra["state"], "snapshots": state.snapshots}
+    assert all(Path(p).parent == run / "snapshots" for p in state.snapshots)
+    assert model.obs_spec == config.obs_spec.to_dict()

@@ -1,0 +1,74 @@
+"""The environments and the model of a training run, built from its TrainConfig."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from agents.training.config import TrainConfig, init_path, parse_opponents
+
+
+def make_env(config: TrainConfig):
+    """One environment, in SB3's Monitor (episode statistics); a module-level function
+    with its config bound (functools.partial) pickles into subprocess workers."""
+    from stable_baselines3.common.monitor import Monitor
+
+    from envs.gym_env import FiveThousandEnv
+
+    env = FiveThousandEnv(
+        n_players=config.players,
+        hold=config.hold,
+        max_turns=config.max_turns,
+        learner_seat="random",
+        obs_encoding=config.obs_spec.encoding,
+        opponent_pool=parse_opponents(config.opponents),
+    )
+    return Monitor(env)
+
+
+def make_vec_env(config: TrainConfig):
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    fns = [partial(make_env, config) for _ in range(config.n_envs)]
+    vec = SubprocVecEnv(fns) if config.vec_env == "subproc" else DummyVecEnv(fns)
+    vec.seed(config.seed)
+    return vec
+
+
+# TrainConfig fields passed to MaskablePPO and to the network (agents/networks.py) as they are.
+PPO_KEYS = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef")
+PPO_KEYS += ("vf_coef", "max_grad_norm")
+NETWORK_KEYS = ("state_layers", "scorer_layers", "critic_layers")
+
+
+def make_model(config: TrainConfig, vec_env):
+    """A new MaskablePPO model (with init_from's weights if given), its observation spec
+    attached so that every checkpoint of the run carries it."""
+    from sb3_contrib import MaskablePPO
+
+    from agents.networks import ActionScoringPolicy, policy_kwargs_for
+    from agents.neural import attach_obs_spec, first_line
+
+    start, end = config.learning_rate, config.final_learning_rate
+    networks = {name: tuple(getattr(config, name)) for name in NETWORK_KEYS}
+    model = MaskablePPO(
+        ActionScoringPolicy,
+        vec_env,
+        learning_rate=lambda progress_remaining: end + (start - end) * progress_remaining,
+        **{name: getattr(config, name) for name in PPO_KEYS},
+        policy_kwargs=policy_kwargs_for(
+            config.players, config.rules, **networks, activation=config.activation
+        ),
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
+    attach_obs_spec(model, config.obs_spec)
+    if config.init_from:
+        try:  # weights (and the optimizer's moments) of the trained model
+            model.set_parameters(str(init_path(config)), exact_match=True, device="cpu")
+        except Exception as e:
+            raise ValueError(
+                f"cannot start from {config.init_from}: {first_line(e)} "
+                "(the network settings must match the checkpoint's)"
+            ) from None
+    return model

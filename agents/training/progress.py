@@ -1,0 +1,184 @@
+"""What the user sees while a run trains: durations, the time left (Clock), the
+progress bar and its lines (Reporter), and the plan said before the work starts."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from agents.training.config import TrainConfig
+
+
+def shown(path: Path) -> str:
+    """A path as the user would type it: relative to the current folder when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def plan(config: TrainConfig, run_dir: Path, steps: int, no_flags: bool) -> list[str]:
+    """What the run is about to do, said before it starts."""
+    what = f"resuming {shown(run_dir)} at step {steps:,}" if steps else f"run {shown(run_dir)}"
+    opponents = ", ".join(config.opponents)
+    if config.self_play_weight:
+        opponents += f" and self-play snapshots (weight {config.self_play_weight:g})"
+    lines = [
+        f"{what}: {config.n_timesteps - steps:,} steps to train ({config.n_timesteps:,} in all)"
+        f" of {config.players}-player 5000, hold {config.hold}, {config.n_envs} environments,"
+        f" against {opponents}"
+    ]
+    if config.eval_freq:
+        lines.append(
+            f"evaluation every {config.eval_freq:,} steps and at the end: "
+            f"{config.eval_episodes:,} games against each of {', '.join(config.eval_pool)}; "
+            f"resumable checkpoint every {config.checkpoint_freq:,} steps"
+        )
+    if no_flags:
+        lines.append(
+            "no flags: the default settings (python train.py --help lists them); "
+            "--preset quick trains a small agent in a few minutes; Ctrl-C stops"
+        )
+    return lines
+
+
+def resume_command(run_dir: Path) -> str:
+    return f"python train.py --resume {shlex.quote(shown(run_dir))}"
+
+
+def interrupted(steps: int, saved: int | None, run_dir: Path) -> str:
+    """Ctrl-C: what is kept (a new run with no checkpoint yet is removed)."""
+    if saved is None:
+        return (
+            f"interrupted at step {steps:,}, before the first checkpoint: nothing kept "
+            f"({shown(run_dir)} removed)"
+        )
+    kept = f"the checkpoint at step {saved:,} continues with: {resume_command(run_dir)}"
+    return f"interrupted at step {steps:,}; {kept}"
+
+
+def finished(config: TrainConfig, run_dir: Path, steps: int, evals: list, seconds: float) -> list:
+    """What the user is told at the end: where the model is, how to play against it."""
+    lines = [f"done: {shown(run_dir)} trained to step {steps:,} ({duration(seconds)})"]
+    model = run_dir / "latest" / "model.zip"
+    if evals:
+        best = max(evals, key=lambda e: e["mean_win_rate"])  # the first best
+        model = run_dir / "best" / "model.zip"
+        rate, step = best["mean_win_rate"], best["steps"]
+        lines.append(f"best model: {shown(model)} (mean win rate {rate:.1%} at step {step:,})")
+    else:
+        lines.append(f"model: {shown(model)}")
+    opponents = " ".join([shlex.quote(shown(model))] * (config.players - 1))
+    hold = " --hold all" if config.hold == "all" else ""
+    return [*lines, f"play against it: python play.py --opponents {opponents}{hold}"]
+
+
+def duration(seconds: float) -> str:
+    """3725 -> "1 h 2 min", 125 -> "2 min 5 s", 7.4 -> "7 s", 0.3 -> "<1 s"."""
+    if seconds < 0.5:
+        return "<1 s"
+    seconds = round(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    if seconds >= 60:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds} s"
+
+
+class Clock:
+    """The time a run has left, honestly: the training speed measured in this session
+    with evaluations left out, plus the evaluations still due, each as long as the last
+    one took (before the first one, only their number is known, and said)."""
+
+    def __init__(self, config: TrainConfig, start_steps: int, now: float) -> None:
+        self.total = config.n_timesteps
+        self.eval_freq = config.eval_freq
+        self.rollout = config.n_envs * config.n_steps
+        self.start_steps = start_steps
+        self.start = now
+        self.eval_total = 0.0  # seconds spent evaluating in this session
+        self.eval_last: float | None = None
+
+    def evaluated(self, seconds: float) -> None:
+        self.eval_total += seconds
+        self.eval_last = seconds
+
+    def evals_left(self, steps: int, next_eval: int) -> int:
+        """Evaluations still to come, as the callback does them: at each rollout start
+        (every `rollout` steps, while training goes on) once the due step is reached,
+        then the final one."""
+        if not self.eval_freq:
+            return 0
+        count, due, at = 1, next_eval, steps
+        while True:
+            if at < due:  # jump to the first rollout start at or past the due step
+                at += -(-(due - at) // self.rollout) * self.rollout
+            if at >= self.total:
+                return count
+            count, due, at = count + 1, due + self.eval_freq, at + self.rollout
+
+    def speed(self, steps: int, now: float) -> float | None:
+        """Training steps per second in this session (None before any)."""
+        seconds = now - self.start - self.eval_total
+        trained = steps - self.start_steps
+        return trained / seconds if trained > 0 and seconds > 0 else None
+
+    def left(self, steps: int, next_eval: int, now: float) -> str:
+        """ "about 2 min 5 s left", "+ 3 evaluations" while their length is unknown."""
+        speed = self.speed(steps, now)
+        if speed is None:
+            return "time left: after the first rollout"
+        seconds = max(self.total - steps, 0) / speed
+        evals = self.evals_left(steps, next_eval)
+        if self.eval_last is not None:
+            seconds += evals * self.eval_last
+        elif evals:
+            return f"about {duration(seconds)} left + {evals} evaluation{'s' * (evals > 1)}"
+        return f"about {duration(seconds)} left"
+
+
+class Reporter:
+    """What the user sees while a run trains: a progress bar over the run's steps (or
+    none, with --no-progress) whose label says what is going on and how long is left,
+    and a line for each evaluation."""
+
+    def __init__(self, total: int, steps: int, show_bar: bool) -> None:
+        self.total = total
+        self.bar = None
+        if show_bar:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[left]}"),
+            )
+            self.task = self.bar.add_task("training", total=total, completed=steps, left="")
+
+    def __enter__(self) -> Reporter:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def say(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(line, flush=True)
+
+    def update(self, steps: int, doing: str | None = None, left: str | None = None) -> None:
+        if self.bar is None:
+            return
+        fields: dict[str, Any] = {"completed": min(steps, self.total)}  # never "2,048/1,000"
+        if doing is not None:
+            fields["description"] = doing
+        if left is not None:
+            fields["left"] = left
+        self.bar.update(self.task, **fields)
