@@ -46,15 +46,8 @@ class RunState:
 
 
 # What state.pkl holds (save_checkpoint), and the run state inside it.
-CHECKPOINT_KEYS = (
-    "state",
-    "num_timesteps",
-    "torch_rng",
-    "numpy_rng",
-    "python_rng",
-    "env_states",
-    "monitor",
-)
+CHECKPOINT_KEYS = ("state", "num_timesteps", "torch_rng", "numpy_rng", "python_rng")
+CHECKPOINT_KEYS += ("env_states", "monitor")
 STATE_KEYS = tuple(f.name for f in dataclasses.fields(RunState))
 
 # SB3's Monitor wrapper keeps the current episode's rewards and a "needs reset" flag
