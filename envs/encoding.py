@@ -133,10 +133,6 @@ def score_bins(rules) -> int:
     return rules.target // 100 + 1
 
 
-def rich_state_size(n_players: int, rules) -> int:
-    return observation_size(n_players) + n_players * score_bins(rules)
-
-
 def action_features(game: Game, seat: int) -> np.ndarray:
     """(64, ACTION_FEATURES) consequences of each legal action for `seat` (zeros for
     illegal actions, and for everybody but the player to move).

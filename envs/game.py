@@ -31,6 +31,7 @@ from envs.rules import (
     RollInfo,
     Rules,
     can_bank,
+    describe_action,
     format_dice,
     roll_info,
 )
@@ -524,9 +525,7 @@ class Game:
 
     def describe(self, action: int) -> str:
         """An action of the pending roll in words, e.g. ``33 (hold [1] and bank)``."""
-        roll = self.state.roll or ()
-        held = [d for i, d in enumerate(roll) if action >> i & 1]
-        return f"{action} (hold {format_dice(held)} and {'bank' if action & BANK_BIT else 'roll'})"
+        return f"{action} ({describe_action(action, self.state.roll or ())})"
 
     def moves(self) -> list[Move]:
         """Every legal action of the pending decision with what it leads to (``Move``),

@@ -221,7 +221,7 @@ def test_rgb_render_works_with_sb3_make_vec_env():
 
 
 def test_rich_encoding_describes_each_legal_action():
-    from envs.encoding import ACTION_FEATURES, rich_state_size
+    from envs.encoding import ACTION_FEATURES
     from envs.rules import Rules, action_for
 
     env = FiveThousandEnv(obs_encoding="rich", opponents="smart")
@@ -231,7 +231,7 @@ def test_rich_encoding_describes_each_legal_action():
     g.state.roll = (1, 1, 2, 3, 4)
     obs = env._observation()
     assert env.observation_space.contains(obs)
-    rows = obs[rich_state_size(2, Rules()) :].reshape(64, ACTION_FEATURES)
+    rows = obs[ObsSpec("rich", 2, Rules()).slices["actions"]].reshape(64, ACTION_FEATURES)
     legal = env.action_masks()
     assert (rows[:, 0] == legal).all()  # feature 0 is the mask
     win = rows[action_for([1, 1], [1, 1, 2, 3, 4], bank=False)]
