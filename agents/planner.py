@@ -1,0 +1,105 @@
+"""The planner: plays each turn exactly against a value of turn-start positions.
+
+``PlannerBot`` solves the turn of the player to move (``envs.turn_planner.plan_turn``:
+every reachable end of the turn valued in one call of its value function, then the
+exact recursion over rolls and holds) and takes the action that maximizes its own win
+probability. A plan is cached per turn start, so only a turn's first decision plans.
+
+The value function is pluggable (``envs.turn_planner.ValueFn``): a learned network for
+any number of players, or, with ``PlannerBot.exact``, the exact 2-player solution,
+against which the planner plays exactly as the solver does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from functools import lru_cache
+
+import numpy as np
+
+from envs.game import OVER, ROLL, Game
+from envs.policy import Policy
+from envs.rules import Rules
+from envs.turn_planner import TurnPlan, ValueFn, exact_two_player_values, plan_turn
+
+DEFAULT_CACHE_SIZE = 4096  # turn plans kept (a few kB each)
+
+
+class PlannerBot(Policy):
+    """Maximizes its win probability within each turn, exactly, against `value_fn`.
+
+    `players` and `rules`, when given, are the only games `value_fn` can value
+    (``check_game`` refuses others). A value function that changes (a network in
+    training) needs ``clear_cache`` after each change.
+    """
+
+    def __init__(
+        self,
+        value_fn: ValueFn,
+        *,
+        players: Collection[int] | None = None,
+        rules: Rules | None = None,
+        name: str = "planner",
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> None:
+        self.value_fn = value_fn
+        self.players = None if players is None else tuple(sorted(players))
+        self.rules = rules
+        self.name = name
+        self._plan = lru_cache(maxsize=cache_size)(self._solve)
+
+    @classmethod
+    def exact(cls, rules: Rules | None = None, show_progress: bool = True) -> PlannerBot:
+        """The planner with the exact 2-player values of `rules` (solved or loaded now)."""
+        from agents.optimal import two_player_solution  # the solver only when asked for
+
+        rules = rules or Rules()
+        values = exact_two_player_values(two_player_solution(rules, show_progress))
+        return cls(values, players=(2,), rules=rules, name="planner-exact")
+
+    def check_game(self, n_players: int, rules: Rules) -> None:
+        if self.players is not None and n_players not in self.players:
+            raise ValueError(
+                f"{self.name} values games of {' or '.join(map(str, self.players))} players, "
+                f"not {n_players}"
+            )
+        if self.rules is not None and rules != self.rules:
+            raise ValueError(f"{self.name} values games under {self.rules}, not {rules}")
+
+    def clear_cache(self) -> None:
+        self._plan.cache_clear()
+
+    def plan(self, game: Game) -> TurnPlan:
+        """The plan of the current turn (cached per turn start)."""
+        s = game.state
+        return self._plan(tuple(s.scores[s.current :] + s.scores[: s.current]), game.rules)
+
+    def _solve(self, scores: tuple[int, ...], rules: Rules) -> TurnPlan:
+        return plan_turn(scores, rules, self.value_fn)
+
+    def action_values(self, game: Game) -> dict[int, float]:
+        """Win probability of every legal action, by the plan."""
+        plan = self.plan(game)
+        return {move.action: plan.move_value(move) for move in game.moves()}
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        values = self.action_values(game)
+        return max(values, key=values.__getitem__)  # first of equal values: deterministic
+
+    def win_probabilities(self, game: Game) -> np.ndarray:
+        """Every seat's estimated win probability, by seat, with the player to move
+        playing this plan: before a roll, or after the action ``act`` would take."""
+        s = game.state
+        if s.phase == OVER:
+            return np.eye(game.n_players)[s.winner]
+        plan = self.plan(game)
+        if s.phase == ROLL:
+            mine = plan.roll_probabilities(s.turn_total, s.dice_left)
+        else:
+            move = game.move(self.act(game, np.random.default_rng(0)))  # act draws nothing
+            mine = (
+                plan.bank_probabilities(move.turn_total)
+                if move.banks
+                else plan.roll_probabilities(move.turn_total, move.dice_left)
+            )
+        return np.roll(mine, s.current)  # from the mover's order to seat order
