@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -30,7 +31,17 @@ from pathlib import Path
 import numpy as np
 
 from agents import make_policy
-from envs.game import OVER, ROLL, BankOutcome, Game, format_dice, rng_state_problem
+from envs import driver
+from envs.game import (
+    OVER,
+    BankOutcome,
+    Event,
+    Game,
+    Rolled,
+    format_dice,
+    rng_state_problem,
+)
+from envs.policy import Policy
 from envs.render import (
     board_text,
     count_dice,
@@ -176,6 +187,18 @@ def move_text(roll: Sequence[int], action: int) -> str:
     return f"held {format_dice(held)} and {'banked' if action & BANK_BIT else 'rolled on'}"
 
 
+class _Human(Policy):
+    """The player at the keyboard, as a seat of the game driver."""
+
+    name = HUMAN
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        return self.session.human_turn()
+
+
 class Session:
     """One game at the terminal; input and output are functions, for tests and replays."""
 
@@ -208,41 +231,37 @@ class Session:
         return [HUMAN if i == self.human else f"{p} (seat {i})" for i, p in enumerate(self.players)]
 
     def play(self) -> int | None:
-        game, s = self.game, self.game.state
+        game = self.game
         self.say(render_text(game, self.names()))
-        while s.phase != OVER:
-            if s.phase == ROLL:
-                who, before = s.current, s.turns
-                info = game.roll()
-                self.log.append({"roll": list(info.dice), "player": who})
-                if s.turns > before:  # a bust ends the turn (R4)
-                    self.say(f"  {event_text(game.last_event, self.names())}")
-                    self.say(render_text(game, self.names()))
-                continue
-            roll = s.roll
-            if s.current == self.human:
-                action = self.human_turn()
-                self.say(f"You {move_text(roll, action)}.")
-            else:
-                action = self.policies[s.current].act(game, self.rng)
-                name = self.names()[s.current]
-                self.say(f"{name} rolled {format_dice(roll)}, {move_text(roll, action)}.")
-                if self.delay:
-                    time.sleep(self.delay)
-            self.act(action)
+        human = _Human(self)
+        seats = [self.policies.get(i, human) for i in range(game.n_players)]
+        driver.play(game, seats, self.rng, max_turns=math.inf, on_event=self.show)
         self.say(board_text(game, self.names()).rstrip("\n"))
         self.say(headline(game, self.names()))
-        return s.winner
+        return game.state.winner
 
-    def act(self, action: int) -> None:
-        s = self.game.state
-        who, before = s.current, s.turns
-        self.log.append({"act": action, "player": who})
-        self.game.act(action)
-        if s.turns > before or s.phase == OVER:
-            self.say(f"  {event_text(self.game.last_event, self.names())}")
-            if s.phase != OVER:  # the final board comes once, at the end of play()
-                self.say(render_text(self.game, self.names()))
+    def show(self, game: Game, event: Event) -> None:
+        """Log a step, and tell it: each move, and the end of each turn."""
+        names = self.names()
+        if isinstance(event, Rolled):
+            self.log.append({"roll": list(event.dice), "player": event.seat})
+            if event.bust:  # the turn ends (R4)
+                self.say(f"  {event_text(event, names)}")
+                self.say(render_text(game, names))
+            return
+        self.log.append({"act": event.move.action, "player": event.seat})
+        if event.seat == self.human:
+            self.say(f"You {move_text(event.roll, event.move.action)}.")
+        else:
+            name = names[event.seat]
+            move = move_text(event.roll, event.move.action)
+            self.say(f"{name} rolled {format_dice(event.roll)}, {move}.")
+            if self.delay:
+                time.sleep(self.delay)
+        if event.move.banks:
+            self.say(f"  {event_text(event, names)}")
+            if game.state.phase != OVER:  # the final board comes once, at the end of play()
+                self.say(render_text(game, names))
 
     def human_turn(self) -> int:
         game = self.game
