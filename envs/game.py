@@ -18,6 +18,7 @@ import json
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -233,8 +234,7 @@ def gift_recipient(scores: list[int], banker: int, total: int, rules: Rules) -> 
     return recipient
 
 
-@dataclass(frozen=True, slots=True)
-class BankOutcome:
+class BankOutcome(NamedTuple):
     """What banking `total` does (R8, R9); made by ``bank_outcome``.
 
     ``envs.render.bank_text`` puts it in words.
@@ -258,15 +258,15 @@ class BankOutcome:
         return self.overshoot and self.gift_to is None
 
 
-def _bank_refusal(banked: int, total: int, rules: Rules) -> str:
+def _bank_refusal(banked: int, total: int, entry: int) -> str:
     """Why `can_bank` refuses (R8), in a few words."""
     if total <= 0:
         return "nothing to bank"
     reasons = []
     if total % 100 == 50:
         reasons.append("ends in 50")
-    if banked == 0 and total < rules.entry:
-        reasons.append(f"is under the {rules.entry} needed to enter")
+    if banked == 0 and total < entry:
+        reasons.append(f"is under the {entry} needed to enter")
     return " and ".join(reasons)
 
 
@@ -274,9 +274,9 @@ def bank_outcome(scores: Sequence[int], banker: int, total: int, rules: Rules) -
     """What `banker` banking a turn total of `total` would do to `scores` (R8, R9): the
     one place where banking is decided (``Game`` applies it). Pure: `scores` is not
     modified."""
-    before = tuple(int(x) for x in scores)
+    before = tuple(map(int, scores))
     if not can_bank(before[banker], total, rules.entry):
-        why = _bank_refusal(before[banker], total, rules)
+        why = _bank_refusal(before[banker], total, rules.entry)
         return BankOutcome(banker, total, False, why, before)
     new = before[banker] + total
     if new <= rules.target:
@@ -325,8 +325,7 @@ class Move(NamedTuple):
         return self.bank is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Rolled:
+class Rolled(NamedTuple):
     """Event: `seat` rolled `dice` with `turn_total` points held so far this turn (0: the
     turn's first roll); a bust ended the turn and lost them (R4)."""
 
@@ -336,8 +335,7 @@ class Rolled:
     turn_total: int
 
 
-@dataclass(frozen=True, slots=True)
-class Moved:
+class Moved(NamedTuple):
     """Event: `seat` took `move` on the roll `roll` (a banking move ended the turn)."""
 
     seat: int
@@ -421,6 +419,28 @@ class _DiceStream:
         code = self._codes[self._next]
         self._next += 1
         return ROLL_BY_CODE[n][code % 6**n]
+
+
+@lru_cache(maxsize=1 << 16)
+def _legal_moves(
+    roll: tuple[int, ...], hold_rule: str, entry: int, entered: bool, turn_total: int
+) -> dict[int, Move]:
+    """The legal moves of a roll, by ascending action, before banking is applied: what
+    they hold and lead to depends only on these arguments (R5, R6, R8), so it is cached;
+    a banking move's ``bank`` is filled in by ``Game._with_bank``."""
+    banked = 1 if entered else 0  # only whether the player has entered matters here
+    out = {}
+    for hold in sorted(ROLL_INFO[roll].holds(hold_rule), key=lambda h: h.bits):
+        total = turn_total + hold.points
+        left = (len(roll) - len(hold.dice)) or NUM_DICE  # hot dice (R6)
+        bankable = can_bank(banked, total, entry)
+        why_not = "" if bankable else _bank_refusal(banked, total, entry)
+        out[hold.bits] = Move(hold.bits, hold.dice, hold.points, total, left, None, why_not)
+        if bankable:
+            out[hold.bits | BANK_BIT] = Move(
+                hold.bits | BANK_BIT, hold.dice, hold.points, total, left, None, ""
+            )
+    return dict(sorted(out.items()))
 
 
 class Game:
@@ -532,7 +552,7 @@ class Game:
         by ascending action; empty unless a decision is due."""
         if self.state.phase != DECIDE:
             return []
-        return [self._move(action) for action in self.legal()[0]]
+        return [self._with_bank(move) for move in self._moves_before_banking().values()]
 
     def move(self, action: int) -> Move:
         """What `action` does in the pending decision; IllegalMoveError (naming the
@@ -540,29 +560,29 @@ class Game:
         s = self.state
         if s.phase != DECIDE:
             raise IllegalMoveError(f"no decision is due: the game is in the {s.phase!r} phase")
-        try:
-            if isinstance(action, bool | np.bool_):
-                raise TypeError("a boolean is not an action")
-            action = operator.index(action)
-        except TypeError:
-            raise IllegalMoveError(self._illegal_message(action)) from None
-        if not 0 <= action < NUM_ACTIONS or not self.legal()[1][action]:
+        if type(action) is not int:  # numpy integers are fine; booleans are not actions
+            try:
+                if isinstance(action, bool | np.bool_):
+                    raise TypeError("a boolean is not an action")
+                action = operator.index(action)
+            except TypeError:
+                raise IllegalMoveError(self._illegal_message(action)) from None
+        move = self._moves_before_banking().get(action)
+        if move is None:
             raise IllegalMoveError(self._illegal_message(action))
-        return self._move(action)
+        return self._with_bank(move)
 
-    def _move(self, action: int) -> Move:
+    def _moves_before_banking(self) -> dict[int, Move]:
         s = self.state
-        hold = ROLL_INFO[s.roll].hold_for_bits(self.rules.hold)[action & ~BANK_BIT]
-        total = s.turn_total + hold.points
-        left = (s.dice_left - len(hold.dice)) or NUM_DICE  # hot dice (R6)
-        banked = s.scores[s.current]
-        why_not = "" if can_bank(banked, total, self.rules.entry) else _bank_refusal(
-            banked, total, self.rules
-        )
-        outcome = (
-            bank_outcome(s.scores, s.current, total, self.rules) if action & BANK_BIT else None
-        )
-        return Move(action, hold.dice, hold.points, total, left, outcome, why_not)
+        rules = self.rules
+        return _legal_moves(s.roll, rules.hold, rules.entry, s.scores[s.current] > 0, s.turn_total)
+
+    def _with_bank(self, move: Move) -> Move:
+        """`move` with its BankOutcome, which depends on every score (not cached)."""
+        if not move.action & BANK_BIT:
+            return move
+        s = self.state
+        return move._replace(bank=bank_outcome(s.scores, s.current, move.turn_total, self.rules))
 
     # ----------------------------------------------------------------- steps
     def roll(self, dice: Iterable[int] | None = None) -> RollInfo:
