@@ -1,9 +1,11 @@
-"""Players of 5000 behind one interface (``agents.base.Policy``), made by name."""
+"""Players of 5000 behind one interface (``envs.policy.Policy``), made by name: this
+package's ``make_policy`` is the policy resolver that the environments find through the
+``fivethousand_rl.policies`` entry point (see ``envs.policy``)."""
 
 from __future__ import annotations
 
-from agents.base import Policy
 from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
+from envs.policy import Policy
 
 BOT_NAMES = (
     "random",
