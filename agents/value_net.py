@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from envs.driver import play
 from envs.game import ROLL, Game
 from envs.policy import Policy
 from envs.rules import NUM_DICE, Rules
@@ -311,8 +312,6 @@ def _play_games(
     rng: np.random.Generator,
     opponents: list[Policy],
 ) -> list[tuple[int, ...]]:
-    from envs.driver import play
-
     explorer = _Explorer(planner, cfg.epsilon)
     seen: list[tuple[int, ...]] = []
     for _ in range(games):
