@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.planner import PlannerBot
 from envs.driver import play
 from envs.game import ROLL, Game
 from envs.policy import Policy
@@ -163,6 +164,12 @@ class ValueNet:
         x, mask = self.spec.encode(positions)
         n = int(mask[0].sum())
         return masked_softmax(self.logits(x).astype(np.float64), mask)[:, :n]
+
+    def planner(self, name: str = "planner-net") -> PlannerBot:
+        """The planner playing with this network, for the rules it was trained under."""
+        return PlannerBot(
+            self, players=range(2, self.spec.max_players + 1), rules=self.spec.rules, name=name
+        )
 
     def save(self, path: str | Path) -> Path:
         """One .npz: the weights and, as JSON text, the feature spec (rules included)."""
@@ -335,7 +342,6 @@ def train(
     import torch
 
     from agents import make_policy
-    from agents.planner import PlannerBot
 
     torch.set_num_threads(1)
     spec = FeatureSpec(cfg.rules)

@@ -12,6 +12,7 @@ from agents.value_net import (
     FeatureSpec,
     TrainConfig,
     ValueNet,
+    _play_games,
     _torch_net,
     masked_softmax,
     to_value_net,
@@ -211,3 +212,15 @@ def test_targets_are_the_planned_turns_expectation(n):
     for p, t in zip(positions, turn_targets(positions, SMALL, net), strict=True):
         np.testing.assert_allclose(t, plan_turn(p, SMALL, net).probabilities[0, 5], atol=1e-12)
         assert t.sum() == pytest.approx(1.0)
+
+
+def test_self_play_collects_turn_starts_and_the_planner_keeps_to_its_rules():
+    """Every recorded position is a turn start (R8, R10 scores); the game's first one too;
+    the net's planner refuses rules it was not trained under."""
+    net = untrained()
+    cfg = TrainConfig(rules=SMALL, players=(3,), epsilon=0.5, seed=2)
+    seen = _play_games(cfg, net.planner(), 3, 3, np.random.default_rng(0), [])
+    assert (0, 0, 0) in seen and len(seen) > 9
+    net(np.array(seen))  # refuses anything that is not a turn start
+    with pytest.raises(ValueError, match="values games under"):
+        net.planner().check_game(2, Rules())
