@@ -33,14 +33,14 @@ def play(
     holds before a step. Seat i's decisions come from ``policies[i].act(game, rng)``
     (a seat whose decisions never come up, because `until` stops first, may be None);
     `on_event(game, event)` follows each step. Returns `game`."""
-    state = game.state
+    state, roll, act = game.state, game.roll, game.act  # hot loop: look them up once
     while state.phase != OVER and state.turns < max_turns:
         if until is not None and until(game):
             break
         if state.phase == DECIDE:
-            game.act(policies[state.current].act(game, rng))
+            act(policies[state.current].act(game, rng))
         else:
-            game.roll()
+            roll()
         if on_event is not None:
             on_event(game, game.last_event)
     return game

@@ -617,8 +617,11 @@ class Game:
         Raises IllegalMoveError (naming the legal actions) and changes nothing if the
         action is not allowed.
         """
-        move = self.move(action)
         s = self.state
+        move = None
+        if s.phase == DECIDE and type(action) is int:  # the common case, without move()'s checks
+            move = self._moves_before_banking().get(action)
+        move = self.move(action) if move is None else self._with_bank(move)
         self.last_event = Moved(s.current, s.roll, move)
         s.turn_total = move.turn_total
         s.held.append(move.held)

@@ -305,7 +305,7 @@ class FiveThousandEnv(gym.Env):
         )
 
     def _count_learner_rolls(self, game: Game, event: Event) -> None:
-        if isinstance(event, Rolled) and event.seat == self.learner_seat:
+        if event.seat == self.learner_seat and type(event) is Rolled:
             self._learner_turns += event.turn_total == 0  # a turn's first roll
             self._learner_busts += event.bust
 
