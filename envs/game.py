@@ -443,6 +443,15 @@ def _legal_moves(
     return dict(sorted(out.items()))
 
 
+@lru_cache(maxsize=1 << 16)
+def _banking_move(
+    move: Move, scores: tuple[int, ...], banker: int, target: int, entry: int
+) -> Move:
+    """A banking move with its BankOutcome (cached: positions recur across games)."""
+    rules = Rules(target=target, entry=entry)  # banking (R8, R9) does not read the hold rule
+    return move._replace(bank=bank_outcome(scores, banker, move.turn_total, rules))
+
+
 class Game:
     """A game of 5000 between 2 to 8 seats.
 
@@ -578,11 +587,11 @@ class Game:
         return _legal_moves(s.roll, rules.hold, rules.entry, s.scores[s.current] > 0, s.turn_total)
 
     def _with_bank(self, move: Move) -> Move:
-        """`move` with its BankOutcome, which depends on every score (not cached)."""
+        """`move` with its BankOutcome, which depends on every score."""
         if not move.action & BANK_BIT:
             return move
-        s = self.state
-        return move._replace(bank=bank_outcome(s.scores, s.current, move.turn_total, self.rules))
+        s, rules = self.state, self.rules
+        return _banking_move(move, tuple(s.scores), s.current, rules.target, rules.entry)
 
     # ----------------------------------------------------------------- steps
     def roll(self, dice: Iterable[int] | None = None) -> RollInfo:
