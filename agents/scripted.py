@@ -64,9 +64,12 @@ class TurnEVBot(Policy):
         entered = s.scores[s.current] > 0
         best, best_value = None, -np.inf
         for move in game.moves():
-            if move.banks and move.bank.winner == s.current:
-                return move.action
-            value = _turn_points(move, ev, entered)
+            if move.banks:
+                if move.bank.winner == s.current:
+                    return move.action
+                value = move.turn_total
+            else:
+                value = ev.roll_value(entered, move.turn_total, move.dice_left)
             if value > best_value:
                 best, best_value = move.action, value
         return best

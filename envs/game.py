@@ -313,16 +313,13 @@ class Move(NamedTuple):
     glue, play and the environments read these instead of working it out again."""
 
     action: int
+    banks: bool  # bank after holding (else roll the dice left)
     held: tuple[int, ...]  # the dice set aside, sorted
     points: int  # what they score (R2)
     turn_total: int  # the turn total after holding them
     dice_left: int  # dice the next roll would have: 5 again after hot dice (R6)
     bank: BankOutcome | None  # a banking action: what banking does; None: rolls on
     why_no_bank: str  # why this turn total could not be banked (R8); "" if it could
-
-    @property
-    def banks(self) -> bool:
-        return self.bank is not None
 
 
 class Rolled(NamedTuple):
@@ -435,10 +432,10 @@ def _legal_moves(
         left = (len(roll) - len(hold.dice)) or NUM_DICE  # hot dice (R6)
         bankable = can_bank(banked, total, entry)
         why_not = "" if bankable else _bank_refusal(banked, total, entry)
-        out[hold.bits] = Move(hold.bits, hold.dice, hold.points, total, left, None, why_not)
+        out[hold.bits] = Move(hold.bits, False, hold.dice, hold.points, total, left, None, why_not)
         if bankable:
             out[hold.bits | BANK_BIT] = Move(
-                hold.bits | BANK_BIT, hold.dice, hold.points, total, left, None, ""
+                hold.bits | BANK_BIT, True, hold.dice, hold.points, total, left, None, ""
             )
     return dict(sorted(out.items()))
 
@@ -588,7 +585,7 @@ class Game:
 
     def _with_bank(self, move: Move) -> Move:
         """`move` with its BankOutcome, which depends on every score."""
-        if not move.action & BANK_BIT:
+        if not move.banks:
             return move
         s, rules = self.state, self.rules
         return _banking_move(move, tuple(s.scores), s.current, rules.target, rules.entry)
