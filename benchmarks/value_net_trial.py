@@ -41,7 +41,7 @@ def exact_error(net: ValueNet, sol) -> tuple[float, float, float]:
 
 
 class Stop(Exception):
-    pass
+    """Raised by the progress callback when the time budget is spent."""
 
 
 def main() -> int:

@@ -41,10 +41,6 @@ ROLL, DECIDE, OVER = "roll", "decide", "over"
 MIN_PLAYERS, MAX_PLAYERS = 2, 8
 
 
-# (roll, hold variant, entry, entered, turn total % 100, capped turn total) -> legal moves
-_LEGAL_CACHE: dict[tuple, tuple[tuple[int, ...], np.ndarray]] = {}
-
-
 class IllegalMoveError(ValueError):
     """An action that the rules do not allow in the current state."""
 
@@ -418,13 +414,23 @@ class _DiceStream:
         return ROLL_BY_CODE[n][code % 6**n]
 
 
+class LegalMoves(NamedTuple):
+    """The legal moves of a pending decision before banking is applied (see
+    ``_legal_moves``), and the same as action numbers and as a mask."""
+
+    by_action: dict[int, Move]
+    actions: tuple[int, ...]  # ascending
+    mask: np.ndarray  # bool (64,), shared: read only
+
+
 @lru_cache(maxsize=1 << 16)
 def _legal_moves(
     roll: tuple[int, ...], hold_rule: str, entry: int, entered: bool, turn_total: int
-) -> dict[int, Move]:
+) -> LegalMoves:
     """The legal moves of a roll, by ascending action, before banking is applied: what
     they hold and lead to depends only on these arguments (R5, R6, R8), so it is cached;
-    a banking move's ``bank`` is filled in by ``Game._with_bank``."""
+    a banking move's ``bank`` is filled in by ``Game._with_bank``. The one place that
+    decides which actions are legal."""
     banked = 1 if entered else 0  # only whether the player has entered matters here
     out = {}
     for hold in sorted(ROLL_INFO[roll].holds(hold_rule), key=lambda h: h.bits):
@@ -437,7 +443,10 @@ def _legal_moves(
             out[hold.bits | BANK_BIT] = Move(
                 hold.bits | BANK_BIT, True, hold.dice, hold.points, total, left, None, ""
             )
-    return dict(sorted(out.items()))
+    by_action = dict(sorted(out.items()))
+    mask = np.zeros(NUM_ACTIONS, dtype=bool)
+    mask[list(by_action)] = True
+    return LegalMoves(by_action, tuple(by_action), mask)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -521,33 +530,8 @@ class Game:
     def legal(self) -> tuple[tuple[int, ...], np.ndarray]:
         """(legal actions, boolean mask) of the pending decision: shared cached objects,
         for hot paths that only read them. Call only in the decide phase."""
-        # Legality depends only on the roll, the rules, whether the player has entered,
-        # and the turn total up to the entry threshold and modulo 100 (R5, R8): cache it.
-        s = self.state
-        rules = self.rules
-        entered = s.scores[s.current] > 0
-        total = s.turn_total
-        key = (
-            s.roll,
-            rules.hold,
-            rules.entry,
-            entered,
-            total % 100,
-            entered or min(total, rules.entry),
-        )
-        cached = _LEGAL_CACHE.get(key)
-        if cached is None:
-            banked = 1 if entered else 0
-            actions = []
-            for hold in ROLL_INFO[s.roll].holds(rules.hold):
-                actions.append(hold.bits)
-                if can_bank(banked, total + hold.points, rules.entry):
-                    actions.append(hold.bits | BANK_BIT)
-            actions.sort()
-            mask = np.zeros(NUM_ACTIONS, dtype=bool)
-            mask[actions] = True
-            cached = _LEGAL_CACHE[key] = (tuple(actions), mask)
-        return cached
+        legal = self._legal_moves()
+        return legal.actions, legal.mask
 
     def describe(self, action: int) -> str:
         """An action of the pending roll in words, e.g. ``33 (hold [1] and bank)``."""
@@ -558,7 +542,7 @@ class Game:
         by ascending action; empty unless a decision is due."""
         if self.state.phase != DECIDE:
             return []
-        return [self._with_bank(move) for move in self._moves_before_banking().values()]
+        return [self._with_bank(move) for move in self._legal_moves().by_action.values()]
 
     def move(self, action: int) -> Move:
         """What `action` does in the pending decision; IllegalMoveError (naming the
@@ -573,14 +557,13 @@ class Game:
                 action = operator.index(action)
             except TypeError:
                 raise IllegalMoveError(self._illegal_message(action)) from None
-        move = self._moves_before_banking().get(action)
+        move = self._legal_moves().by_action.get(action)
         if move is None:
             raise IllegalMoveError(self._illegal_message(action))
         return self._with_bank(move)
 
-    def _moves_before_banking(self) -> dict[int, Move]:
-        s = self.state
-        rules = self.rules
+    def _legal_moves(self) -> LegalMoves:
+        s, rules = self.state, self.rules
         return _legal_moves(s.roll, rules.hold, rules.entry, s.scores[s.current] > 0, s.turn_total)
 
     def _with_bank(self, move: Move) -> Move:
@@ -626,7 +609,7 @@ class Game:
         s = self.state
         move = None
         if s.phase == DECIDE and type(action) is int:  # the common case, without move()'s checks
-            move = self._moves_before_banking().get(action)
+            move = self._legal_moves().by_action.get(action)
         move = self.move(action) if move is None else self._with_bank(move)
         self.last_event = Moved(s.current, s.roll, move)
         s.turn_total = move.turn_total
