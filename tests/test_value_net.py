@@ -8,18 +8,16 @@ import pytest
 
 from agents.optimal import OptimalBot, two_player_solution
 from agents.planner import PlannerBot
-from agents.value_net import (
-    FeatureSpec,
-    TrainConfig,
-    ValueNet,
-    _play_games,
-    _torch_net,
-    masked_softmax,
+from agents.training.value_iteration import (
+    PlannerConfig,
+    play_games,
     to_value_net,
     torch_logits,
+    torch_net,
     train,
     turn_targets,
 )
+from agents.value_net import FeatureSpec, ValueNet, masked_softmax
 from envs.driver import play
 from envs.game import Game
 from envs.policy import Policy
@@ -40,18 +38,19 @@ def random_positions(rng, rules: Rules, n: int, count: int) -> np.ndarray:
 
 def untrained(rules: Rules = SMALL, seed: int = 0) -> ValueNet:
     spec = FeatureSpec(rules)
-    return to_value_net(_torch_net(spec, (16, 16), seed), spec)
+    return to_value_net(torch_net(spec, (16, 16), seed), spec)
 
 
 @pytest.fixture(scope="module")
 def trained() -> ValueNet:
-    cfg = TrainConfig(
-        rules=SMALL,
-        hidden=(64, 64),
+    cfg = PlannerConfig(
+        target=SMALL.target,
+        entry=SMALL.entry,
+        hidden=[64, 64],
         iterations=20,
         games_per_iteration=10,
         fit_steps=200,
-        lr=3e-3,
+        learning_rate=3e-3,
         seed=1,
     )
     return train(cfg)
@@ -106,7 +105,7 @@ def test_numpy_forward_equals_torch_forward(n):
     import torch
 
     spec = FeatureSpec(SMALL)
-    model = _torch_net(spec, (16, 8), seed=n)
+    model = torch_net(spec, (16, 8), seed=n)
     net = to_value_net(model, spec)
     positions = random_positions(np.random.default_rng(n), SMALL, n, 50)
     x, mask = spec.encode(positions)
@@ -179,23 +178,24 @@ def test_bad_files_and_configs_are_refused_in_one_line(tmp_path):
         with pytest.raises(ValueError, match="cannot load a value net") as e:
             ValueNet.load(path)
         assert "\n" not in str(e.value)
-    for bad in ({"players": (1,)}, {"epsilon": 2.0}, {"opponent_share": 0.5}, {"iterations": 0}):
+    for bad in ({"players": [1]}, {"epsilon": 2.0}, {"opponent_share": 0.5}, {"iterations": 0}):
         with pytest.raises(ValueError) as e:
-            TrainConfig(**bad)
+            PlannerConfig(**bad).validate()
         assert "\n" not in str(e.value)
 
 
 def test_training_is_deterministic():
-    cfg = TrainConfig(
-        rules=SMALL,
-        hidden=(8,),
+    cfg = PlannerConfig(
+        target=SMALL.target,
+        entry=SMALL.entry,
+        hidden=[8],
         iterations=2,
         games_per_iteration=2,
         fit_steps=5,
         epsilon=0.3,
-        opponents=("threshold:300",),
+        opponents=["threshold:300"],
         opponent_share=0.5,
-        players=(2, 3),
+        players=[2, 3],
         seed=4,
     )
     a, b = train(cfg), train(cfg)
@@ -218,8 +218,8 @@ def test_self_play_collects_turn_starts_and_the_planner_keeps_to_its_rules():
     """Every recorded position is a turn start (R8, R10 scores); the game's first one too;
     the net's planner refuses rules it was not trained under."""
     net = untrained()
-    cfg = TrainConfig(rules=SMALL, players=(3,), epsilon=0.5, seed=2)
-    seen = _play_games(cfg, net.planner(), 3, 3, np.random.default_rng(0), [])
+    cfg = PlannerConfig(target=SMALL.target, entry=SMALL.entry, players=[3], epsilon=0.5, seed=2)
+    seen = play_games(cfg, net.planner(), 3, 3, np.random.default_rng(0), [])
     assert (0, 0, 0) in seen and len(seen) > 9
     net(np.array(seen))  # refuses anything that is not a turn start
     with pytest.raises(ValueError, match="values games under"):

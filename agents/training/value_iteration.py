@@ -1,0 +1,412 @@
+"""Training the planner's value network (agents.value_net) by fitted value iteration.
+
+The ``PlannerBot`` plays with the current network (a share ``epsilon`` of its
+decisions random, and optionally scripted bots in some seats) and every turn start it
+meets joins a buffer of positions. Each iteration re-targets a sample of the buffer:
+a position's target is the planner's own exact expectation of its turn under the
+current network (``plan_turn(...).probabilities`` at the turn start: a TD(0) target
+over the whole turn with no dice noise, a winning bank an exact 1), and the network is
+fitted to those targets (cross-entropy against the soft targets). The exact 2-player
+solver is never a target: it is a yardstick only (``exact_error``).
+
+``PlannerConfig`` is the one definition of a run's settings (train_planner.py's flags,
+presets, config.json); ``ValueIteration`` holds a run's trainer, with ``state_dict``
+and ``load_state_dict`` for an exact resume; ``evaluate`` plays the evaluation tables.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from agents import make_policy
+from agents.planner import PlannerBot
+from agents.tournament import run, schedule, wilson_interval
+from agents.value_net import MAX_PLAYERS, FeatureSpec, ValueNet
+from envs.driver import play
+from envs.game import ROLL, Game
+from envs.policy import Policy
+from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
+from envs.turn_planner import plan_turn
+
+# The evaluation tables of the issue, by table size: the agent plus these seats.
+DEFAULT_TABLES = {
+    2: ["optimal", "smart"],
+    3: ["smart,turn-ev"],
+    4: ["smart,turn-ev,threshold:350"],
+    6: ["smart,turn-ev,smart,turn-ev,threshold:350"],
+}
+OTHERS = ("smart", "turn-ev", "threshold:350")
+SHIPPED_PPO_2P = Path(__file__).resolve().parents[2] / "checkpoints" / "ppo-2p" / "model.zip"
+
+
+@dataclass
+class PlannerConfig:
+    """Everything that defines a planner training run (saved as config.json in the run).
+    Each field is a flag of train_planner.py and a key of presets; its docstring is its
+    --help text."""
+
+    # --- the game
+    players: list[int] = field(default_factory=lambda: [2])
+    """Table sizes played, one per iteration in turn (one network serves them all)."""
+    hold: str = "free"
+    """Hold rule (RULES.md R5): "free" or "all"."""
+    target: int = 5000
+    """The winning score (smaller: a shrunken game, for tests)."""
+    entry: int = 500
+    """The turn total a player at 0 needs to bank (R8)."""
+
+    # --- self-play and fitting
+    iterations: int = 40
+    """Iterations to train for: each plays games, re-targets positions and fits."""
+    games_per_iteration: int = 20
+    """Self-play games per iteration."""
+    epsilon: float = 0.1
+    """Share of self-play decisions taken at random among the legal ones (exploration)."""
+    opponents: list[str] = field(default_factory=list)
+    """Scripted bots (any agent name) met in `opponent_share` of the games, random seats."""
+    opponent_share: float = 0.0
+    """Share of the games with scripted opponents (0: pure self-play)."""
+    buffer_size: int = 50_000
+    """Turn-start positions kept, the most recently seen."""
+    targets_per_iteration: int = 20_000
+    """Positions re-targeted and fitted each iteration (a random sample of the buffer)."""
+    fit_steps: int = 300
+    """Adam steps per iteration (the network is warm-started)."""
+    batch_size: int = 512
+    """Minibatch size of the fit."""
+    learning_rate: float = 1e-3
+    """Adam step size."""
+    hidden: list[int] = field(default_factory=lambda: [128, 128])
+    """Hidden layers of the value network (tanh)."""
+
+    # --- evaluation and checkpoints
+    eval_freq: int = 10
+    """Iterations between evaluations (0: none; there is always one at the end)."""
+    eval_games: int = 1000
+    """Games per evaluation table (seats rotated; the same seeds every time)."""
+    eval_tables: list[str] = field(default_factory=list)
+    """Evaluation tables, each the other seats as comma-separated agent names
+    ("smart,turn-ev"), played at the table size they give; empty: per trained size,
+    2: optimal, smart (and the shipped ppo-2p); 3, 4, 6: the issue's mixed tables."""
+    checkpoint_freq: int = 5
+    """Iterations between saves of the resumable latest state."""
+
+    # --- the run
+    seed: int = 0
+    """Seed of everything: games, network, sampling, evaluation."""
+    run_name: str = ""
+    """Folder name under checkpoints/, one plain name; empty: {preset}_{hold}_seed{seed}."""
+    preset: str = ""
+    """The preset this config started from (a name from hyperparams/ or a .yaml path)."""
+
+    @property
+    def rules(self) -> Rules:
+        return Rules(hold=self.hold, target=self.target, entry=self.entry)
+
+    @property
+    def tables(self) -> list[list[str]]:
+        """The evaluation tables: each the agents in the seats beside the learner."""
+        if self.eval_tables:
+            return [table.split(",") for table in self.eval_tables]
+        out = []
+        for n in dict.fromkeys(self.players):
+            if n in DEFAULT_TABLES:
+                tables = list(DEFAULT_TABLES[n])
+            else:  # smart, turn-ev, threshold:350, smart, ...
+                tables = [",".join(OTHERS[i % len(OTHERS)] for i in range(n - 1))]
+            if n == 2 and self.rules == Rules() and SHIPPED_PPO_2P.is_file():
+                tables.append(str(SHIPPED_PPO_2P))
+            for table in tables:
+                seats = table.split(",")
+                out.append(seats if len(seats) > 1 else seats * (n - 1))
+        return out
+
+    def validate(self) -> None:
+        """Refuse, in one line, any value the run could not use (before any work)."""
+        for name, (rule, ok) in BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value}")
+            if not ok(value):
+                raise ValueError(f"{name} must be {rule}, got {value}")
+        if self.hold not in HOLD_VARIANTS:
+            raise ValueError(f"hold must be {' or '.join(HOLD_VARIANTS)}, got {self.hold!r}")
+        self.rules  # noqa: B018 (target and entry checked by Rules, in one line)
+        if not self.players or any(not 2 <= n <= MAX_PLAYERS for n in self.players):
+            raise ValueError(f"players must be table sizes in 2..{MAX_PLAYERS}, got {self.players}")
+        if not self.hidden or any(n < 1 for n in self.hidden):
+            raise ValueError(f"hidden must be a non-empty list of positive sizes: {self.hidden}")
+        if self.opponent_share > 0 and not self.opponents:
+            raise ValueError("opponent_share > 0 needs opponents")
+        for name in self.opponents:
+            make_policy(name).check_game(max(self.players), self.rules)
+        for table in self.tables:
+            if not 1 <= len(table) <= MAX_PLAYERS - 1:
+                raise ValueError(f"an evaluation table seats 1 to 7 others, got {table}")
+            for name in table:
+                make_policy(name).check_game(len(table) + 1, self.rules)
+
+
+POSITIVE = ("positive", lambda v: v > 0)
+FRACTION = ("between 0 and 1", lambda v: 0 <= v <= 1)
+BOUNDS = {
+    **dict.fromkeys(("iterations", "games_per_iteration", "buffer_size"), POSITIVE),
+    **dict.fromkeys(("targets_per_iteration", "fit_steps", "batch_size"), POSITIVE),
+    **dict.fromkeys(("learning_rate", "eval_games", "checkpoint_freq"), POSITIVE),
+    **dict.fromkeys(("epsilon", "opponent_share"), FRACTION),
+    "eval_freq": (">= 0 (0: only at the end)", lambda v: v >= 0),
+    "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
+}
+
+
+# ---------------------------------------------------------------- self-play
+class _Explorer(Policy):
+    """The planner, except that a share `epsilon` of its decisions are random legal ones."""
+
+    def __init__(self, planner: PlannerBot, epsilon: float) -> None:
+        self.planner, self.epsilon, self.name = planner, epsilon, "explorer"
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        if self.epsilon and rng.random() < self.epsilon:
+            moves = game.moves()
+            return moves[int(rng.integers(len(moves)))].action
+        return self.planner.act(game, rng)
+
+
+def turn_start(game: Game) -> tuple[int, ...] | None:
+    """The banked scores in turn order from the player to move, at a turn's start."""
+    s = game.state
+    if s.phase == ROLL and s.turn_total == 0 and not s.held:
+        return tuple(s.scores[s.current :] + s.scores[: s.current])
+    return None
+
+
+def play_games(
+    cfg: PlannerConfig,
+    planner: PlannerBot,
+    n_players: int,
+    games: int,
+    rng: np.random.Generator,
+    opponents: Sequence[Policy],
+) -> list[tuple[int, ...]]:
+    """The turn starts met in `games` self-play games (some with scripted opponents)."""
+    explorer = _Explorer(planner, cfg.epsilon)
+    seen: list[tuple[int, ...]] = []
+
+    def record(game: Game, _event: object = None) -> None:
+        if (position := turn_start(game)) is not None:
+            seen.append(position)
+
+    for _ in range(games):
+        game = Game(n_players, cfg.rules, seed=rng, first_player=int(rng.integers(n_players)))
+        policies: list[Policy] = [explorer] * n_players
+        if opponents and rng.random() < cfg.opponent_share:
+            for seat in rng.choice(n_players, size=int(rng.integers(1, n_players)), replace=False):
+                policies[int(seat)] = opponents[int(rng.integers(len(opponents)))]
+        record(game)
+        play(game, policies, rng, on_event=record)
+    return seen
+
+
+def turn_targets(positions: Sequence[tuple[int, ...]], rules: Rules, value_fn) -> list[np.ndarray]:
+    """Each position's target: every player's win probability at its turn start, the
+    mover planning the turn exactly against `value_fn` (a TD(0) target over the turn)."""
+    out = []
+    for p in positions:
+        plan = plan_turn(p, rules, value_fn)
+        if len(p) == 2:  # one winner: the opponent's chance is the rest (half the work)
+            v = plan.W[0, NUM_DICE]
+            out.append(np.array([v, 1.0 - v]))
+        else:
+            out.append(plan.probabilities[0, NUM_DICE])
+    return out
+
+
+# ---------------------------------------------------------------- the trainer
+def torch_net(spec: FeatureSpec, hidden: Sequence[int], seed: int):
+    import torch
+
+    torch.manual_seed(seed)
+    layers: list = []
+    width = spec.size
+    for h in hidden:
+        layers += [torch.nn.Linear(width, h), torch.nn.Tanh()]
+        width = h
+    layers.append(torch.nn.Linear(width, spec.max_players))
+    return torch.nn.Sequential(*layers)
+
+
+def torch_logits(model, x: np.ndarray, mask: np.ndarray):
+    """The torch forward pass: masked logits (absent seats at -inf)."""
+    import torch
+
+    out = model(torch.as_tensor(x))
+    return out.masked_fill(~torch.as_tensor(mask), float("-inf"))
+
+
+def to_value_net(model, spec: FeatureSpec) -> ValueNet:
+    import torch
+
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    return ValueNet(
+        spec,
+        [m.weight.detach().numpy().T.copy() for m in linears],
+        [m.bias.detach().numpy().copy() for m in linears],
+    )
+
+
+class ValueIteration:
+    """A run's trainer: `iterate()` does one iteration (play, re-target, fit); `net` is
+    the current network. Deterministic per seed; `state_dict`/`load_state_dict` resume
+    a run exactly (same weights as an uninterrupted run, to the last bit)."""
+
+    def __init__(self, cfg: PlannerConfig) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+        self.cfg = cfg
+        self.spec = FeatureSpec(cfg.rules)
+        self.model = torch_net(self.spec, cfg.hidden, cfg.seed)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate)
+        self.rng = np.random.default_rng(cfg.seed)
+        self.opponents = [make_policy(name) for name in cfg.opponents]
+        self.buffer: dict[tuple[int, ...], int] = {}  # position -> iteration last seen
+        self.iteration = 0
+        self.net = to_value_net(self.model, self.spec)
+        self.planner = PlannerBot(self.net, rules=cfg.rules)
+
+    def iterate(self) -> dict:
+        """One iteration; returns its statistics."""
+        cfg, it, start = self.cfg, self.iteration, time.perf_counter()
+        n_players = cfg.players[it % len(cfg.players)]
+        seen = play_games(
+            cfg, self.planner, n_players, cfg.games_per_iteration, self.rng, self.opponents
+        )
+        for p in seen:
+            self.buffer.pop(p, None)
+            self.buffer[p] = it
+        while len(self.buffer) > cfg.buffer_size:
+            self.buffer.pop(next(iter(self.buffer)))
+        keys = list(self.buffer)
+        if len(keys) > cfg.targets_per_iteration:
+            chosen = self.rng.choice(len(keys), cfg.targets_per_iteration, replace=False)
+            keys = [keys[i] for i in np.sort(chosen)]
+        targets = turn_targets(keys, cfg.rules, self.net)
+        loss = self._fit(keys, targets)
+        self.net = to_value_net(self.model, self.spec)
+        self.planner.value_fn = self.net
+        self.planner.clear_cache()
+        self.iteration += 1
+        return {
+            "players": n_players,
+            "positions": len(self.buffer),
+            "fitted": len(keys),
+            "loss": loss,
+            "seconds": time.perf_counter() - start,
+        }
+
+    def _fit(self, keys: Sequence[tuple[int, ...]], targets: list[np.ndarray]) -> float:
+        """`fit_steps` Adam steps of cross-entropy against the soft targets, positions of
+        each table size batched together."""
+        import torch
+
+        cfg, spec = self.cfg, self.spec
+        groups = {}
+        for n in sorted({len(k) for k in keys}):
+            idx = [i for i, k in enumerate(keys) if len(k) == n]
+            x, mask = spec.encode(np.array([keys[i] for i in idx]))
+            t = np.zeros((len(idx), spec.max_players), dtype=np.float32)
+            t[:, :n] = np.stack([targets[i] for i in idx])
+            groups[n] = (torch.as_tensor(x), torch.as_tensor(mask), torch.as_tensor(t))
+        sizes = list(groups)
+        total = 0.0
+        for step in range(cfg.fit_steps):
+            x, mask, t = groups[sizes[step % len(sizes)]]
+            idx = torch.as_tensor(self.rng.integers(len(x), size=min(cfg.batch_size, len(x))))
+            logits = self.model(x[idx]).masked_fill(~mask[idx], float("-inf"))
+            logp = torch.log_softmax(logits, dim=1).masked_fill(~mask[idx], 0.0)
+            loss = -(t[idx] * logp).sum(dim=1).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            total += float(loss.detach())
+        return total / cfg.fit_steps
+
+    def state_dict(self) -> dict:
+        """Everything an exact resume needs, as plain data (torch tensors as bytes)."""
+        import torch
+
+        weights = io.BytesIO()
+        torch.save({"model": self.model.state_dict(), "opt": self.opt.state_dict()}, weights)
+        return {
+            "iteration": self.iteration,
+            "torch": weights.getvalue(),
+            "rng": self.rng.bit_generator.state,
+            "buffer": [[list(p), it] for p, it in self.buffer.items()],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        import torch
+
+        saved = torch.load(io.BytesIO(state["torch"]), weights_only=True)
+        self.model.load_state_dict(saved["model"])
+        self.opt.load_state_dict(saved["opt"])
+        self.rng.bit_generator.state = state["rng"]
+        self.buffer = {tuple(p): int(it) for p, it in state["buffer"]}
+        self.iteration = int(state["iteration"])
+        self.net = to_value_net(self.model, self.spec)
+        self.planner.value_fn = self.net
+        self.planner.clear_cache()
+
+
+def train(cfg: PlannerConfig, on_iteration: Callable[[int, ValueNet, dict], None] | None = None):
+    """`cfg.iterations` iterations from scratch (no run folder); `on_iteration(i, net,
+    stats)` is told of each. Returns the final network."""
+    trainer = ValueIteration(cfg)
+    while trainer.iteration < cfg.iterations:
+        stats = trainer.iterate()
+        if on_iteration:
+            on_iteration(trainer.iteration - 1, trainer.net, stats)
+    return trainer.net
+
+
+# ---------------------------------------------------------------- evaluation
+def table_label(table: Sequence[str]) -> str:
+    return f"{len(table) + 1}p:{','.join(table)}"
+
+
+def evaluate(
+    net: ValueNet, cfg: PlannerConfig, on_progress: Callable[[int], None] | None = None
+) -> dict[str, dict]:
+    """Win rate of the net's planner at each evaluation table, its seat rotating game by
+    game (agents.tournament); the same seeds every time."""
+    out = {}
+    for table in cfg.tables:
+        players, games = len(table) + 1, cfg.eval_games
+        seatings = schedule(players, players, -(-games // players) * players)[:games]
+        agents = [net.planner(name="learner"), *table]
+        seed = cfg.seed + (10_007 << 32)  # other games than training's
+        results = run(agents, seatings, cfg.rules, seed, on_progress=on_progress)
+        wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
+        out[table_label(table)] = {
+            "win_rate": wins / games,
+            "ci95": list(wilson_interval(wins, games)),
+            "games": games,
+            "fair_share": 1 / players,
+            "mean_turns": sum(r.turns for r in results) / games,
+        }
+    return out
+
+
+def exact_error(net: ValueNet, solution) -> float:
+    """Mean |V_net - V_exact| over every 2-player turn start (the solver a yardstick)."""
+    a, b = np.meshgrid(solution.scores, solution.scores, indexing="ij")
+    v = net(np.stack([a.ravel(), b.ravel()], axis=1))[:, 0]
+    return float(np.abs(v - solution.V.ravel()).mean())
