@@ -65,9 +65,8 @@ def measure(
 ) -> dict[tuple[str, str], str]:
     """Each agent (label -> spec) against each bot of BOTS, `games` games per pair with
     seats alternating, in one pool of workers; "win rate ±half-interval" per pair."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    from agents.tournament import run, schedule, summarize
+    from agents.tournament import schedule, summarize
+    from evaluate import run_with_bar
 
     names = [*agents, *BOTS]
     seatings = [  # agents against bots, not against each other
@@ -75,22 +74,8 @@ def measure(
         for seating in schedule(len(names), 2, games + games % 2)
         if sum(a < len(agents) for a in seating.agents) == 1
     ]
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-    ) as progress:
-        task = progress.add_task("games", total=len(seatings))
-        results = run(
-            [*agents.values(), *BOTS],
-            seatings,
-            Rules(),
-            seed,
-            workers=workers,
-            on_progress=lambda n: progress.advance(task, n),
-        )
+    specs = [*agents.values(), *BOTS]
+    results = run_with_bar(console, specs, seatings, Rules(), seed, workers, transient=False)
     pairwise = summarize(names, results, 2)["pairwise"]
     rates = {}
     for label in agents:

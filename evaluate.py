@@ -139,24 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         policy.prepare(rules)
     names = label_agents(args.agents, policies)
     start = time.perf_counter()
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("games", total=len(seatings))
-        results = tour.run(
-            args.agents,
-            seatings,
-            rules,
-            args.seed,
-            workers=args.workers,
-            max_turns=args.max_turns,
-            on_progress=lambda n: bar.advance(task, n),
-        )
+    results = run_with_bar(
+        err, args.agents, seatings, rules, args.seed, workers=args.workers, max_turns=args.max_turns
+    )
     elapsed = time.perf_counter() - start
     summary = tour.summarize(names, results, args.players)
     for agent, spec in zip(summary["agents"], args.agents, strict=True):
@@ -178,6 +163,18 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.workers} worker(s)); {summary['truncated']} cut off at {args.max_turns} turns"
     )
     return write_outputs(args, summary)
+
+
+def run_with_bar(console: Console, specs, seatings, *args, transient=True, **kwargs) -> list:
+    """``agents.tournament.run(specs, seatings, *args, **kwargs)`` with a progress bar of
+    the games on `console`."""
+    columns = (BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(
+        "[progress.description]{task.description}", *columns, console=console, transient=transient
+    ) as bar:
+        task = bar.add_task("games", total=len(seatings))
+        advance = lambda n: bar.advance(task, n)  # noqa: E731
+        return tour.run(specs, seatings, *args, on_progress=advance, **kwargs)
 
 
 def write_outputs(args: argparse.Namespace, summary: dict) -> int:
@@ -218,14 +215,7 @@ def print_summary(console: Console, summary: dict) -> None:
     for col in ("agent", "games", "win rate", "95% interval", "mean turns", RATING_HEADER):
         table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
     for a in sorted(summary["agents"], key=lambda a: -a["win_rate"]):
-        table.add_row(
-            a["agent"],
-            str(a["games"]),
-            f"{a['win_rate']:.1%}",
-            f"{a['ci95_low']:.1%} - {a['ci95_high']:.1%}",
-            f"{a['mean_game_turns']:.1f}",
-            f"{a['rating']:.0f} ± {a['rating_se']:.0f}",
-        )
+        table.add_row(*agent_cells(a))
     print_whole(console, table)
     console.print(RATING_NOTE, style="dim")
     if "pairwise" in summary:
@@ -237,6 +227,14 @@ def print_summary(console: Console, summary: dict) -> None:
         for row, cells in pairwise_rows(summary, names, _plus_minus):
             matrix.add_row(row, *cells)
         print_whole(console, matrix)
+
+
+def agent_cells(a: dict) -> list[str]:
+    """One agent's row of the tables: name, games, win rate, interval, turns, rating."""
+    interval = f"{a['ci95_low']:.1%} - {a['ci95_high']:.1%}"
+    rating = f"{a['rating']:.0f} ± {a['rating_se']:.0f}"
+    cells = [a["agent"], str(a["games"]), f"{a['win_rate']:.1%}", interval]
+    return cells + [f"{a['mean_game_turns']:.1f}", rating]
 
 
 def pairwise_rows(summary: dict, names: list[str], cell_text) -> list[tuple[str, list[str]]]:
@@ -265,12 +263,7 @@ def markdown(summary: dict) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     agents = sorted(summary["agents"], key=lambda a: -a["win_rate"])
-    for a in agents:
-        lines.append(
-            f"| {a['agent']} | {a['games']} | {a['win_rate']:.1%} | "
-            f"{a['ci95_low']:.1%} - {a['ci95_high']:.1%} | {a['mean_game_turns']:.1f} | "
-            f"{a['rating']:.0f} ± {a['rating_se']:.0f} |"
-        )
+    lines += ["| " + " | ".join(agent_cells(a)) + " |" for a in agents]
     if "pairwise" in summary:
         names = [a["agent"] for a in agents]
         lines += ["", "| row wins against column | " + " | ".join(names) + " |"]

@@ -26,7 +26,7 @@ from typing import Annotated
 import tyro
 
 from agents.training import checkpoint, progress
-from agents.training.config import NUMBERS, TrainConfig, load_preset, new_run_config, to_int
+from agents.training.config import NUMBERS, TrainConfig, load_preset, new_run_config, to_number
 from agents.training.model import make_model, make_vec_env
 
 ROOT = Path(__file__).resolve().parent
@@ -77,7 +77,7 @@ RESUME_FLAGS = {"--resume", "--n-timesteps", "--stop-after", "--no-progress", "-
 def prepare(args: Args) -> tuple[TrainConfig, Path, dict | None]:
     """The run's config and folder, and for --resume its checkpoint; everything checked
     before any work or any write (ValueError: one line for the user)."""
-    if args.stop_after is not None and to_int("--stop-after", args.stop_after) < 1:
+    if args.stop_after is not None and to_number("--stop-after", args.stop_after) < 1:
         raise ValueError(f"--stop-after must be positive, got {args.stop_after:g}")
     checkpoints = Path(args.checkpoints) if args.checkpoints else ROOT / "checkpoints"
     if not args.resume:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from agents.neural import first_line
-from agents.training.config import TrainConfig, make_config, parse_opponents, to_int
+from agents.training.config import TrainConfig, make_config, parse_opponents, to_number
 
 
 @dataclass
@@ -119,7 +119,7 @@ def open_run(run_dir: Path, n_timesteps: float | None = None) -> tuple[TrainConf
     saved state of its latest checkpoint, all checked."""
     config = read_run_config(run_dir)
     if n_timesteps is not None:  # extend (or shorten) the run
-        config.n_timesteps = to_int("n_timesteps", n_timesteps)
+        config.n_timesteps = to_number("n_timesteps", n_timesteps)
         config.validate()
     return config, run_dir, read_checkpoint(run_dir, config)
 

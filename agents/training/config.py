@@ -4,6 +4,7 @@ refusal one line naming the setting."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import re
@@ -235,14 +236,12 @@ def coerce(name: str, value: Any) -> Any:
     if kind in (list[str], list[int]):
         items = list(value) if isinstance(value, list | tuple) else [value]
         if kind == list[int]:
-            return [to_int(name, item) for item in items]
+            return [to_number(name, item) for item in items]
         if not all(isinstance(item, str) for item in items):
             raise ValueError(f"{name} must be a list of names, got {value!r}")
         return items
-    if kind is int:
-        return to_int(name, value)
-    if kind is float:
-        return to_float(name, value)
+    if kind in (int, float):
+        return to_number(name, value, kind)
     if value is None:  # "--params init_from=" (YAML reads nothing as null)
         return ""
     if not isinstance(value, str | int | float) or isinstance(value, bool):
@@ -250,30 +249,18 @@ def coerce(name: str, value: Any) -> Any:
     return str(value)
 
 
-def to_int(name: str, value: Any) -> int:
-    """An integer from an int, an integral float or a numeric string ("1e6": YAML 1.1
-    reads exponents without a dot as strings); bools and fractions are refused."""
-    number = value
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            number = None
-    if isinstance(number, int) and not isinstance(number, bool):
+def to_number(name: str, value: Any, kind: type = int) -> Any:
+    """A `kind` (int or float) from a number or a numeric string ("1e6": YAML 1.1 reads
+    exponents without a dot as strings); bools, and fractions for an int, are refused."""
+    number = None
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError):
+            number = value if isinstance(value, int) and kind is int else float(value)
+    if isinstance(number, int) or (kind is float and number is not None):
         return number
     if isinstance(number, float) and number.is_integer():
         return int(number)
-    raise ValueError(f"{name} must be an integer, got {value!r}")
-
-
-def to_float(name: str, value: Any) -> float:
-    """A float from a number or a numeric string; bools are refused."""
-    if isinstance(value, int | float | str) and not isinstance(value, bool):
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    raise ValueError(f"{name} must be a number, got {value!r}")
+    raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
 
 
 # Numbers on the command line as typed ("2e6", "inf"): tyro leaves them to make_config,
