@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from agents import make_policy
+from agents.neural import short_name
 from agents.planner import PlannerBot
 from agents.tournament import run, schedule, wilson_interval
 from agents.value_net import MAX_PLAYERS, FeatureSpec, ValueNet
@@ -42,6 +43,7 @@ DEFAULT_TABLES = {
     4: ["smart,turn-ev,threshold:350"],
     6: ["smart,turn-ev,smart,turn-ev,threshold:350"],
 }
+MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
 OTHERS = ("smart", "turn-ev", "threshold:350")
 SHIPPED_PPO_2P = Path(__file__).resolve().parents[2] / "checkpoints" / "ppo-2p" / "model.zip"
 
@@ -379,7 +381,9 @@ def train(cfg: PlannerConfig, on_iteration: Callable[[int, ValueNet, dict], None
 
 # ---------------------------------------------------------------- evaluation
 def table_label(table: Sequence[str]) -> str:
-    return f"{len(table) + 1}p:{','.join(table)}"
+    """(smart, turn-ev) -> "3p:smart,turn-ev"; model files by their short names."""
+    names = [short_name(name) if name.endswith(MODEL_SUFFIXES) else name for name in table]
+    return f"{len(table) + 1}p:{','.join(names)}"
 
 
 def evaluate(
