@@ -30,6 +30,8 @@ from envs.policy import Policy
 from envs.rules import NUM_ACTIONS
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
+# The network's layer sizes by default (TrainConfig's defaults too).
+LAYERS = {"state_layers": (128, 64), "scorer_layers": (64, 64), "critic_layers": (256, 256)}
 
 
 def _mlp(sizes: list[int], activation: type[nn.Module], last_activation: bool) -> nn.Sequential:
@@ -53,9 +55,9 @@ class ActionScoringNet(nn.Module):
     def __init__(
         self,
         n_state: int,
-        state_layers: tuple[int, ...] = (128, 64),
-        scorer_layers: tuple[int, ...] = (64, 64),
-        critic_layers: tuple[int, ...] = (256, 256),
+        state_layers: tuple[int, ...] = LAYERS["state_layers"],
+        scorer_layers: tuple[int, ...] = LAYERS["scorer_layers"],
+        critic_layers: tuple[int, ...] = LAYERS["critic_layers"],
         activation: str = "relu",
     ) -> None:
         super().__init__()
@@ -90,23 +92,9 @@ class ActionScoringPolicy(MaskableActorCriticPolicy):
     ``critic_layers``, ``activation`` ("relu" or "tanh").
     """
 
-    def __init__(
-        self,
-        *args,
-        n_state: int,
-        state_layers: tuple[int, ...] = (128, 64),
-        scorer_layers: tuple[int, ...] = (64, 64),
-        critic_layers: tuple[int, ...] = (256, 256),
-        activation: str = "relu",
-        **kwargs,
-    ) -> None:
-        self.net_config = {
-            "n_state": n_state,
-            "state_layers": tuple(state_layers),
-            "scorer_layers": tuple(scorer_layers),
-            "critic_layers": tuple(critic_layers),
-            "activation": activation,
-        }
+    def __init__(self, *args, n_state: int, activation: str = "relu", **kwargs) -> None:
+        layers = {name: tuple(kwargs.pop(name, size)) for name, size in LAYERS.items()}
+        self.net_config = {"n_state": n_state, **layers, "activation": activation}
         super().__init__(*args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:

@@ -17,6 +17,7 @@ import json
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
@@ -62,27 +63,28 @@ def env_steps_per_second(env_id: str, seconds: float, masked: bool, **kwargs) ->
             return steps / (now - start)
 
 
+def per_second(seconds: float, one: Callable[[int], object]) -> float:
+    """How many times per second `one(0)`, `one(1)`, ... run, over `seconds`."""
+    count = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        one(count)
+        count += 1
+    return count / (time.perf_counter() - start)
+
+
 def engine_games_per_second(seconds: float, bot: str = "threshold:350") -> float:
     """Whole games/s of the raw engine, `bot` against itself, two players."""
     players = [make_policy(bot), make_policy(bot)]
     rng = np.random.default_rng(0)
-    games = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        play(Game(2, seed=games), players, rng)
-        games += 1
-    return games / (time.perf_counter() - start)
+    return per_second(seconds, lambda games: play(Game(2, seed=games), players, rng))
 
 
 def tournament_games_per_second(a: str, b: str, seconds: float) -> float:
     """Games/s of `a` against `b` through the tournament runner, seats alternating."""
     pa, pb = make_policy(a), make_policy(b)
-    games = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        play_game([pa, pb] if games % 2 == 0 else [pb, pa], Rules(), [0, games])
-        games += 1
-    return games / (time.perf_counter() - start)
+    seats = [[pa, pb], [pb, pa]]
+    return per_second(seconds, lambda games: play_game(seats[games % 2], Rules(), [0, games]))
 
 
 def decision_latency(policy, states: list[Game], rng) -> float:
