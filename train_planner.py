@@ -34,7 +34,13 @@ from agents.neural import first_line
 from agents.training.checkpoint import atomic_write, find_run, save_json
 from agents.training.config import check_plain_name, is_preset_name, preset_path
 from agents.training.progress import duration, shown
-from agents.training.value_iteration import PlannerConfig, ValueIteration, evaluate, exact_error
+from agents.training.value_iteration import (
+    PlannerConfig,
+    ValueIteration,
+    evaluate,
+    exact_error,
+    table_label,
+)
 
 ROOT = Path(__file__).resolve().parent
 
@@ -357,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     start = run.trainer.iteration
     what = f"resuming {shown(run_dir)} at iteration {start}" if start else f"run {shown(run_dir)}"
-    tables = ", ".join(f"({', '.join(t)})" for t in config.tables)
+    tables = ", ".join(table_label(t) for t in config.tables)
     print(f"{what}: {config.iterations - start} iterations of {config.games_per_iteration} "
           f"self-play games at {config.players} players, hold {config.hold}; evaluation "
           f"every {config.eval_freq} iterations against {tables}", flush=True)

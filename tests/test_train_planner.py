@@ -1,0 +1,156 @@
+"""train_planner.py: the planner agent's run machinery (issue 11 item 3): a run folder,
+exact resume, evaluations, and bad input refused in one line with nothing written."""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+import train_planner
+from agents.training.value_iteration import PlannerConfig, table_label
+from agents.value_net import ValueNet
+
+# A shrunken game (R10 scores to 1000, entry 300) and a tiny network: seconds per run.
+TINY = [
+    "--target", "1000", "--entry", "300", "--hidden", "8", "--iterations", "4",
+    "--games-per-iteration", "2", "--fit-steps", "5", "--eval-freq", "2",
+    "--eval-games", "20", "--checkpoint-freq", "2", "--eval-tables", "threshold:300",
+    "--no-progress",
+]  # fmt: skip
+
+
+def train(tmp_path, *argv: str) -> int:
+    return train_planner.main([*TINY, "--checkpoints", str(tmp_path), *argv])
+
+
+def folder_hash(path) -> str:
+    digest = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(f.relative_to(path)).encode() + f.read_bytes())
+    return digest.hexdigest()
+
+
+def weights(path) -> list[np.ndarray]:
+    net = ValueNet.load(path)
+    return net.weights + net.biases
+
+
+def without_clock(evals: list[dict]) -> list[dict]:
+    return [{k: v for k, v in e.items() if k != "wall_seconds"} for e in evals]
+
+
+def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path):
+    assert train(tmp_path, "--run-name", "straight") == 0
+    assert train(tmp_path, "--run-name", "pieces", "--stop-after", "2") == 0
+    pieces = tmp_path / "pieces"
+    assert json.loads((pieces / "evals.json").read_text())[-1]["iteration"] == 2
+    assert train_planner.main(["--resume", str(pieces), "--no-progress"]) == 0
+    straight = tmp_path / "straight"
+    for name in ("latest/value_net.npz", "best/value_net.npz"):
+        for a, b in zip(weights(straight / name), weights(pieces / name), strict=True):
+            np.testing.assert_array_equal(a, b)
+    evals = [json.loads((run / "evals.json").read_text()) for run in (straight, pieces)]
+    assert without_clock(evals[0]) == without_clock(evals[1])
+    assert [e["iteration"] for e in evals[0]] == [2, 4]
+
+
+def test_the_run_folder_records_what_was_done(tmp_path):
+    assert train(tmp_path, "--run-name", "r", "--seed", "3") == 0
+    run = tmp_path / "r"
+    config = train_planner.read_config(run)
+    assert config.seed == 3 and config.target == 1000 and config.hidden == [8]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["iterations"] == 4 and summary["games"] == 8
+    evaluation = summary["last_eval"]["results"]["2p:threshold:300"]
+    assert evaluation["games"] == 20 and 0 <= evaluation["win_rate"] <= 1
+    assert summary["last_eval"]["exact_error"] is not None  # 2 players: the yardstick
+    assert "train_planner.py" in (run / "command.txt").read_text()
+    assert any((run / "tb").iterdir())
+
+
+def test_resuming_a_finished_run_changes_nothing(tmp_path, capsys):
+    assert train(tmp_path, "--run-name", "done") == 0
+    before = folder_hash(tmp_path / "done")
+    assert train_planner.main(["--resume", str(tmp_path / "done"), "--no-progress"]) == 0
+    assert folder_hash(tmp_path / "done") == before
+    assert "already complete" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--players", "1"],
+        ["--players", "9"],
+        ["--epsilon", "2"],
+        ["--opponent-share", "0.5"],  # and no opponents
+        ["--opponents", "nobot"],
+        ["--eval-tables", "smart,nobot"],
+        ["--hold", "some"],
+        ["--target", "150"],
+        ["--entry", "0"],
+        ["--preset", "nope"],
+        ["--preset", "../hyperparams/quick"],
+        ["--run-name", "../outside"],
+        ["--run-name", ""],
+        ["--stop-after", "0"],
+        ["--iterations", "0"],
+        ["--seed", "-1"],
+        ["--learning-rate", "nan"],
+    ],
+)
+def test_bad_settings_are_refused_in_one_line_with_nothing_written(tmp_path, capsys, argv):
+    assert train(tmp_path, *argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_resume_refuses_other_flags_and_damaged_checkpoints(tmp_path, capsys):
+    assert train(tmp_path, "--run-name", "r", "--stop-after", "2") == 0
+    run = tmp_path / "r"
+    assert train_planner.main(["--resume", str(run), "--players", "3"]) == 2
+    assert "takes only" in capsys.readouterr().err
+    (run / "latest" / "state.pkl").write_bytes(b"garbage")
+    before = folder_hash(run)
+    assert train_planner.main(["--resume", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unreadable" in err and "\n" not in err
+    assert folder_hash(run) == before
+    (run / "config.json").write_text("[1, 2]")
+    assert train_planner.main(["--resume", str(run)]) == 2
+    assert "JSON object" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"players": 2}, "players must be a list of integers"),
+        ({"iterations": 1.5}, "iterations must be an integer"),
+        ({"epsilon": "high"}, "epsilon must be a number"),
+        ({"hidden": [8, True]}, "hidden must be a list of integers"),
+        ({"colour": "red"}, "unknown key 'colour'"),
+    ],
+)
+def test_presets_and_saved_configs_are_typed(values, message):
+    with pytest.raises(ValueError, match=message):
+        train_planner.config_from(values, "preset x.yaml")
+
+
+def test_the_shipped_preset_loads_and_validates():
+    config = train_planner.load_preset("planner_2p")
+    config.validate()
+    assert config.preset == "planner_2p" and config.players == [2]
+
+
+@pytest.mark.parametrize(
+    "players, labels",
+    [
+        ([3], ["3p:smart,turn-ev"]),
+        ([4], ["4p:smart,turn-ev,threshold:350"]),
+        ([6], ["6p:smart,turn-ev,smart,turn-ev,threshold:350"]),
+        ([5], ["5p:smart,turn-ev,threshold:350,smart"]),
+    ],
+)
+def test_default_evaluation_tables_are_the_issues_tables(players, labels):
+    assert [table_label(t) for t in PlannerConfig(players=players).tables] == labels
