@@ -13,7 +13,7 @@ from gymnasium import spaces
 from envs.driver import decision_of, play
 from envs.encoding import OBS_LOW, ObsSpec
 from envs.game import DECIDE, OVER, Event, Game, IllegalMoveError, Rolled
-from envs.policy import Policy, resolve_policy
+from envs.policy import resolve_policy
 from envs.render import render_rgb, render_text
 from envs.rules import NUM_ACTIONS, Rules
 
@@ -118,20 +118,18 @@ class FiveThousandEnv(gym.Env):
             )
         self.opponents = [resolve_policy(o) for o in opponents]
         self._opponent_specs = list(opponents)  # how each was named (for get_state)
-        for policy in self.opponents:
-            self._check_opponent(policy)
+        for policy in self.opponents:  # trained models must fit this game
+            policy.check_game(n_players, self.rules)
         self.opponent_pool: list[tuple[Any, float]] = []
         self._pool_specs: list[Any] = []
         for spec, weight in opponent_pool or []:
             self.add_opponent(spec, weight)
         self.obs_spec = ObsSpec(obs_encoding, n_players, self.rules)  # checks the name
-        self.obs_encoding = obs_encoding
         self.learner_seat_option = learner_seat
         self.max_turns = max_turns
         self.illegal_action = illegal_action
         self.dict_obs = dict_obs
         self.render_mode = render_mode
-        self.obs_version = self.obs_spec.version
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         spec = self.obs_spec
@@ -216,13 +214,9 @@ class FiveThousandEnv(gym.Env):
         if not weight > 0:
             raise ValueError(f"an opponent's weight must be positive, got {weight!r}")
         policy = resolve_policy(spec)
-        self._check_opponent(policy)
+        policy.check_game(self.n_players, self.rules)
         self.opponent_pool.append((policy, float(weight)))
         self._pool_specs.append(spec)
-
-    def _check_opponent(self, policy: Policy) -> None:
-        """Trained or exported models must fit this game (players, rules, encoding)."""
-        policy.check_game(self.n_players, self.rules)
 
     def set_opponent_pool(self, pool: Sequence[tuple[Any, float]]) -> None:
         """Replace the opponent pool (used from the next reset)."""
