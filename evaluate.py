@@ -94,16 +94,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Raise ValueError (one line) for bad numbers or output paths, before any work."""
+    """Raise ValueError (one line) for bad numbers or output paths, before any work (too
+    few agents for --players: ``agents.tournament.schedule`` says so)."""
     if args.games < 1:
         raise ValueError(f"--games must be positive, got {args.games}")
     if not 2 <= args.players <= 8:
         raise ValueError(f"--players must be 2..8, got {args.players}")
-    if args.players > len(args.agents):
-        raise ValueError(
-            f"{args.players} players need at least {args.players} agents, got "
-            f"{len(args.agents)} (name an agent twice to seat it twice)"
-        )
     if args.workers < 1:
         raise ValueError(f"--workers must be positive, got {args.workers}")
     if args.seed < 0:
