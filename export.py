@@ -1,14 +1,19 @@
-"""Export a trained checkpoint as a portable bot: ONNX model + metadata JSON.
+"""Export a trained model as a portable bot: ONNX model + metadata JSON.
 
     python export.py checkpoints/ppo-2p/model.zip [-o bots/ppo-2p.onnx]
+    python export.py checkpoints/planner-2p/value_net.npz -o bots/planner-2p.onnx
 
-The ONNX graph computes the actor's 64 action logits from the observation vector; the
-metadata JSON beside it records the checkpoint's observation spec (encoding, version,
-players, rules, named slices: ``envs.encoding.ObsSpec``), the action encoding's version
-and where the model came from. Play it with
-onnxruntime and numpy only (``agents.exported.ExportedBot``), anywhere an agent is
-named (``python evaluate.py bots/ppo-2p.onnx smart``, ``python play.py --opponents
-bots/ppo-2p.onnx``).
+A MaskablePPO checkpoint (.zip): the ONNX graph computes the actor's 64 action logits
+from the observation vector; the metadata JSON beside it records the checkpoint's
+observation spec (encoding, version, players, rules, named slices:
+``envs.encoding.ObsSpec``), the action encoding's version and where the model came from.
+
+A value network (.npz, ``agents.value_net``): the graph computes its 8 logits from the
+turn-start features (built with the onnx package's helper, no torch); the metadata
+records its feature spec (rules, seats), and the exported bot is the planner playing
+against it. Both kinds play with onnxruntime and numpy only
+(``agents.exported.load_exported``), anywhere an agent is named (``python evaluate.py
+bots/ppo-2p.onnx smart``, ``python play.py --opponents bots/planner-2p.onnx``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ from agents.exported import (
     ACTION_ENCODING_VERSION,
     FORMAT,
     FORMAT_VERSION,
+    VALUE_NET_ATTRIBUTE,
     ExportedBot,
+    exported_planner,
     metadata_path,
 )
 from agents.neural import (
@@ -37,6 +44,9 @@ from agents.neural import (
     SB3Policy,
     first_line,
 )
+from agents.value_net import KIND, ValueNet, npz_kind
+
+ONNX_OPSET = 17  # MatMul, Add, Tanh: any onnxruntime of the last years runs it
 
 
 def run_config(checkpoint: Path) -> dict:
@@ -58,15 +68,17 @@ def run_config(checkpoint: Path) -> dict:
 
 
 def check_paths(checkpoint: Path, out: Path) -> None:
-    """CheckpointError unless `checkpoint` names an SB3 checkpoint and `out` a .onnx
-    file that can be written: checked before any loading or exporting."""
-    if checkpoint.suffix == ".npz":
+    """CheckpointError unless `checkpoint` names an SB3 checkpoint or a value net and
+    `out` a .onnx file that can be written: checked before any loading or exporting."""
+    if checkpoint.suffix == ".npz" and npz_kind(checkpoint) != KIND:
         raise CheckpointError(
             f"{checkpoint} is a self-play snapshot, which cannot be exported; export its run's "
             "model instead (RUN/best/model.zip or RUN/latest/model.zip)"
         )
-    if checkpoint.suffix != ".zip":
-        raise CheckpointError(f"export.py takes an SB3 checkpoint (.zip), got {checkpoint}")
+    if checkpoint.suffix not in (".zip", ".npz"):
+        raise CheckpointError(
+            f"export.py takes an SB3 checkpoint (.zip) or a value net (.npz), got {checkpoint}"
+        )
     if out.suffix != ".onnx" or out.is_dir():
         raise CheckpointError(f"the output must be a .onnx file, got {out}")
     folder = out.parent
@@ -80,11 +92,13 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
     """Export `checkpoint` to the ONNX file `out` (and its metadata JSON beside it, with
     the checkpoint's observation spec); CheckpointError for a checkpoint or output
     that does not fit."""
-    import torch
-
     checkpoint, out = Path(checkpoint), Path(out)
     check_paths(checkpoint, out)
     config = run_config(checkpoint)
+    if checkpoint.suffix == ".npz":
+        return export_planner(checkpoint, out, config)
+    import torch
+
     policy = SB3Policy(checkpoint)
     sb3_policy = policy.model.policy.eval()
 
@@ -100,19 +114,108 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
             features = p.extract_features(obs, p.pi_features_extractor)
             return p.action_net(p.mlp_extractor.forward_actor(features))
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.stem + ".partial.onnx")  # moved into place once complete
-    try:
+    def write(tmp: Path) -> dict:
         write_onnx(Actor().eval(), policy.spec.size, tmp)
         meta = metadata(checkpoint, out, policy.spec.to_dict(), config)
         metadata_path(tmp).write_text(json.dumps(meta, indent=2))
         ExportedBot(tmp)  # loads back, or fails loudly now
+        return meta
+
+    return write_aside(out, write)
+
+
+def write_aside(out: Path, write) -> dict:
+    """`write(tmp)` writes the bot and its metadata at a temporary path, then both are
+    moved to `out`; a failure or Ctrl-C leaves no partial file."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.stem + ".partial.onnx")  # moved into place once complete
+    try:
+        meta = write(tmp)
         tmp.replace(out)
         metadata_path(tmp).replace(metadata_path(out))
-    finally:  # a failure or Ctrl-C leaves no partial file
+    finally:
         for leftover in (tmp, metadata_path(tmp)):
             leftover.unlink(missing_ok=True)
     return meta
+
+
+def export_planner(checkpoint: Path, out: Path, config: dict) -> dict:
+    """Export the value net `checkpoint` (.npz) as a planner bot: its ONNX graph and the
+    metadata with its feature spec."""
+    try:
+        net = ValueNet.load(checkpoint)
+    except ValueError as e:
+        raise CheckpointError(str(e)) from None
+
+    def write(tmp: Path) -> dict:
+        import onnx
+
+        onnx.save(value_net_graph(net), str(tmp))
+        meta = planner_metadata(net, checkpoint, out, config)
+        metadata_path(tmp).write_text(json.dumps(meta, indent=2))
+        exported_planner(tmp)  # loads back, or fails loudly now
+        return meta
+
+    return write_aside(out, write)
+
+
+def value_net_graph(net: ValueNet):
+    """The network's forward pass as an ONNX graph: features (batch, size) float32 ->
+    logits (batch, 8), tanh hidden layers, the same float32 weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits, x = [], [], "features"
+    last = len(net.weights) - 1
+    for i, (w, b) in enumerate(zip(net.weights, net.biases, strict=True)):
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
+        nodes += [
+            helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], ["logits" if i == last else f"a{i}"]),
+        ]
+        if i < last:
+            nodes.append(helper.make_node("Tanh", [f"a{i}"], [f"h{i}"]))
+            x = f"h{i}"
+    spec = net.spec
+    graph = helper.make_graph(
+        nodes,
+        "fivethousand_value_net",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", spec.size])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", spec.max_players])],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name="export.py"
+    )
+    model.ir_version = 8  # readable by onnxruntime 1.14 and later
+    onnx.checker.check_model(model)
+    return model
+
+
+def planner_metadata(net: ValueNet, checkpoint: Path, out: Path, config: dict) -> dict:
+    """The metadata JSON of an exported planner: its network's feature spec, how the
+    logits become win probabilities, the provenance."""
+    import onnx
+
+    spec = net.spec
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": "planner",
+        "name": out.stem,
+        VALUE_NET_ATTRIBUTE: {"spec": spec.to_dict(), "hidden": list(net.hidden)},
+        "inputs": {"features": ["batch", spec.size]},
+        "outputs": {"logits": ["batch", spec.max_players]},
+        "output": "softmax over the seats present (float64), seat 0 the player to move",
+        "play": "plan each turn exactly against these win probabilities (agents.planner)",
+        "provenance": {
+            "value_net": str(checkpoint),
+            "value_net_sha256": hashlib.sha256(checkpoint.read_bytes()).hexdigest(),
+            "training_config": config,
+            "exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "onnx": onnx.__version__,
+        },
+    }
 
 
 def write_onnx(actor, obs_size: int, path: Path) -> None:
@@ -146,6 +249,7 @@ def metadata(checkpoint: Path, out: Path, spec: dict, config: dict) -> dict:
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
+        "kind": "ppo",
         "name": out.stem,
         OBS_SPEC_ATTRIBUTE: spec,
         "action_encoding_version": ACTION_ENCODING_VERSION,
@@ -164,8 +268,10 @@ def metadata(checkpoint: Path, out: Path, spec: dict, config: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Export a MaskablePPO checkpoint to ONNX.")
-    p.add_argument("checkpoint", help="an SB3 checkpoint (.zip)")
+    p = argparse.ArgumentParser(
+        description="Export a MaskablePPO checkpoint or a planner's value net to ONNX."
+    )
+    p.add_argument("checkpoint", help="an SB3 checkpoint (.zip) or a value net (.npz)")
     p.add_argument("-o", "--out", help="output .onnx path (default: beside the checkpoint)")
     args = p.parse_args(argv)
     checkpoint = Path(args.checkpoint)
@@ -178,6 +284,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # the exporter or the disk: one line, not a traceback
         print(f"error: could not export {checkpoint}: {first_line(e)}", file=sys.stderr)
         return 1
+    if meta["kind"] == "planner":
+        spec = meta[VALUE_NET_ATTRIBUTE]["spec"]
+        print(
+            f"exported {out} and {metadata_path(out)} (a planner for 2 to "
+            f"{spec['max_players']} players, value net features v{spec['version']})"
+        )
+        return 0
     spec = meta[OBS_SPEC_ATTRIBUTE]
     print(
         f"exported {out} and {metadata_path(out)} "

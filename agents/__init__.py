@@ -14,8 +14,8 @@ BOT_NAMES = (
     "turn-ev",
     "optimal",
     "PATH.zip (SB3 checkpoint)",
-    "PATH.npz (training snapshot)",
-    "PATH.onnx (exported bot)",
+    "PATH.npz (value net's planner, or PPO self-play snapshot)",
+    "PATH.onnx (exported bot or planner)",
 )
 
 
@@ -30,9 +30,11 @@ _SIMPLE = {"random": RandomBot, "smart": SmartBot, "turn-ev": TurnEVBot, "optima
 
 def make_policy(spec: str | Policy) -> Policy:
     """A policy from its short name ("random", "threshold:350", "smart", "turn-ev",
-    "optimal"), a MaskablePPO checkpoint path ending in .zip, or `spec` itself if it
-    already implements the Policy interface. Raises ValueError naming what is accepted
-    (a CheckpointError, also a ValueError, for a missing or corrupt checkpoint)."""
+    "optimal"), a model file (a MaskablePPO checkpoint .zip; an .npz: a value net, played
+    by its planner, or a PPO self-play snapshot, told apart by what the file says it is;
+    an exported .onnx bot or planner), or `spec` itself if it already implements the
+    Policy interface. Raises ValueError naming what is accepted (a CheckpointError or
+    ExportError, also ValueErrors, for a missing or corrupt model file)."""
     if isinstance(spec, Policy):
         return spec
     accepted = f"accepted: {', '.join(BOT_NAMES)} (e.g. threshold:350)"
@@ -43,13 +45,11 @@ def make_policy(spec: str | Policy) -> Policy:
 
         return SB3Policy(spec.strip())
     if spec.strip().endswith(".onnx"):
-        from agents.exported import ExportedBot  # onnxruntime and numpy only
+        from agents.exported import load_exported  # onnxruntime and numpy only
 
-        return ExportedBot(spec.strip())
+        return load_exported(spec.strip())
     if spec.strip().endswith(".npz"):
-        from agents.neural import load_snapshot
-
-        return load_snapshot(spec.strip())
+        return _load_npz(spec.strip())
     name, _, arg = spec.strip().partition(":")
     if arg == "" and name in _SIMPLE:
         return _SIMPLE[name]()
@@ -58,6 +58,25 @@ def make_policy(spec: str | Policy) -> Policy:
             return ThresholdBot(int(arg))
         raise ValueError(f"bad bot {spec!r}: threshold needs a whole number; {accepted}")
     raise ValueError(f"unknown bot {spec!r}; {accepted}")
+
+
+def _load_npz(path: str) -> Policy:
+    """A value net's planner or a self-play snapshot, by the kind the file records."""
+    import zipfile
+    from pathlib import Path
+
+    from agents.value_net import KIND, load_planner, npz_kind
+
+    if Path(path).is_file() and not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is neither a value net nor a self-play snapshot (no .npz file)")
+    kind = npz_kind(path)
+    if kind == KIND:
+        return load_planner(path)
+    if kind is not None:
+        raise ValueError(f"{path} is an .npz of kind {kind!r}, neither a value net nor a snapshot")
+    from agents.neural import load_snapshot  # a snapshot, or it says what the file lacks
+
+    return load_snapshot(path)
 
 
 __all__ = [

@@ -1,9 +1,14 @@
-"""Exported bots: an ONNX model of a trained actor plus a metadata JSON, played with
-onnxruntime and numpy alone (no torch).
+"""Exported bots: an ONNX model plus a metadata JSON, played with onnxruntime and numpy
+alone (no torch). Two kinds, as the metadata's "kind" says (``load_exported``):
 
-The graph maps a batch of observations to the 64 action logits; the legal-action mask
-is applied here, outside the graph, as MaskablePPO does in training: illegal logits
-are replaced by -1e8, and the deterministic choice is the most probable action.
+- "ppo" (``ExportedBot``): the graph maps a batch of observations to the 64 action
+  logits of a trained actor; the legal-action mask is applied here, outside the graph,
+  as MaskablePPO does in training: illegal logits are replaced by -1e8, and the
+  deterministic choice is the most probable action.
+- "planner": the graph is a value network (``agents.value_net``): a batch of
+  turn-start features to 8 logits, one per seat; the softmax over the seats present is
+  taken here, in float64, as ``ValueNet`` does, and a ``PlannerBot`` plans each turn
+  exactly against it.
 """
 
 from __future__ import annotations
@@ -14,11 +19,17 @@ from pathlib import Path
 import numpy as np
 
 from agents.neural import OBS_SPEC_ATTRIBUTE, TrainedModel, first_line
+from agents.planner import PlannerBot
 from envs.encoding import ObsSpec
 from envs.game import Game
 
 FORMAT = "fivethousand-rl exported bot"
-FORMAT_VERSION = 2  # 2: the game and observation are one "obs_spec" (envs.encoding.ObsSpec)
+# 2: the game and observation are one "obs_spec" (envs.encoding.ObsSpec); 3: a "kind",
+# "ppo" or "planner" (a version 2 file is a PPO bot, and still reads as one).
+FORMAT_VERSION = 3
+READ_VERSIONS = (2, 3)
+KINDS = ("ppo", "planner")
+VALUE_NET_ATTRIBUTE = "value_net"  # a planner's metadata: its network's FeatureSpec
 ACTION_ENCODING_VERSION = 1  # envs.rules: bits 0-4 hold sorted dice, bit 5 banks
 MASKED_LOGIT = -1e8  # what sb3-contrib's MaskableCategorical puts on illegal actions
 
@@ -43,16 +54,43 @@ def read_metadata(onnx_path: str | Path) -> dict:
         raise ExportError(f"metadata {path} is not valid JSON: {e}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ExportError(f"{path} is not the metadata of an exported 5000 bot")
-    for key, ours in [
-        ("format_version", FORMAT_VERSION),
-        ("action_encoding_version", ACTION_ENCODING_VERSION),
-    ]:
-        if meta.get(key) != ours:
-            raise ExportError(
-                f"{onnx_path} uses {key} {meta.get(key)!r}, this version of the toolkit "
-                f"reads {ours}: export it again from its checkpoint"
-            )
+    version = meta.get("format_version")
+    if version not in READ_VERSIONS:
+        raise ExportError(
+            f"{onnx_path} uses format_version {version!r}, this version of the toolkit "
+            f"reads {' or '.join(map(str, READ_VERSIONS))}: export it again from its checkpoint"
+        )
+    if version == 2:
+        meta = {**meta, "kind": "ppo"}  # written before there were exported planners
+    if meta.get("kind") not in KINDS:
+        raise ExportError(f"{onnx_path}: unknown kind {meta.get('kind')!r}, not {KINDS}")
+    if meta["kind"] == "ppo" and meta.get("action_encoding_version") != ACTION_ENCODING_VERSION:
+        raise ExportError(
+            f"{onnx_path} uses action_encoding_version {meta.get('action_encoding_version')!r}, "
+            f"this version of the toolkit reads {ACTION_ENCODING_VERSION}: export it again "
+            "from its checkpoint"
+        )
     return meta
+
+
+def onnx_session(path: Path, threads: int = 1):
+    """An onnxruntime session on the CPU, or ExportError (one line)."""
+    try:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise ExportError(f"could not load exported bot {path}: {first_line(e)}") from None
+
+
+def load_exported(path: str | Path, threads: int = 1) -> ExportedBot | PlannerBot:
+    """An exported bot of either kind, as its metadata says."""
+    if read_metadata(path)["kind"] == "planner":
+        return exported_planner(path, threads)
+    return ExportedBot(path, threads)
 
 
 def masked_choice(logits: np.ndarray, mask: np.ndarray) -> int:
@@ -71,21 +109,13 @@ class ExportedBot(TrainedModel):
     def __init__(self, path: str | Path, threads: int = 1) -> None:
         self.path = Path(path)
         self.meta = read_metadata(self.path)
+        if self.meta["kind"] != "ppo":
+            raise ExportError(f"{self.path} is an exported {self.meta['kind']}, not a PPO bot")
         try:
             self.spec = ObsSpec.from_dict(self.meta.get(OBS_SPEC_ATTRIBUTE))
         except ValueError as e:
             raise ExportError(f"{self.path}: its metadata's {OBS_SPEC_ATTRIBUTE}: {e}") from None
-        try:
-            import onnxruntime as ort
-
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            self.session = ort.InferenceSession(
-                str(self.path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as e:
-            raise ExportError(f"could not load exported bot {self.path}: {first_line(e)}") from None
+        self.session = onnx_session(self.path, threads)
         graph_input = self.session.get_inputs()[0]
         self.input_name = graph_input.name
         if graph_input.shape[-1] != self.spec.size:
@@ -102,3 +132,47 @@ class ExportedBot(TrainedModel):
         self.check(game)
         obs = self.spec.encode(game, game.state.current)
         return masked_choice(self.logits(obs), game.legal()[1])
+
+
+class OnnxValueNet:
+    """A value network run by onnxruntime: the ``ValueFn`` of an exported planner,
+    computed as ``agents.value_net.ValueNet`` computes it (features in float32, the
+    graph's logits, then a float64 softmax over the seats present)."""
+
+    def __init__(self, session, spec) -> None:  # spec: agents.value_net.FeatureSpec
+        self.session, self.spec = session, spec
+        self.input_name = session.get_inputs()[0].name
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {self.input_name: x})[0]
+
+    def __call__(self, positions: np.ndarray) -> np.ndarray:
+        from agents.value_net import masked_softmax
+
+        x, mask = self.spec.encode(positions)
+        n = int(mask[0].sum())
+        return masked_softmax(self.logits(x).astype(np.float64), mask)[:, :n]
+
+
+def exported_planner(path: str | Path, threads: int = 1) -> PlannerBot:
+    """The planner of an exported value network: it plays the tables and rules of its
+    network's feature spec only, named as the file is (bots/planner-2p.onnx ->
+    "planner-2p")."""
+    from agents.value_net import FeatureSpec, planner_for
+
+    path = Path(path)
+    meta = read_metadata(path)
+    try:
+        spec = FeatureSpec.from_dict(meta[VALUE_NET_ATTRIBUTE]["spec"])
+    except (KeyError, TypeError, ValueError) as e:
+        why = first_line(e)
+        raise ExportError(f"{path}: its metadata's {VALUE_NET_ATTRIBUTE}: {why}") from None
+    session = onnx_session(path, threads)
+    shape = session.get_inputs()[0].shape
+    out = session.get_outputs()[0].shape
+    if shape[-1] != spec.size or out[-1] != spec.max_players:
+        raise ExportError(
+            f"{path}: the graph maps {shape[-1]} inputs to {out[-1]} outputs, its spec "
+            f"says {spec.size} to {spec.max_players}"
+        )
+    return planner_for(OnnxValueNet(session, spec), spec, path.stem)

@@ -23,6 +23,11 @@ from envs.rules import Rules
 from envs.turn_planner import TurnPlan, ValueFn, exact_two_player_values, plan_turn
 
 DEFAULT_CACHE_SIZE = 4096  # turn plans kept (a few kB each)
+# Actions whose values differ by less are equal: values computed along different paths
+# of the plan differ by rounding (about 1e-16) where they are the same in exact
+# arithmetic, and the value function's own rounding (float32 in numpy or onnxruntime)
+# would otherwise decide which of two equal actions is played.
+TIE = 1e-12
 
 
 class PlannerBot(Policy):
@@ -59,12 +64,17 @@ class PlannerBot(Policy):
 
     def check_game(self, n_players: int, rules: Rules) -> None:
         if self.players is not None and n_players not in self.players:
-            raise ValueError(
-                f"{self.name} values games of {' or '.join(map(str, self.players))} players, "
-                f"not {n_players}"
-            )
+            tables = self._tables()
+            raise ValueError(f"{self.name} values games of {tables} players, not {n_players}")
         if self.rules is not None and rules != self.rules:
             raise ValueError(f"{self.name} values games under {self.rules}, not {rules}")
+
+    def _tables(self) -> str:
+        """The table sizes it plays, in words: "2", "2 or 4", "2 to 8"."""
+        p = self.players
+        if len(p) > 2 and p == tuple(range(p[0], p[-1] + 1)):
+            return f"{p[0]} to {p[-1]}"
+        return " or ".join(map(str, p))
 
     def clear_cache(self) -> None:
         self._plan.cache_clear()
@@ -84,7 +94,9 @@ class PlannerBot(Policy):
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         values = self.action_values(game)
-        return max(values, key=values.__getitem__)  # first of equal values: deterministic
+        best = max(values.values())
+        # The first of equal values (to TIE), in the engine's order of moves: deterministic.
+        return next(action for action, v in values.items() if v >= best - TIE)
 
     def win_probabilities(self, game: Game) -> np.ndarray:
         """Every seat's estimated win probability, by seat, with the player to move

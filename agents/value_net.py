@@ -29,17 +29,21 @@ The network is trained by fitted value iteration from self-play
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from agents.neural import first_line, short_name
 from agents.planner import PlannerBot
 from envs.rules import Rules
 
 MAX_PLAYERS = 8
 FEATURE_VERSION = 1
+KIND = "fivethousand-value-net"  # the "meta" kind of a saved value net
+FILE_STEM = "value_net"  # RUN/best/value_net.npz, checkpoints/NAME/value_net.npz
 
 
 @dataclass(frozen=True)
@@ -156,16 +160,14 @@ class ValueNet:
 
     def planner(self, name: str = "planner-net") -> PlannerBot:
         """The planner playing with this network, for the rules it was trained under."""
-        return PlannerBot(
-            self, players=range(2, self.spec.max_players + 1), rules=self.spec.rules, name=name
-        )
+        return planner_for(self, self.spec, name)
 
     def save(self, path: str | Path) -> Path:
         """One .npz: the weights and, as JSON text, the feature spec (rules included)."""
         path = Path(path)
         meta = json.dumps(
             {
-                "kind": "fivethousand-value-net",
+                "kind": KIND,
                 "spec": self.spec.to_dict(),
                 "layers": len(self.weights),
             }
@@ -180,7 +182,7 @@ class ValueNet:
         try:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))
-                if meta.get("kind") != "fivethousand-value-net":
+                if meta.get("kind") != KIND:
                     raise ValueError("not a value net")
                 n = int(meta["layers"])
                 weights = [z[f"w{i}"] for i in range(n)]
@@ -188,3 +190,44 @@ class ValueNet:
             return cls(FeatureSpec.from_dict(meta["spec"]), weights, biases)
         except (OSError, KeyError, TypeError, ValueError) as e:  # JSONDecodeError is one
             raise ValueError(f"cannot load a value net from {path}: {e}") from None
+
+
+def planner_for(value_fn, spec: FeatureSpec, name: str) -> PlannerBot:
+    """The planner playing `value_fn` (a network reading `spec`): the tables and rules
+    that `spec` encodes are the only ones it accepts (``check_game``)."""
+    return PlannerBot(value_fn, players=range(2, spec.max_players + 1), rules=spec.rules, name=name)
+
+
+def agent_name(path: str | Path) -> str:
+    """How tables name a value net's planner: checkpoints/planner-2p/value_net.npz ->
+    "planner-2p" (the shipped agent's folder), RUN/best/value_net.npz -> "RUN", other
+    files as ``agents.neural.short_name`` names them."""
+    path = Path(path)
+    if path.stem == FILE_STEM and path.parent.name and path.parent.name not in ("best", "latest"):
+        return path.parent.name
+    return short_name(path)
+
+
+def npz_kind(path: str | Path) -> str | None:
+    """The "meta" kind saved in an .npz archive (a value net's is ``KIND``), read
+    without loading any weights; None when it has no meta (a self-play snapshot, or a
+    file that is no archive: the snapshot loader says what is wrong with it)."""
+    path = Path(path)
+    if not path.is_file() or not zipfile.is_zipfile(path):
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if "meta.npy" not in archive.namelist():
+                return None
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+    except Exception as e:  # a broken member or bad JSON: all one answer
+        raise ValueError(f"cannot read {path}: {first_line(e)}") from None
+    kind = meta.get("kind") if isinstance(meta, dict) else None
+    return kind if isinstance(kind, str) else "(none)"
+
+
+def load_planner(path: str | Path) -> PlannerBot:
+    """The planner of a saved value net (.npz), named after its folder
+    (``agent_name``); a one-line ValueError for a file that is no value net."""
+    return ValueNet.load(path).planner(agent_name(path))

@@ -65,7 +65,8 @@ def test_metadata_records_the_spec_and_provenance(exported):
     meta = json.loads(exported.with_suffix(".json").read_text())
     assert meta["obs_spec"] == ObsSpec("rich", 2, Rules()).to_dict()
     assert meta["obs_spec"] == read_obs_spec(SHIPPED_2P).to_dict()
-    assert meta["format_version"] == 2 and meta["action_encoding_version"] == 1
+    assert meta["format_version"] == 3 and meta["action_encoding_version"] == 1
+    assert meta["kind"] == "ppo"
     assert meta["inputs"] == {"obs": ["batch", 2837]}
     assert meta["provenance"]["checkpoint_sha256"]
     assert meta["provenance"]["training_config"]["players"] == 2
@@ -146,6 +147,8 @@ BAD_METADATA = {
     ),
     "format 1": ({"format_version": 1}, 2, "free", "uses format_version 1", "load"),
     "actions 2": ({"action_encoding_version": 2}, 2, "free", "action_encoding_version 2", "load"),
+    "format 4": ({"format_version": 4}, 2, "free", "reads 2 or 3: export it again", "load"),
+    "unknown kind": ({"kind": "oracle"}, 2, "free", "unknown kind 'oracle'", "load"),
     "not ours": ({"format": "x"}, 2, "free", "is not the metadata of an exported 5000", "load"),
 }
 
@@ -166,6 +169,21 @@ def test_a_bot_for_another_game_or_version_is_refused_in_one_line(exported, tmp_
     if at == "game":  # seated without asking: refused too
         with pytest.raises(ExportError, match="cannot play this game"):
             make_policy(str(bot)).act(game, np.random.default_rng(0))
+
+
+def test_an_export_of_format_version_2_still_plays_as_a_ppo_bot(exported, tmp_path):
+    """Format 3 added the kind; a version 2 file (no kind) is a PPO bot, as it was."""
+    meta = json.loads(exported.with_suffix(".json").read_text())
+    del meta["kind"]
+    bot = tmp_path / "old.onnx"
+    bot.write_bytes(exported.read_bytes())
+    bot.with_suffix(".json").write_text(json.dumps({**meta, "format_version": 2}))
+    old, new = make_policy(str(bot)), make_policy(str(exported))
+    assert isinstance(old, ExportedBot)
+    game = Game(2, Rules(), seed=0)
+    game.roll([1, 1, 5, 2, 3])
+    rng = np.random.default_rng(0)
+    assert old.act(game, rng) == new.act(game, rng)
 
 
 def test_a_missing_or_corrupt_bot_is_refused(exported, tmp_path):
@@ -205,7 +223,10 @@ BAD_PATHS = {
         lambda t: [t / "step5.npz"],
         "is a self-play snapshot, which cannot be exported; export its run's model",
     ),
-    "an exported bot": (lambda t: [t / "bot.onnx"], "takes an SB3 checkpoint (.zip)"),
+    "an exported bot": (
+        lambda t: [t / "bot.onnx"],
+        "takes an SB3 checkpoint (.zip) or a value net (.npz)",
+    ),
     "not an onnx output": (
         lambda t: [SHIPPED_2P, "-o", t / "new" / "bot.txt"],
         "the output must be a .onnx file",
