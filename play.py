@@ -2,6 +2,7 @@
 
     python play.py --opponents smart                 # you against smart
     python play.py --opponents optimal --hint        # with the optimal player's advice
+    python play.py --opponents smart turn-ev --hint  # 3 players: a trained planner's estimate
     python play.py --opponents checkpoints/ppo-2p/model.zip turn-ev --seat 1
     python play.py --load mygame.json                # resume a saved game
     python play.py --replay game-log.json            # watch a finished game again
@@ -11,7 +12,8 @@ At each of your decisions type a choice number from the list, or:
   r 115     hold 1, 1 and 5, then roll the dice left      (faces, any order, spaces optional)
   b 115     hold 1, 1 and 5, then bank
   r / b     hold the best-scoring set, then roll / bank
-  hint      the optimal player's choice and its win probability (2 players)
+  hint      the optimal player's choice and its win probability (2 players); with
+            3+ players a trained planner's choice and everyone's estimated chances
   rules     the rules in short (in full: docs/rules.md)
   save F    save the game to file F (resume with --load F)
   help      this list;  quit  leave (the game log is still written with --log)
@@ -31,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from agents import make_policy
+from agents.value_net import shipped_planner
 from envs import driver
 from envs.game import (
     OVER,
@@ -226,6 +229,7 @@ class Session:
         self.ask, self.say = ask, say
         self.log: list[dict] = []
         self._optimal = None
+        self._planner: Policy | None | bool = False  # False: not looked for yet
 
     def names(self) -> list[str]:
         return [HUMAN if i == self.human else f"{p} (seat {i})" for i, p in enumerate(self.players)]
@@ -306,7 +310,7 @@ class Session:
 
     def hint_text(self) -> str:
         if self.game.n_players != 2:
-            return "  hint: the optimal player is solved for 2 players only"
+            return self.planner_hint()
         if self._optimal is None:
             from agents.optimal import OptimalBot
 
@@ -316,6 +320,28 @@ class Session:
         held = [d for i, d in enumerate(self.game.state.roll) if best >> i & 1]
         advice = f"hold {format_dice(held)} and {'bank' if best & BANK_BIT else 'roll on'}"
         return f"  hint: {advice} (win probability {values[best]:.1%} with optimal play)"
+
+    def planner_hint(self) -> str:
+        """With 3+ players no exact solution exists: a shipped planner's move and every
+        player's win probability if it is played, as the trained network estimates it."""
+        game = self.game
+        if self._planner is False:
+            self._planner = shipped_planner(game.n_players, game.rules)
+        planner = self._planner
+        if planner is None:
+            return (
+                f"  hint: unavailable for {game.n_players} players "
+                "(no shipped planner in checkpoints/ values such a table)"
+            )
+        best = planner.act(game, np.random.default_rng(0))  # a planner draws nothing
+        held = [d for i, d in enumerate(game.state.roll) if best >> i & 1]
+        advice = f"hold {format_dice(held)} and {'bank' if best & BANK_BIT else 'roll on'}"
+        chances = planner.win_probabilities(game)
+        odds = ", ".join(f"{n} {p:.1%}" for n, p in zip(self.names(), chances, strict=True))
+        return (
+            f"  hint: {advice}; win chances then: {odds} "
+            f"(an estimate by the trained planner {planner.name}, not exact)"
+        )
 
 
 # ------------------------------------------------------------- save and replay
@@ -511,12 +537,18 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
         "--opponents",
         nargs="+",
         default=["smart"],
-        help="1 to 7 bots: names, checkpoints (.zip) or exported bots (.onnx)",
+        help="1 to 7 bots: names, checkpoints (.zip), value nets (.npz, played by their "
+        "planner) or exported bots (.onnx)",
     )
     p.add_argument("--seat", type=int, default=0, help="your seat (0 plays first)")
     p.add_argument("--seed", type=int, default=None, help="seed of the dice and bots")
     p.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule")
-    p.add_argument("--hint", action="store_true", help="show optimal advice at each decision")
+    p.add_argument(
+        "--hint",
+        action="store_true",
+        help="show advice at each decision: optimal (2 players), a trained planner's "
+        "estimate (3+ players)",
+    )
     p.add_argument("--delay", type=float, default=0.0, help="pause between bot moves (s)")
     p.add_argument("--load", metavar="FILE", help="resume a saved game")
     p.add_argument("--log", metavar="FILE", help="write the game log here at the end")

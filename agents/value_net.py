@@ -44,6 +44,7 @@ MAX_PLAYERS = 8
 FEATURE_VERSION = 1
 KIND = "fivethousand-value-net"  # the "meta" kind of a saved value net
 FILE_STEM = "value_net"  # RUN/best/value_net.npz, checkpoints/NAME/value_net.npz
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"  # the shipped agents
 
 
 @dataclass(frozen=True)
@@ -231,3 +232,33 @@ def load_planner(path: str | Path) -> PlannerBot:
     """The planner of a saved value net (.npz), named after its folder
     (``agent_name``); a one-line ValueError for a file that is no value net."""
     return ValueNet.load(path).planner(agent_name(path))
+
+
+def trained_players(path: Path) -> list[int]:
+    """The table sizes a shipped net was trained at, from the config.json beside it
+    (its run's ``PlannerConfig``); [] when it does not say."""
+    try:
+        players = json.loads((path.parent / "config.json").read_text()).get("players")
+    except (OSError, ValueError, AttributeError):  # missing, not JSON, not an object
+        return []
+    return [n for n in players if isinstance(n, int)] if isinstance(players, list) else []
+
+
+def shipped_planner(
+    n_players: int, rules: Rules, folder: str | Path = CHECKPOINTS
+) -> PlannerBot | None:
+    """A shipped planner for this table: the first ``folder/*/value_net.npz`` (by name)
+    whose network serves `n_players` under `rules`, preferring one trained at that table
+    size (its config.json); None if none fits. A file that does not load is skipped."""
+    fitting = []
+    for path in sorted(Path(folder).glob(f"*/{FILE_STEM}.npz")):
+        try:
+            net = ValueNet.load(path)
+        except ValueError:
+            continue
+        if net.spec.rules == rules and 2 <= n_players <= net.spec.max_players:
+            fitting.append((n_players not in trained_players(path), path, net))
+    if not fitting:
+        return None
+    _, path, net = min(fitting, key=lambda f: f[:2])
+    return net.planner(agent_name(path))

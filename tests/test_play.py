@@ -101,6 +101,97 @@ def test_hint_gives_the_optimal_choice_and_win_probability():
     assert len(hints) == 2 and "win probability" in hints[0]
 
 
+def planner_folder(tmp_path: Path, nets: dict[str, tuple[Rules, int, list[int] | None]]) -> Path:
+    """A checkpoints folder of untrained value nets: name -> (rules, most players,
+    the table sizes its config.json says it was trained at, or None: no config)."""
+    import numpy as np
+
+    from agents.value_net import FeatureSpec, ValueNet
+
+    root = tmp_path / "checkpoints"
+    for i, (name, (rules, most, trained)) in enumerate(nets.items()):
+        spec = FeatureSpec(rules, max_players=most)
+        rng = np.random.default_rng(i)
+        weights = [rng.normal(0, 0.05, (spec.size, 8)), rng.normal(0, 0.5, (8, most))]
+        (root / name).mkdir(parents=True)
+        ValueNet(spec, weights, [np.zeros(8), np.zeros(most)]).save(root / name / "value_net.npz")
+        if trained is not None:
+            (root / name / "config.json").write_text(json.dumps({"players": trained}))
+    return root
+
+
+@pytest.mark.parametrize(
+    "players, hold, found",
+    [
+        (2, "free", "planner-2p"),  # the first by name that serves the table
+        (3, "free", "planner-3p"),  # trained at 3: preferred to planner-2p
+        (4, "free", "planner-2p"),  # nobody trained at 4: the first that serves it
+        (6, "free", None),  # planner-2p serves up to 4 players, planner-3p up to 5
+        (3, "all", "planner-all"),  # another hold rule (R5)
+        (7, "all", None),
+    ],
+)
+def test_the_shipped_planner_that_fits_the_table_is_found(tmp_path, players, hold, found):
+    from agents.value_net import shipped_planner
+
+    root = planner_folder(
+        tmp_path,
+        {
+            "planner-2p": (Rules(), 4, [2]),
+            "planner-3p": (Rules(), 5, [3]),
+            "planner-all": (Rules(hold="all"), 6, None),
+            "planner-small": (Rules(target=1000, entry=300), 8, [3]),
+        },
+    )
+    (root / "broken").mkdir()
+    (root / "broken" / "value_net.npz").write_bytes(b"junk")  # skipped, never a crash
+    planner = shipped_planner(players, Rules(hold=hold), root)
+    assert (planner and planner.name) == found
+
+
+def hint_lines(monkeypatch, root: Path | None, opponents: list[str], hint: bool = True):
+    from agents.value_net import shipped_planner
+
+    if root is not None:
+        monkeypatch.setattr(play, "shipped_planner", lambda n, r: shipped_planner(n, r, root))
+    lines = []
+    answers = iter(["hint", *BANK_ELSE_ROLL.split("\n")])
+    flags = ["--hint"] if hint else []
+    code = play.main(
+        ["--opponents", *opponents, "--seed", "5", *flags],
+        ask=lambda _: next(answers),
+        say=lines.append,
+    )
+    assert code == 0 and lines[-1].startswith("Game over")
+    return lines
+
+
+def test_hint_for_3_players_is_a_trained_planners_estimate(tmp_path, monkeypatch):
+    root = planner_folder(tmp_path, {"planner-multi": (Rules(), 8, [3, 4])})
+    lines = hint_lines(monkeypatch, root, ["smart", "turn-ev"])
+    hints = [line for line in lines if "hint:" in line]
+    assert len(hints) > 3
+    for hint in hints:
+        assert "(an estimate by the trained planner planner-multi, not exact)" in hint
+        odds = re.findall(r"(you|smart \(seat 1\)|turn-ev \(seat 2\)) (\d+\.\d)%", hint)
+        assert [name for name, _ in odds] == ["you", "smart (seat 1)", "turn-ev (seat 2)"]
+        assert sum(float(p) for _, p in odds) == pytest.approx(100, abs=0.2)
+    # Advice only: the same dice and the same bots' moves as a game without hints.
+    plain = hint_lines(monkeypatch, root, ["smart", "turn-ev"], hint=False)
+    assert [line for line in lines if "hint:" not in line] == [
+        line for line in plain if "hint:" not in line
+    ]
+
+
+def test_hint_without_a_fitting_planner_says_so_in_one_line(tmp_path, monkeypatch):
+    root = planner_folder(tmp_path, {"planner-2p": (Rules(), 2, [2])})
+    lines = hint_lines(monkeypatch, root, ["smart", "turn-ev", "smart"])
+    hints = [line for line in lines if "hint:" in line]
+    assert hints and set(hints) == {
+        "  hint: unavailable for 4 players (no shipped planner in checkpoints/ values such a table)"
+    }
+
+
 def test_save_and_resume_continue_the_same_game(tmp_path):
     saved = tmp_path / "game.json"
     moves = BANK_ELSE_ROLL.split("\n")
