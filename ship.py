@@ -2,6 +2,12 @@
 and a model card, in checkpoints/NAME/.
 
     python ship.py checkpoints/ppo_2p_tune_free_seed1 --name ppo-2p --games 20000 --workers 2
+    python ship.py checkpoints/planner_2p_free_seed0 --name planner-2p
+
+Two kinds of run: a MaskablePPO run of train.py (RUN/best/model.zip: the agent is
+model.zip) and a planner run of train_planner.py (RUN/latest/value_net.npz: the agent
+is value_net.npz, played by the exact turn planner; its learning curve comes from the
+run's evals.json, and it is evaluated at each table size it was trained at).
 
 Every argument is checked before anything is written; the new folder is built aside
 (checkpoints/.NAME.shipping-*/NAME/) and moved into place only once complete, so a
@@ -39,7 +45,8 @@ from envs.rules import HOLD_VARIANTS, Rules
 ROOT = Path(__file__).resolve().parent
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain folder name, not hidden
 PILOT_GAMES = 10  # games per pairing timed to estimate the evaluation's duration
-SHIPPED_FILES = ("MODEL_CARD.md", "model.zip")  # what makes a folder a shipped agent
+SHIPPED_FILES = ("MODEL_CARD.md", "model.zip", "value_net.npz")  # a shipped agent's files
+VALUE_NET = "value_net.npz"  # a planner run's network, in RUN/best/ and RUN/latest/
 FILES = (("json", "json"), ("markdown", "md"), ("plot", "png"))  # evaluation outputs
 
 
@@ -204,13 +211,25 @@ def check_args(args: argparse.Namespace) -> dict:
     if not os.access(root, os.W_OK | os.X_OK):
         raise ShipError(f"--out {args.out} is not writable")
     run = Path(args.run).resolve()
-    model = run / args.model / "model.zip"
+    planner = is_planner_run(run)
+    model = run / args.model / (VALUE_NET if planner else "model.zip")
     if not model.is_file() or not (run / "config.json").is_file():
         raise ShipError(f"{run} is not a finished training run (no {model})")
-    history = stages(run)
+    history = planner_stages(run) if planner else stages(run)
     config = history[-1]["config"]
-    if config.get("players") not in range(2, 9) or config.get("hold") not in HOLD_VARIANTS:
+    sizes = config.get("players") if planner else [config.get("players")]
+    if (
+        not isinstance(sizes, list)
+        or not sizes
+        or any(n not in range(2, 9) for n in sizes)
+        or config.get("hold") not in HOLD_VARIANTS
+    ):
         raise ShipError(f"{run / 'config.json'} names no valid players (2..8) and hold rule")
+    if planner and Rules(hold=config["hold"]) != planner_rules(config):
+        raise ShipError(
+            f"{run} was trained under {planner_rules(config)}: ship.py evaluates the "
+            "standard game (target 5000, entry 500) only"
+        )
     notes = ""
     if args.notes:
         try:
@@ -236,7 +255,121 @@ def check_args(args: argparse.Namespace) -> dict:
         "notes": notes,
         "root": root,
         "target": target,
+        "planner": planner,
+        "sizes": list(dict.fromkeys(sizes)),
     }
+
+
+# ------------------------------------------------------------- planner runs
+def is_planner_run(run: Path) -> bool:
+    """A run of train_planner.py: it keeps its latest network as latest/value_net.npz."""
+    return (run / "latest" / VALUE_NET).is_file()
+
+
+def planner_rules(config: dict) -> Rules:
+    """The rules a planner run was trained under, or ShipError (one line)."""
+    try:
+        return Rules(
+            hold=config.get("hold", "free"),
+            target=config.get("target", 5000),
+            entry=config.get("entry", 500),
+        )
+    except (TypeError, ValueError) as e:
+        raise ShipError(f"the run's config.json names no valid rules: {e}") from None
+
+
+def planner_stages(run: Path) -> list[dict]:
+    """A planner run as the one stage of its history: config, commands, and a summary
+    (summary.json, or for a run in progress its latest/state.pkl) with the number of
+    iterations, self-play games and wall-clock seconds, and the evaluations (evals.json)."""
+    config = read_json_object(run / "config.json")
+    summary_file, state_file = run / "summary.json", run / "latest" / "state.pkl"
+    if summary_file.is_file():
+        summary = read_json_object(summary_file)
+    elif state_file.is_file():
+        summary = _planner_progress(state_file, config)
+    else:
+        summary = {}
+    evals_file = run / "evals.json"
+    evals = []
+    if evals_file.is_file():
+        try:
+            evals = json.loads(evals_file.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ShipError(f"cannot read {evals_file}: {e}") from None
+        if not isinstance(evals, list) or not all(isinstance(e, dict) for e in evals):
+            raise ShipError(f"{evals_file} is not a list of evaluations")
+    commands = run / "command.txt"
+    return [
+        {
+            "run": run,
+            "config": config,
+            "summary": summary,
+            "evals": evals,
+            "commands": commands.read_text().strip().splitlines() if commands.is_file() else [],
+            "offset": 0,
+        }
+    ]
+
+
+def _planner_progress(state_file: Path, config: dict) -> dict:
+    """Iterations, games and wall-clock seconds so far of a planner run in progress."""
+    try:
+        state = pickle.loads(state_file.read_bytes())
+        iterations = int(state["trainer"]["iteration"])
+        seconds = float(state["wall_seconds"])
+    except Exception as e:  # a truncated or foreign pickle fails in many ways
+        raise ShipError(f"cannot read {state_file}: {e!r}") from None
+    games = iterations * int(config.get("games_per_iteration", 0))
+    return {"iterations": iterations, "games": games, "wall_seconds": seconds}
+
+
+def planner_curve(evals: list[dict], path: Path) -> list[dict]:
+    """Plot the evaluations of a planner run by iteration: win rate at each evaluation
+    table (95% intervals), and, where measured, the 2-player value error against the
+    exact solver (a yardstick the network never trains on). Returns the plotted data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for e in evals:
+        row = {k: e.get(k) for k in ("iteration", "games", "wall_seconds", "exact_error")}
+        for label, r in (e.get("results") or {}).items():
+            row[f"win_rate/{label}"] = r.get("win_rate")
+            row[f"ci95/{label}"] = r.get("ci95")
+        rows.append(row)
+    fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
+    labels = sorted({k.removeprefix("win_rate/") for r in rows for k in r if "win_rate/" in k})
+    for label in labels:
+        points = [r for r in rows if r.get(f"win_rate/{label}") is not None]
+        x = [r["iteration"] for r in points]
+        ax.plot(x, [r[f"win_rate/{label}"] for r in points], marker="o", ms=3, label=label)
+        bands = [r.get(f"ci95/{label}") for r in points]
+        if all(isinstance(b, list) and len(b) == 2 for b in bands):
+            ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], alpha=0.2)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("win rate of the planner (95% interval)")
+    ax.grid(alpha=0.3)
+    errors = [r for r in rows if r.get("exact_error") is not None]
+    if errors:
+        right = ax.twinx()
+        right.plot(
+            [r["iteration"] for r in errors],
+            [r["exact_error"] for r in errors],
+            color="black",
+            ls=":",
+            label="2-player value error vs the exact solver (yardstick)",
+        )
+        right.set_ylabel("mean |V_net - V_exact| (2 players)")
+        right.legend(loc="lower right")
+    if labels:
+        ax.legend(loc="upper left", title="table (the planner + these seats)")
+    ax.set_title("Learning curve of the planner's value network")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return rows
 
 
 def opponents(players: int) -> list[str]:
@@ -318,30 +451,149 @@ def relabel(value, old: str, new: str):
 def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     """Write the shipped agent into the empty folder `out`, named as if it were
     `inputs["target"]`; False if the evaluation failed."""
+    if inputs["planner"]:
+        return build_planner(args, inputs, out)
     run, config, history = inputs["run"], inputs["config"], inputs["history"]
     final = inputs["target"]
     shutil.copy(inputs["model"], out / "model.zip")
     shutil.copy(run / "config.json", out / "config.json")
     curve = learning_curve([(h["run"], h["offset"]) for h in history], out / "learning_curve.png")
     (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
-
-    agent, building = _shown(final / "model.zip"), _shown(out / "model.zip")
-    players = config["players"]
-    options = [*opponents(players), "--games", str(args.games), "--players", str(players)]
-    options += ["--seed", str(args.seed), "--workers", str(args.workers), "--hold", config["hold"]]
-    summary = out.parent / "evaluation.json"  # beside `out`: not shipped
-    if evaluate.main([building, *options, "--json", str(summary)]):
+    done = evaluation_files(args, "model.zip", final, out, config["players"], config["hold"])
+    if done is None:
         return False
-    # The evaluation played the model in `out`: name it by the place it is moved to.
-    evaluation = relabel(json.loads(summary.read_text()), building, agent)
-    outputs = [f"--{flag} {_shown(final / f'evaluation.{ext}')}" for flag, ext in FILES]
-    command = " ".join(["python evaluate.py", agent, *options, *outputs])
-    evaluation["command"] = command  # as a reader of the card would type it
-    (out / "evaluation.json").write_text(json.dumps(evaluation, indent=2))
-    (out / "evaluation.md").write_text(evaluate.markdown(evaluation))
-    evaluate.plot(evaluation, str(out / "evaluation.png"))
+    evaluation, command = done
+    agent = _shown(final / "model.zip")
     (out / "MODEL_CARD.md").write_text(card(args, inputs, agent, command, evaluation))
     return True
+
+
+def evaluation_files(
+    args: argparse.Namespace,
+    model: str,
+    final: Path,
+    out: Path,
+    players: int,
+    hold: str,
+    stem: str = "evaluation",
+) -> tuple[dict, str] | None:
+    """Evaluate `out/model` at a table of `players` (evaluate.py, the opponents of
+    ``opponents``) and write out/STEM.json, .md and .png, the agent named as it will be
+    once moved to `final`; (the evaluation, its command) or None if it failed."""
+    agent, building = _shown(final / model), _shown(out / model)
+    options = [*opponents(players), "--games", str(args.games), "--players", str(players)]
+    options += ["--seed", str(args.seed), "--workers", str(args.workers), "--hold", hold]
+    summary = out.parent / f"{stem}.json"  # beside `out`: not shipped
+    if evaluate.main([building, *options, "--json", str(summary)]):
+        return None
+    # The evaluation played the model in `out`: name it by the place it is moved to.
+    evaluation = relabel(json.loads(summary.read_text()), building, agent)
+    outputs = [f"--{flag} {_shown(final / f'{stem}.{ext}')}" for flag, ext in FILES]
+    command = " ".join(["python evaluate.py", agent, *options, *outputs])
+    evaluation["command"] = command  # as a reader of the card would type it
+    (out / f"{stem}.json").write_text(json.dumps(evaluation, indent=2))
+    (out / f"{stem}.md").write_text(evaluate.markdown(evaluation))
+    evaluate.plot(evaluation, str(out / f"{stem}.png"))
+    return evaluation, command
+
+
+def evaluation_stem(players: int, sizes: list[int]) -> str:
+    """evaluation (one table size), or evaluation-4p (one of several)."""
+    return "evaluation" if len(sizes) == 1 else f"evaluation-{players}p"
+
+
+def build_planner(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
+    """A planner run shipped: value_net.npz, config.json, learning_curve.*, an
+    evaluation at each table size it was trained at, and the model card."""
+    run, config, final = inputs["run"], inputs["config"], inputs["target"]
+    shutil.copy(inputs["model"], out / VALUE_NET)
+    shutil.copy(run / "config.json", out / "config.json")
+    curve = planner_curve(inputs["history"][-1]["evals"], out / "learning_curve.png")
+    (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
+    evaluations = []
+    for n in inputs["sizes"]:
+        stem = evaluation_stem(n, inputs["sizes"])
+        done = evaluation_files(args, VALUE_NET, final, out, n, config["hold"], stem)
+        if done is None:
+            return False
+        evaluations.append((n, stem, *done))
+    (out / "MODEL_CARD.md").write_text(planner_card(args, inputs, evaluations))
+    return True
+
+
+def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
+    """The model card of a planner: the method, its training, its evaluations."""
+    run, config, history = inputs["run"], inputs["config"], inputs["history"][-1]
+    summary = history["summary"]
+    agent = _shown(inputs["target"] / VALUE_NET)
+    sizes = " and ".join(map(str, inputs["sizes"]))
+    best = {}
+    if args.model == "best" and (run / "best" / "eval.json").is_file():
+        best = read_json_object(run / "best" / "eval.json")
+    iterations = best.get("iteration", summary.get("iterations", 0))
+    games = best.get("games", summary.get("games", 0))
+    hours = summary.get("wall_seconds", 0) / 3600
+    evals_hours = summary.get("eval_seconds", 0) / 3600
+    reached = (
+        f"; the {args.model} network was reached after {best['wall_seconds'] / 60:.1f} min"
+        if isinstance(best.get("wall_seconds"), (int, float))
+        else ""
+    )
+    error = best.get("exact_error")
+    error_line = (
+        f"\n- 2-player value error against the exact solver (a yardstick, never a "
+        f"training target): mean |V_net - V_exact| = {error:.4f}"
+        if isinstance(error, (int, float))
+        else ""
+    )
+    hidden = config.get("hidden")
+    tables = "".join(
+        f"""
+### {n} players
+
+{args.games:,} games per pairing, seats rotated, seed {args.seed}:
+
+```
+{command}
+```
+
+{evaluate.markdown(evaluation)}
+![evaluation at {n} players]({stem}.png)
+"""
+        for n, stem, evaluation, command in evaluations
+    )
+    return f"""# {args.name}
+
+A planner agent for 5000 (hold rule `{config["hold"]}`, trained at {sizes} players): a
+value network of turn-start positions (`agents/value_net.py`: each player's chance of
+winning from the banked scores) learned by fitted value iteration from self-play, and
+an exact planner of each turn against it (`agents/planner.py`). The network serves
+tables of 2 to 8 players; it is trained at the sizes above. Play it anywhere an agent is
+named: `python evaluate.py {agent} smart`, `python play.py --opponents {agent}`, or as
+`{agent}` in the environment's opponents; export it with
+`python export.py {agent} -o bots/{args.name}.onnx`.
+
+## Training
+
+- iterations: {iterations:,} (the {args.model} network; the run so far:
+  {summary.get("iterations", 0):,}), self-play games: {games:,}
+- wall-clock time on this 2-core machine: {hours:.2f} h for the whole run, of which
+  {evals_hours:.2f} h evaluations{reached}{error_line}
+- network: tanh hidden layers {hidden}, 8 outputs (a softmax over the seats present)
+- command(s), from the run's `command.txt`:
+
+```
+{chr(10).join(history["commands"])}
+```
+
+- configuration: `config.json` beside this card (preset `{config.get("preset") or "none"}`).
+
+![learning curve](learning_curve.png)
+
+## Evaluation
+{tables}
+{inputs["notes"]}
+"""
 
 
 def card(args: argparse.Namespace, inputs: dict, agent: str, command: str, evaluation: dict) -> str:
@@ -418,13 +670,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         inputs = check_args(args)
-        players, rules = inputs["config"]["players"], Rules(hold=inputs["config"]["hold"])
-        check_agent(inputs["model"], players, rules)
+        rules = Rules(hold=inputs["config"]["hold"])
+        for players in inputs["sizes"]:
+            check_agent(inputs["model"], players, rules)
     except ShipError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     os.chdir(ROOT)  # agents are named relative to the repository, as the card shows them
-    announce(args, [str(inputs["model"]), *opponents(players)], players, rules)
+    for players in inputs["sizes"]:
+        announce(args, [str(inputs["model"]), *opponents(players)], players, rules)
     # Built aside in the same folder (renames are then atomic), under the final name so
     # that the agent is called the same in the evaluation as once shipped.
     staging = Path(tempfile.mkdtemp(prefix=f".{args.name}.shipping-", dir=inputs["root"]))

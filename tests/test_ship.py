@@ -2,6 +2,7 @@
 swapped in whole, an existing agent replaced only with --force, the evaluation's
 duration told before it starts (issue 9, items 1 and 14)."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -277,3 +278,114 @@ def test_games_per_second_is_timed_on_real_games():
 )
 def test_duration_in_words(seconds, text):
     assert ship.duration(seconds) == text
+
+
+# ------------------------------------------------------------- planner runs
+def planner_run(
+    folder: Path, players: list[int], finished: bool = True, config: dict | None = None
+) -> Path:
+    """A planner run folder as train_planner.py writes it (an untrained network: the
+    files are what shipping reads), two evaluations in evals.json."""
+    import pickle
+
+    import numpy as np
+
+    from agents.training.value_iteration import PlannerConfig
+    from agents.value_net import FeatureSpec, ValueNet
+
+    cfg = dataclasses.asdict(PlannerConfig(players=players, games_per_iteration=20))
+    cfg.update(config or {})
+    spec = FeatureSpec()
+    rng = np.random.default_rng(0)
+    net = ValueNet(spec, [rng.normal(0, 0.05, (spec.size, 8)), rng.normal(0, 1, (8, 8))],
+                   [np.zeros(8), np.zeros(8)])
+    for sub in ("best", "latest", "tb"):
+        (folder / sub).mkdir(parents=True)
+    net.save(folder / "best" / "value_net.npz")
+    net.save(folder / "latest" / "value_net.npz")
+    label = f"{players[0]}p:smart"
+    evals = [
+        {
+            "iteration": it,
+            "games": it * 20,
+            "wall_seconds": 30.0 * it,
+            "results": {
+                label: {"win_rate": rate, "ci95": [rate - 0.05, rate + 0.05], "games": 100,
+                        "fair_share": 1 / players[0], "mean_turns": 40.0}
+            },
+            "mean_win_rate": rate,
+            "exact_error": 0.01 / it if 2 in players else None,
+        }
+        for it, rate in ((10, 0.4), (20, 0.45))
+    ]
+    (folder / "config.json").write_text(json.dumps(cfg))
+    (folder / "command.txt").write_text(f"python train_planner.py --players {players[0]}\n")
+    (folder / "evals.json").write_text(json.dumps(evals))
+    (folder / "best" / "eval.json").write_text(json.dumps(evals[-1]))
+    state = {"trainer": {"iteration": 20}, "evals": evals, "best_score": 0.45,
+             "wall_seconds": 600.0, "eval_seconds": 60.0}
+    (folder / "latest" / "state.pkl").write_bytes(pickle.dumps(state))
+    if finished:
+        summary = {"iterations": 20, "games": 400, "wall_seconds": 600.0, "eval_seconds": 60.0,
+                   "best_mean_win_rate": 0.45, "last_eval": evals[-1]}
+        (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "players, finished, evaluations",
+    [
+        ([3, 4], True, ["evaluation-3p", "evaluation-4p"]),
+        ([2], False, ["evaluation"]),  # a run in progress: its state.pkl tells how far
+    ],
+)
+def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
+    tmp_path, players, finished, evaluations
+):
+    run = planner_run(tmp_path / "planner_run", players, finished)
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    args = [str(run), "--name", "planner-x", "--out", str(out), "--games", "4", "--workers", "1"]
+    assert ship.main(args) == 0
+    shipped = out / "planner-x"
+    outputs = [f"{stem}.{ext}" for stem in evaluations for ext in ("json", "md", "png")]
+    assert sorted(p.name for p in shipped.iterdir()) == sorted(
+        ["MODEL_CARD.md", "config.json", "learning_curve.json", "learning_curve.png",
+         "value_net.npz", *outputs]
+    )
+    assert (shipped / "value_net.npz").read_bytes() == (run / "best" / "value_net.npz").read_bytes()
+    card = (shipped / "MODEL_CARD.md").read_text()
+    assert "iterations: 20" in card and "self-play games: 400" in card
+    assert "0.17 h for the whole run" in card and "python train_planner.py --players" in card
+    assert ("mean |V_net - V_exact| = 0.0005" in card) == (2 in players)
+    for n, stem in zip(players, evaluations, strict=True):
+        evaluation = json.loads((shipped / f"{stem}.json").read_text())
+        assert evaluation["agents"][0]["agent"] == "planner-x"
+        assert f"--players {n}" in evaluation["command"] and evaluation["command"] in card
+    curve = json.loads((shipped / "learning_curve.json").read_text())
+    assert [row["iteration"] for row in curve] == [10, 20]
+    assert curve[-1][f"win_rate/{players[0]}p:smart"] == 0.45
+    for f in shipped.iterdir():
+        if f.suffix in (".md", ".json"):
+            assert ".shipping-" not in f.read_text(), f.name
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"players": [9]}, "names no valid players"),
+        ({"players": 2}, "names no valid players"),
+        ({"target": 1000, "entry": 300}, "ship.py evaluates the standard game"),
+    ],
+)
+def test_a_planner_run_that_cannot_be_shipped_is_refused_first(
+    tmp_path, monkeypatch, capsys, config, message
+):
+    monkeypatch.setattr(evaluate, "main", no_work)
+    run = planner_run(tmp_path / "planner_run", [2], config=config)
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    assert ship.main([str(run), "--name", "p", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
+    assert list(out.iterdir()) == []
