@@ -189,17 +189,30 @@ def test_exported_values_are_the_nets_to_float32_rounding(shipped, exported):
         assert np.abs(net(positions) - onnx_net(positions)).max() < 1e-6
 
 
-# Measured (benchmarks/exported_planner_parity.py, a random 423-128-128-8 net under the
-# full rules, 2, 3 and 4 players): 10,000 decisions, no disagreement. Here, a smaller
-# game and net so that the test takes seconds.
-PARITY_DECISIONS = 4000
+# Issue 11: exported bots reproduce the checkpoint's decisions on >= 10,000 positions:
+# measured by benchmarks/exported_planner_parity.py (on a random 423-128-128-8 net: 10,000
+# decisions at 2, 3 and 4 players, no disagreement, 12 near-ties 1e-12 to 1e-6 apart; a
+# minute and more under pytest on a busy 2-core machine). Here fewer, in seconds.
+PARITY_DECISIONS = 1000
 
 
-def test_the_exported_planner_chooses_the_nets_actions(shipped, exported):
-    npz, onnx = make_policy(str(shipped)), make_policy(str(exported))
-    result = compare(npz, onnx, [2, 3, 5], PARITY_DECISIONS)
+def test_the_exported_planner_chooses_the_nets_actions(tmp_path):
+    """Full rules, 2 and 3 players, every decision of real seeded games (the planner
+    and scripted bots seated): the .onnx planner chooses the .npz planner's action."""
+    (tmp_path / "planner-full").mkdir()
+    path = tmp_path / "planner-full" / "value_net.npz"
+    net = random_net(Rules(), hidden=(64, 64), seed=3).save(path)
+    onnx_path = tmp_path / "planner-full.onnx"
+    assert export.main([str(net), "-o", str(onnx_path)]) == 0
+    npz, onnx = make_policy(str(net)), make_policy(str(onnx_path))
+    result = compare(npz, onnx, [2, 3], PARITY_DECISIONS)
     assert result["decisions"] == PARITY_DECISIONS
     assert result["disagreements"] == 0, result["value_gaps"]
+
+
+def test_the_exported_planner_chooses_the_nets_actions_in_a_small_game(shipped, exported):
+    result = compare(make_policy(str(shipped)), make_policy(str(exported)), [2, 4, 8], 3000)
+    assert result["decisions"] == 3000 and result["disagreements"] == 0, result["value_gaps"]
 
 
 def test_the_exported_planner_runs_without_torch(exported):
