@@ -1,0 +1,247 @@
+"""The scripted bots and the optimal player, deciding for many games at once.
+
+Each class here is its per-game bot (``agents.scripted``, ``agents.optimal``) plus the
+batched side of the policy interface, ``act_batch(games, idx, rng)`` (see
+``envs.batch``): the same decisions, made for a whole batch by table lookups. The
+per-game ``act`` is inherited unchanged, so a batched bot plays anywhere its per-game
+bot does. ``tests/test_vector_env.py`` checks every deterministic bot's batched choice
+against its per-game choice on the same positions.
+
+``batched(policy)`` gives the batched twin of a bot (or the policy itself when it has
+none); ``make_batched_policy(name)`` builds one by name.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from agents.optimal import OptimalBot
+from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot, _turn_ev
+from envs.batch import BatchGames, BatchPolicy, bank_batch, bank_table
+from envs.policy import Policy
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
+from envs.solver import STEP, TwoPlayerSolution
+
+
+def _both(a: np.ndarray) -> np.ndarray:
+    """A (k, 32) per-hold array for all 64 actions (hold-and-roll, hold-and-bank)."""
+    return np.concatenate([a, a], axis=1)
+
+
+def _first(mask: np.ndarray) -> np.ndarray:
+    """Index of the first True of each row (0 if none)."""
+    return mask.argmax(axis=1)
+
+
+def _max_key(mask: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Per row, the action with the largest (key, action) among `mask`'s: Python's
+    ``max([(key, action), ...])[1]``."""
+    actions = np.arange(NUM_ACTIONS)
+    return np.where(mask, key * NUM_ACTIONS + actions, -1).argmax(axis=1)
+
+
+def _first_best(values: np.ndarray) -> np.ndarray:
+    """Per row, the first action of the highest value (a strict ``>`` scan in action
+    order, as the per-game bots do)."""
+    return values.argmax(axis=1)
+
+
+class BatchedRandomBot(RandomBot):
+    """``random``, batched: uniform among each game's legal actions."""
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        key = games.decision_key(idx)
+        table = games.decisions
+        pick = (rng.random(len(idx)) * table.n_legal[key]).astype(np.int64)
+        return table.legal[key, pick]
+
+
+class BatchedThresholdBot(ThresholdBot):
+    """``threshold:T``, batched: hold the best reading, bank from T or on the target."""
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        roll = games.roll[idx]
+        total = games.turn_total[idx] + games.tables.best_points[roll]
+        banked = games.scores[idx, games.current[idx]]
+        bank = games.may_bank(banked > 0, total) & (
+            (total >= self.threshold) | (banked + total == games.rules.target)
+        )
+        return games.tables.best_bits[roll] | np.where(bank, BANK_BIT, 0)
+
+
+def _turn_points(games: BatchGames, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(legal mask, turn totals, expected turn points) per action, (k, 64) each: a bank
+    is worth its total, a roll the exact turn EV from there (``solve_turn_ev``)."""
+    mask = games.legal_mask(idx)
+    totals, left = games.hold_results(idx)
+    ev = _turn_ev(games.rules)
+    entered = games.entered(idx).astype(np.int64)
+    rolled = ev.value[entered[:, None], np.minimum(totals, ev.cap) // STEP, left]
+    values = np.where(mask, np.concatenate([rolled, totals.astype(float)], axis=1), -np.inf)
+    return mask, _both(totals), values
+
+
+def _bank_results(games: BatchGames, idx: np.ndarray, mask: np.ndarray, totals: np.ndarray):
+    """``bank_batch`` of every legal banking action: (rows, columns) of those actions
+    in the (k, 64) grid, and the outcomes."""
+    rows, cols = np.nonzero(mask[:, BANK_BIT:])
+    cols = cols + BANK_BIT
+    g = idx[rows]
+    out = bank_batch(games.scores[g], games.current[g], totals[rows, cols], games.rules)
+    return rows, cols, out
+
+
+class BatchedTurnEVBot(TurnEVBot):
+    """``turn-ev``, batched: an exact win, else the most expected points this turn."""
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        mask, totals, values = _turn_points(games, idx)
+        own = games.scores[idx, games.current[idx]]
+        wins = mask & (own[:, None] + totals == games.rules.target)
+        wins[:, :BANK_BIT] = False
+        return np.where(wins.any(axis=1), _first(wins), _first_best(values))
+
+
+class BatchedSmartBot(SmartBot):
+    """``smart``, batched: the same order of rules as ``SmartBot.act``."""
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        k = len(idx)
+        target = games.rules.target
+        mask, totals, values = _turn_points(games, idx)
+        own = games.scores[idx, games.current[idx]]
+        banks = mask.copy()
+        banks[:, :BANK_BIT] = False
+        rows, cols, out = _bank_results(games, idx, mask, totals)
+        wins, bumps, lost = (np.zeros((k, NUM_ACTIONS), dtype=bool) for _ in range(3))
+        wins[rows, cols] = out.winner == games.current[idx][rows]
+        bumps[rows, cols] = out.bumped
+        lost[rows, cols] = out.lost
+        in_range = mask & (own[:, None] + totals < target)
+        safe_banks = in_range & banks
+        best_safe = np.where(safe_banks, totals, -1).max(axis=1)
+        near = safe_banks.any(axis=1) & (target - own - best_safe <= self.ENDGAME)
+        # The dead turn (every move overshoots): a lost bank, else the fewest dice.
+        _, left = games.hold_results(idx)
+        rolls_short = mask & ~banks & (_both(left) < NUM_DICE)
+        dead = np.where(
+            lost.any(axis=1),
+            _first(lost),
+            np.where(
+                rolls_short.any(axis=1),
+                np.where(rolls_short, _both(left) * NUM_ACTIONS + np.arange(NUM_ACTIONS), 10**9)
+                .argmin(axis=1),
+                _first(mask & ~banks),
+            ),
+        )
+        return np.select(
+            [
+                wins.any(axis=1),
+                bumps.any(axis=1),
+                ~in_range.any(axis=1),
+                near,
+            ],
+            [
+                _first(wins),
+                _max_key(bumps, totals),
+                dead,
+                _max_key(safe_banks, totals),
+            ],
+            _first_best(np.where(in_range, values, -np.inf)),
+        )
+
+
+class BatchedOptimalBot(OptimalBot):
+    """``optimal``, batched: the most probable win by the 2-player solution (against
+    the leading opponent with 3 or more players, as ``OptimalBot``)."""
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        table = _optimal_table(self.solution(games.rules))
+        k = len(idx)
+        current = games.current[idx]
+        scores = games.scores[idx]
+        own = scores[np.arange(k), current]
+        others = scores.copy()
+        others[np.arange(k), current] = -1
+        pair = table.score_index[own // 100] * table.pairs + table.score_index[
+            others.max(axis=1) // 100
+        ]
+        totals, left = games.hold_results(idx)
+        level = np.minimum(totals // STEP, table.levels - 1)
+        cell = pair[:, None] * table.levels + level
+        values = np.concatenate(
+            [table.roll.take(cell * (NUM_DICE + 1) + left), table.bank.take(cell)], axis=1
+        )
+        return _first_best(np.where(games.legal_mask(idx), values, -np.inf))
+
+
+class _OptimalTable(NamedTuple):
+    """The 2-player solution as flat lookups by (own, opponent) pair and turn-total
+    level; the last level stands for every total past the target."""
+
+    score_index: np.ndarray  # score // 100 -> index into the solution's scores
+    pairs: int  # number of scores
+    levels: int  # target // 50 + 2
+    roll: np.ndarray  # flat (pair, level, dice): win probability of rolling on
+    bank: np.ndarray  # flat (pair, level): of banking (-inf where R8 forbids it)
+
+
+_OPTIMAL_TABLES: dict[int, tuple[TwoPlayerSolution, _OptimalTable]] = {}
+
+
+def _optimal_table(sol: TwoPlayerSolution) -> _OptimalTable:
+    """The lookups of `sol` (made once per solution)."""
+    known = _OPTIMAL_TABLES.get(id(sol))
+    if known is None or known[0] is not sol:
+        known = _OPTIMAL_TABLES[id(sol)] = (sol, _make_optimal_table(sol))
+    return known[1]
+
+
+def _make_optimal_table(sol: TwoPlayerSolution) -> _OptimalTable:
+    """``TwoPlayerSolution.roll_value`` / ``bank_value`` for every pair and turn total,
+    banking's outcomes from ``bank_batch`` (R9) valued as the solution does."""
+    rules, n = sol.rules, len(sol.scores)
+    top = rules.target // STEP
+    levels = top + 2
+    index = np.full(rules.target // 100 + 1, -1, dtype=np.int64)
+    index[np.asarray(sol.scores) // 100] = np.arange(n)
+    ia, ib, level = np.meshgrid(np.arange(n), np.arange(n), np.arange(levels), indexing="ij")
+    ia, ib, level = ia.ravel(), ib.ravel(), level.ravel()
+    passing = 1.0 - sol.V[ib, ia]  # the turn ends without profit: the opponent's move
+    roll = np.empty((len(ia), NUM_DICE + 1))
+    inside = level <= top
+    roll[inside] = sol.W[ia[inside], ib[inside], level[inside]]
+    roll[~inside] = passing[~inside, None]
+    own, opp = sol.scores[ia], sol.scores[ib]
+    totals = np.minimum(level, top) * STEP
+    out = bank_batch(np.stack([own, opp], axis=1), np.zeros(len(ia), dtype=np.int64), totals, rules)
+    after = 1.0 - sol.V[index[out.scores[:, 1] // 100], index[out.scores[:, 0] // 100]]
+    bank = np.where(out.winner == 0, 1.0, np.where(out.winner == 1, 0.0, after))
+    bank = np.where(out.lost, passing, bank)
+    r8 = bank_table(rules.entry)
+    allowed = r8.allowed[(own > 0).astype(np.int64), r8.index(totals)]
+    bank = np.where(allowed & inside, bank, np.where(inside, -np.inf, passing))
+    return _OptimalTable(index, n, levels, roll.ravel(), bank)
+
+
+def batched(policy: Policy) -> Policy:
+    """The batched twin of a scripted bot or the optimal player; any other policy (or
+    one already batched) is returned as it is."""
+    if isinstance(policy, BatchPolicy):
+        return policy
+    kind = type(policy)
+    if kind is ThresholdBot:
+        return BatchedThresholdBot(policy.threshold)
+    if kind is OptimalBot:
+        return BatchedOptimalBot(policy.show_progress)
+    twin = {RandomBot: BatchedRandomBot, TurnEVBot: BatchedTurnEVBot, SmartBot: BatchedSmartBot}
+    return twin[kind]() if kind in twin else policy
+
+
+def make_batched_policy(spec: str | Policy) -> Policy:
+    """``agents.make_policy(spec)``, batched where a batched twin exists."""
+    from agents import make_policy  # agents/__init__ may import this module
+
+    return batched(make_policy(spec))

@@ -1,0 +1,316 @@
+"""``FiveThousand-v0`` as a Gymnasium vector environment: N games stepped at once with
+array operations (``envs.batch``).
+
+    gym.make_vec("FiveThousand-v0", num_envs=4096, vectorization_mode="vector_entry_point",
+                 n_players=2, opponents="threshold:350")
+
+Same options and game as ``envs.gym_env.FiveThousandEnv`` (which checks them, with the
+same messages), for the compact observation. Autoreset is *same-step*
+(``AutoresetMode.SAME_STEP``): when a game ends, ``step`` returns the first observation of
+the next game in that row, and the last observation and info of the finished one in
+``infos["final_obs"]`` / ``infos["final_info"]`` (with the masks ``"_final_obs"`` /
+``"_final_info"``), as Gymnasium's ``SyncVectorEnv`` does in that mode. So every row
+always has a decision pending, ``action_masks()`` is never empty, and the training
+loop needs no dummy step (which is also what Stable-Baselines3's VecEnv expects:
+``terminal_observation`` is ``final_obs``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from envs.batch import NO_ROLL, ROLL_BUST, ROLL_DICE, ROLL_LEN, ROLLS, BatchGames, play_batch
+from envs.encoding import _ROLL_FEATURE_TABLE, OBS_HIGH, OBS_LOW
+from envs.game import IllegalMoveError
+from envs.gym_env import FiveThousandEnv
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
+
+# The roll's part of the compact observation, by roll id (zeros: no roll pending).
+_ROLL_FEATURES = np.zeros(
+    (NO_ROLL + 1, len(next(iter(_ROLL_FEATURE_TABLE.values())))), dtype=np.float32
+)
+for _i, _roll in enumerate(ROLLS):
+    _ROLL_FEATURES[_i] = _ROLL_FEATURE_TABLE[_roll]
+
+
+class FiveThousandVectorEnv(VectorEnv):
+    """`num_envs` games of 5000, each from the seat of one learning player.
+
+    Arguments: ``num_envs`` and every argument of ``FiveThousandEnv`` (n_players,
+    opponents, learner_seat, hold, target, entry, max_turns, illegal_action, dict_obs,
+    obs_encoding, opponent_pool), with the same meaning, per game. Differences:
+
+    - ``obs_encoding="rich"`` and ``render_mode`` are refused (not batched);
+    - actions are an integer array of shape (num_envs,); a wrong shape or dtype, or an
+      action outside 0..63, raises ValueError and changes nothing;
+    - an action illegal under the mask: with ``illegal_action="raise"`` an
+      IllegalMoveError (one line, naming the game and its legal actions) and nothing
+      changes; with ``"lose"`` that game ends with reward -1, terminated, and
+      ``info["illegal_action"]`` True (the others step normally);
+    - opponents decide for all games at once when their policy has a batched side
+      (``envs.batch.BatchPolicy``: the scripted bots of ``agents.batched``), else one
+      game at a time (correct, slower);
+    - infos are arrays (``illegal_action``, ``turns``, ``winner`` with -1 for none,
+      ``learner_seat``, ``learner_turns``, ``learner_busts``), each with its ``_`` mask.
+
+    ``recorder``, if set to a callable, is told of every step of every game (tests):
+    ``recorder("deal", idx, learner_seats)``, ``recorder("roll", idx, dice)`` with the
+    sorted dice padded with 0, ``recorder("act", idx, actions)`` (all seats).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, **kwargs: Any) -> None:
+        if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if kwargs.get("render_mode") is not None:
+            raise ValueError("the vector environment does not render; use FiveThousand-v0 alone")
+        if kwargs.get("obs_encoding", "compact") != "compact":
+            raise ValueError(
+                "the vector environment writes only the compact observation "
+                "(the rich one is not batched); use obs_encoding='compact'"
+            )
+        single = FiveThousandEnv(**kwargs)  # checks every option, resolves the opponents
+        self._single = single
+        self.num_envs = num_envs
+        self.n_players = single.n_players
+        self.rules = single.rules
+        self.max_turns = single.max_turns
+        self.illegal_action = single.illegal_action
+        self.dict_obs = single.dict_obs
+        self.obs_spec = single.obs_spec
+        self.learner_seat_option = single.learner_seat_option
+        self.single_observation_space = single.observation_space
+        self.single_action_space = single.action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.render_mode = None
+        self.recorder = None
+
+        # The policies that play, each once: opponents named by the same string share
+        # one object, so their games are decided in one batch.
+        self._policies: list[Any] = []
+        known: dict[Any, int] = {}
+
+        def index(spec: Any, policy: Any) -> int:
+            key = spec if isinstance(spec, str) else id(policy)
+            if key not in known:
+                known[key] = len(self._policies)
+                self._policies.append(policy)
+            return known[key]
+
+        pool = single.opponent_pool
+        specs = zip(single._opponent_specs, single.opponents, strict=True)
+        self._opponents = [index(spec, policy) for spec, policy in specs]
+        self._pool = [index(s, p) for s, (p, _) in zip(single._pool_specs, pool, strict=True)]
+        weights = np.array([w for _, w in single.opponent_pool], dtype=float)
+        self._pool_p = weights / weights.sum() if len(weights) else None
+
+        n = num_envs
+        self.games = BatchGames(n, self.n_players, self.rules)
+        self.learner_seat = np.zeros(n, dtype=np.int64)
+        self.seat_policy = np.zeros((n, self.n_players), dtype=np.int64)
+        self.learner_turns = np.zeros(n, dtype=np.int64)
+        self.learner_busts = np.zeros(n, dtype=np.int64)
+        self._mask = np.zeros((n, NUM_ACTIONS), dtype=bool)
+        self._ready = False
+        self._np_random, self._np_random_seed = seeding.np_random(None)
+        self._all = np.arange(n)
+
+    # ------------------------------------------------------------------ API
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Deal a new game in every row (or, with ``options={"reset_mask": mask}``, in
+        the rows where the boolean mask is True); `seed` reseeds everything."""
+        if seed is not None:
+            if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
+                raise ValueError(f"seed must be one integer for the whole batch, got {seed!r}")
+            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
+        idx = self._all
+        if options and "reset_mask" in options:
+            mask = np.asarray(options["reset_mask"])
+            if mask.shape != (self.num_envs,) or mask.dtype != bool:
+                raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},)")
+            idx = np.flatnonzero(mask)
+        self._deal(idx)
+        self._ready = True
+        return self._observe(self._all), self._info(self._all)
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        if not self._ready:
+            raise RuntimeError("call reset() before step()")
+        actions = self._check_actions(actions)
+        games, rows = self.games, self._all
+        legal = self._mask[rows, actions]
+        illegal = ~legal
+        if illegal.any() and self.illegal_action == "raise":
+            g = int(np.flatnonzero(illegal)[0])
+            raise IllegalMoveError(games.illegal_message(g, int(actions[g])))
+        ok = rows[legal]
+        games.act(ok, actions[ok])
+        if self.recorder is not None:
+            self.recorder("act", ok, actions[ok])
+        self._advance(ok)
+        over = games.winner >= 0
+        reward = np.where(over, np.where(games.winner == self.learner_seat, 1.0, -1.0), 0.0)
+        reward[illegal] = -1.0
+        terminated = over | illegal
+        truncated = ~terminated & (games.turns >= self.max_turns)
+        done = terminated | truncated
+        self._mask = games.legal_mask(rows)
+        obs = self._observe(rows)
+        info = self._info(rows, illegal)
+        if done.any():
+            ended = np.flatnonzero(done)
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            if self.dict_obs:
+                for i in ended:
+                    final_obs[i] = {k: v[i] for k, v in obs.items()}
+            else:
+                final_obs[ended] = list(obs[ended])
+            info["final_obs"], info["_final_obs"] = final_obs, done
+            info["final_info"], info["_final_info"] = self._final_info(info, done), done
+            self._deal(ended)
+            fresh = self._observe(ended)
+            if self.dict_obs:
+                for k in obs:
+                    obs[k][ended] = fresh[k]
+            else:
+                obs[ended] = fresh
+            for key, value in self._info(ended).items():
+                if not key.startswith("_"):
+                    info[key][ended] = value
+        return obs, reward, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """(num_envs, 64) bool: the legal actions of each game's pending decision."""
+        return self._mask.copy()
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._single.close()
+
+    # ------------------------------------------------------------- internals
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        a = np.asarray(actions)
+        if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions must be an integer array of shape ({self.num_envs},), "
+                f"got {a.dtype} of shape {a.shape}"
+            )
+        bad = (a < 0) | (a >= NUM_ACTIONS)
+        if bad.any():
+            g = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"actions must be integers in 0..63, got {a[g]!r} for game {g}")
+        return a.astype(np.int64, copy=False)
+
+    def _deal(self, idx: np.ndarray) -> None:
+        """New games in `idx`, played on to the learner's first decision; a game that
+        ends (or hits the turn limit) before it is dealt again, as the single env does."""
+        rng = self._np_random
+        n = self.n_players
+        while idx.size:
+            self.games.reset(idx)
+            if self.learner_seat_option == "random":
+                self.learner_seat[idx] = rng.integers(n, size=idx.size)
+            else:
+                self.learner_seat[idx] = self.learner_seat_option
+            if self._pool:
+                picks = rng.choice(len(self._pool), size=(idx.size, n - 1), p=self._pool_p)
+                others = np.asarray(self._pool)[picks]
+            else:
+                others = np.broadcast_to(np.asarray(self._opponents), (idx.size, n - 1))
+            seats = (self.learner_seat[idx, None] + np.arange(1, n)) % n
+            self.seat_policy[idx[:, None], seats] = others
+            self.seat_policy[idx, self.learner_seat[idx]] = -1
+            self.learner_turns[idx] = 0
+            self.learner_busts[idx] = 0
+            if self.recorder is not None:
+                self.recorder("deal", idx, self.learner_seat[idx].copy())
+            self._advance(idx)
+            games = self.games
+            idx = idx[games.roll[idx] == NO_ROLL]  # over, or stopped by the turn limit
+        self._mask = self.games.legal_mask(self._all)
+
+    def _advance(self, idx: np.ndarray) -> None:
+        play_batch(
+            self.games,
+            idx,
+            self._policies,
+            self.seat_policy,
+            self._np_random,
+            max_turns=self.max_turns,
+            stop_seat=self.learner_seat,
+            on_roll=self._on_roll,
+            on_act=self._on_act if self.recorder is not None else None,
+        )
+
+    def _on_roll(
+        self, idx: np.ndarray, seats: np.ndarray, before: np.ndarray, ids: np.ndarray
+    ) -> None:
+        mine = seats == self.learner_seat[idx]
+        self.learner_turns[idx[mine & (before == 0)]] += 1  # a turn's first roll
+        self.learner_busts[idx[mine & ROLL_BUST[ids]]] += 1
+        if self.recorder is not None:
+            self.recorder("roll", idx, ROLL_DICE[ids])
+
+    def _on_act(self, idx: np.ndarray, actions: np.ndarray) -> None:
+        self.recorder("act", idx, actions)
+
+    def _observe(self, idx: np.ndarray) -> Any:
+        """The compact observation (``envs.encoding.encode``) of the games `idx` from
+        their learner's seat, as float32 rows."""
+        g = self.games
+        n = self.n_players
+        target = self.rules.target
+        k = idx.size
+        seat = self.learner_seat[idx]
+        rows = np.arange(k)
+        scores = g.scores[idx]
+        own_first = scores[rows[:, None], (seat[:, None] + np.arange(n)) % n]
+        current = g.current[idx]
+        total = g.turn_total[idx]
+        roll = g.roll[idx]
+        deciding = roll != NO_ROLL
+        # float32 columns assigned from float64 values: the same rounding as encode().
+        out = np.zeros((k, self.obs_spec.size), dtype=np.float32)
+        out[:, :n] = own_first / target
+        out[:, n : 2 * n] = own_first > 0
+        out[rows, 2 * n + (current - seat) % n] = 1.0
+        out[:, 3 * n] = np.minimum(total / target, OBS_HIGH)
+        out[:, 3 * n + 1] = np.maximum((target - scores[rows, current] - total) / target, OBS_LOW)
+        out[:, 3 * n + 2] = total % 100 == 50
+        out[:, 3 * n + 3] = ROLL_LEN[roll] / NUM_DICE  # 0 for NO_ROLL
+        out[:, 3 * n + 4] = deciding & self._mask[idx, BANK_BIT:].any(axis=1)
+        out[:, 3 * n + 5 :] = _ROLL_FEATURES[roll]
+        if self.dict_obs:
+            return {"observation": out, "action_mask": self._mask[idx].astype(np.int8)}
+        return out
+
+    def _info(self, idx: np.ndarray, illegal: np.ndarray | None = None) -> dict[str, Any]:
+        g = self.games
+        info = {
+            "illegal_action": np.zeros(idx.size, dtype=bool) if illegal is None else illegal[idx],
+            "turns": g.turns[idx].copy(),
+            "winner": g.winner[idx].copy(),
+            "learner_seat": self.learner_seat[idx].copy(),
+            "learner_turns": self.learner_turns[idx].copy(),
+            "learner_busts": self.learner_busts[idx].copy(),
+        }
+        every = np.ones(idx.size, dtype=bool)
+        info.update({f"_{key}": every for key in list(info)})
+        return info
+
+    @staticmethod
+    def _final_info(info: dict[str, Any], done: np.ndarray) -> dict[str, Any]:
+        out = {}
+        for key, value in info.items():
+            if not key.startswith("_") and key not in ("final_obs", "final_info"):
+                out[key] = value.copy()
+                out[f"_{key}"] = done
+        return out
