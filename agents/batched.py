@@ -13,15 +13,24 @@ none); ``make_batched_policy(name)`` builds one by name.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
 
 from agents.optimal import OptimalBot
 from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot, _turn_ev
-from envs.batch import BatchGames, BatchPolicy, bank_batch, bank_table
+from envs.batch import (
+    HOLD_ACTIONS,
+    BatchGames,
+    BatchPolicy,
+    bank_batch,
+    bank_table,
+    decision_tables,
+    move_tables,
+)
 from envs.policy import Policy
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
 from envs.solver import STEP, TwoPlayerSolution
 
 
@@ -93,10 +102,83 @@ def _bank_results(games: BatchGames, idx: np.ndarray, mask: np.ndarray, totals: 
     return rows, cols, out
 
 
+class _TurnTables(NamedTuple):
+    """Lookups that make ``turn-ev`` and most of ``smart`` a few gathers per decision.
+
+    A banking hold that lands the banker exactly on the target, or exactly on another
+    seat's score (a bump), is always allowed when the hold is (R8: such a total is a
+    multiple of 100, and at least the entry score for a player who has not entered), so
+    it is found by its points alone: ``first_with`` / ``last_with`` [roll, points // 50]
+    give the smallest / largest banking action holding exactly those points (-1: none).
+    ``best`` is turn-ev's choice (most expected turn points, first of equals) for every
+    roll, entered flag and turn total below ``levels * 50``; ``max_points`` the most a
+    legal hold of the roll scores."""
+
+    first_with: np.ndarray
+    last_with: np.ndarray
+    max_points: np.ndarray
+    best: np.ndarray  # flat (roll, entered, turn total // 50)
+    levels: int
+
+    def bank_with(self, table: np.ndarray, roll: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """`table`'s banking action holding exactly `points` from `roll`, or -1."""
+        level = points // STEP
+        inside = (points > 0) & (level < table.shape[1])
+        return np.where(inside, table[roll, np.where(inside, level, 0)], -1)
+
+    def turn_ev_choice(self, roll: np.ndarray, entered: np.ndarray, total: np.ndarray):
+        """turn-ev's choice without the exact win, for totals inside the table."""
+        return self.best[(roll * 2 + entered) * self.levels + total // STEP]
+
+
+@cache
+def _turn_tables(rules: Rules, levels: int = 100) -> _TurnTables:
+    moves = move_tables(rules.hold)
+    decisions = decision_tables(rules.hold, rules.entry)
+    ev = _turn_ev(rules)
+    ids = len(moves.points)
+    width = int(moves.points.max()) // STEP + 1
+    first_with = np.full((ids, width), -1, dtype=np.int64)
+    last_with = np.full((ids, width), -1, dtype=np.int64)
+    for bits in range(HOLD_ACTIONS - 1, -1, -1):  # descending: the smallest action last
+        rows = np.flatnonzero(moves.legal[:, bits])
+        first_with[rows, moves.points[rows, bits] // STEP] = bits | BANK_BIT
+    for bits in range(HOLD_ACTIONS):  # ascending: the largest action last
+        rows = np.flatnonzero(moves.legal[:, bits])
+        last_with[rows, moves.points[rows, bits] // STEP] = bits | BANK_BIT
+    best = np.zeros((ids, 2, levels), dtype=np.int64)
+    roll = np.arange(ids)
+    for entered in (0, 1):
+        for level in range(levels):
+            totals = level * STEP + moves.points
+            rolled = ev.value[entered, np.minimum(totals, ev.cap) // STEP, moves.dice_left]
+            key = decisions.key(roll, np.full(ids, entered), np.full(ids, level * STEP))
+            values = np.where(
+                decisions.mask[key], np.concatenate([rolled, totals], axis=1), -np.inf
+            )
+            best[:, entered, level] = values.argmax(axis=1)
+    max_points = np.where(moves.legal, moves.points, 0).max(axis=1)
+    return _TurnTables(first_with, last_with, max_points, best.ravel(), levels)
+
+
 class BatchedTurnEVBot(TurnEVBot):
     """``turn-ev``, batched: an exact win, else the most expected points this turn."""
 
     def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        tab = _turn_tables(games.rules)
+        roll, total = games.roll[idx], games.turn_total[idx]
+        own = games.scores[idx, games.current[idx]]
+        inside = total < tab.levels * STEP
+        out = np.empty(len(idx), dtype=np.int64)
+        r, t, o = roll[inside], total[inside], own[inside]
+        win = tab.bank_with(tab.first_with, r, games.rules.target - o - t)
+        out[inside] = np.where(win >= 0, win, tab.turn_ev_choice(r, (o > 0).astype(np.int64), t))
+        if not inside.all():  # a turn total past the table: the full computation
+            out[~inside] = self._act_full(games, idx[~inside])
+        return out
+
+    @staticmethod
+    def _act_full(games: BatchGames, idx: np.ndarray) -> np.ndarray:
         mask, totals, values = _turn_points(games, idx)
         own = games.scores[idx, games.current[idx]]
         wins = mask & (own[:, None] + totals == games.rules.target)
@@ -108,6 +190,30 @@ class BatchedSmartBot(SmartBot):
     """``smart``, batched: the same order of rules as ``SmartBot.act``."""
 
     def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        # Far from the target (every hold stays ENDGAME short of it), smart is turn-ev
+        # unless a bank bumps somebody: two lookups. Elsewhere, the full rules.
+        tab = _turn_tables(games.rules)
+        k = len(idx)
+        roll, total = games.roll[idx], games.turn_total[idx]
+        current = games.current[idx]
+        scores = games.scores[idx]
+        own = scores[np.arange(k), current]
+        need = games.rules.target - own - total
+        simple = (need > tab.max_points[roll] + self.ENDGAME) & (total < tab.levels * STEP)
+        out = np.empty(k, dtype=np.int64)
+        s = np.flatnonzero(simple)
+        gaps = scores[s] - (own[s] + total[s])[:, None]  # a bank of exactly this bumps
+        gaps[np.arange(s.size), current[s]] = 0
+        bumps = tab.bank_with(tab.last_with, roll[s, None], gaps)
+        biggest = np.where(bumps >= 0, gaps, -1).argmax(axis=1)  # the biggest bump first
+        bump = bumps[np.arange(s.size), biggest]
+        entered = (own[s] > 0).astype(np.int64)
+        out[s] = np.where(bump >= 0, bump, tab.turn_ev_choice(roll[s], entered, total[s]))
+        if s.size < k:
+            out[~simple] = self._act_full(games, idx[~simple])
+        return out
+
+    def _act_full(self, games: BatchGames, idx: np.ndarray) -> np.ndarray:
         k = len(idx)
         target = games.rules.target
         mask, totals, values = _turn_points(games, idx)
@@ -137,18 +243,8 @@ class BatchedSmartBot(SmartBot):
             ),
         )
         return np.select(
-            [
-                wins.any(axis=1),
-                bumps.any(axis=1),
-                ~in_range.any(axis=1),
-                near,
-            ],
-            [
-                _first(wins),
-                _max_key(bumps, totals),
-                dead,
-                _max_key(safe_banks, totals),
-            ],
+            [wins.any(axis=1), bumps.any(axis=1), ~in_range.any(axis=1), near],
+            [_first(wins), _max_key(bumps, totals), dead, _max_key(safe_banks, totals)],
             _first_best(np.where(in_range, values, -np.inf)),
         )
 

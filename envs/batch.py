@@ -438,34 +438,68 @@ def play_batch(
     rolled, with the turn total before the roll) and `on_act(idx, actions)` follow
     every chance step and decision."""
     active = np.asarray(idx, dtype=np.int64)
-    single = len(policies) == 1  # one policy plays every seat it is asked about
-    while active.size:
-        deciding = games.roll[active] != NO_ROLL
-        keep = (games.winner[active] < 0) & (games.turns[active] < max_turns)
-        if stop_seat is not None:
-            keep &= ~(deciding & (games.current[active] == stop_seat[active]))
-        active = active[keep]
+    while True:
+        active = _live(games, active, max_turns, stop_seat)
         if not active.size:
-            break
-        rolling = active[games.roll[active] == NO_ROLL]
-        if rolling.size:
-            seats, before = games.current[rolling], games.turn_total[rolling]
-            ids = games.roll_dice(rolling, rng)
-            if on_roll is not None:
-                on_roll(rolling, seats, before, ids)
-        deciding = games.roll[active] != NO_ROLL
-        if stop_seat is not None:
-            deciding &= games.current[active] != stop_seat[active]
-        movers = active[deciding]
-        if not movers.size:
-            continue
+            return
+        _one_round(games, active, policies, seat_policy, rng, stop_seat, on_roll, on_act)
+
+
+def _live(
+    games: BatchGames, idx: np.ndarray, max_turns: int, stop_seat: np.ndarray | None
+) -> np.ndarray:
+    """The games of `idx` that play on: not over, under the turn limit, and not at a
+    decision of their `stop_seat`."""
+    keep = (games.winner[idx] < 0) & (games.turns[idx] < max_turns)
+    if stop_seat is not None:
+        keep &= (games.roll[idx] == NO_ROLL) | (games.current[idx] != stop_seat[idx])
+    return idx[keep]
+
+
+def _one_round(
+    games: BatchGames,
+    active: np.ndarray,
+    policies: Sequence[Policy],
+    seat_policy: np.ndarray,
+    rng: np.random.Generator,
+    stop_seat: np.ndarray | None,
+    on_roll: RollHook | None,
+    on_act: ActHook | None,
+) -> None:
+    """One step of each live game of `active`: a roll where one is due, then a
+    decision where one is due (a roll and a decision in one round where both are)."""
+    rolling = active[games.roll[active] == NO_ROLL]
+    if rolling.size:
+        seats, before = games.current[rolling], games.turn_total[rolling]
+        ids = games.roll_dice(rolling, rng)
+        if on_roll is not None:
+            on_roll(rolling, seats, before, ids)
+    deciding = games.roll[active] != NO_ROLL
+    if stop_seat is not None:
+        deciding &= games.current[active] != stop_seat[active]
+    movers = active[deciding]
+    if not movers.size:
+        return
+    if len(policies) == 1:
+        groups = [(0, movers)]
+    else:  # (np.unique would cost more than the comparisons)
         who = seat_policy[movers, games.current[movers]]
-        groups = [(who[0], movers)] if single else [(p, movers[who == p]) for p in np.unique(who)]
-        for p, sel in groups:
-            actions = decide(policies[p], games, sel, rng)
-            games.act(sel, actions)
-            if on_act is not None:
-                on_act(sel, actions)
+        groups = [(p, movers[who == p]) for p in range(len(policies))]
+    for p, sel in groups:
+        if not sel.size:
+            continue
+        actions = decide(policies[p], games, sel, rng)
+        games.act(sel, actions)
+        if on_act is not None:
+            on_act(sel, actions)
+
+
+class GameResults(NamedTuple):
+    """The end of each game of ``play_games`` (-1 winner: cut off by the turn limit)."""
+
+    winner: np.ndarray  # (n_games,) seat, or -1
+    turns: np.ndarray  # (n_games,)
+    scores: np.ndarray  # (n_games, P) banked scores at the end
 
 
 def play_games(
@@ -476,16 +510,51 @@ def play_games(
     *,
     seat_policy: np.ndarray | None = None,
     max_turns: int = 1000,
-) -> BatchGames:
-    """Play `n_games` whole games at once, seat s played by ``policies[s]`` (or by
-    ``policies[seat_policy[g, s]]``); returns the finished games (``winner`` -1: cut
-    off by the turn limit)."""
+    width: int = 4096,
+) -> GameResults:
+    """Play `n_games` whole games, seat s of game g played by ``policies[s]`` (or by
+    ``policies[seat_policy[g, s]]``), `width` games at a time: a finished game's place
+    goes to the next game at once, so every round steps a full batch. Results depend on
+    the generator's seed and on `width`."""
+    if not isinstance(n_games, int) or n_games < 1:
+        raise ValueError(f"n_games must be a positive integer, got {n_games!r}")
     n_players = len(policies) if seat_policy is None else seat_policy.shape[1]
-    games = BatchGames(n_games, n_players, rules)
     if seat_policy is None:
         seat_policy = np.broadcast_to(np.arange(n_players), (n_games, n_players))
+    if seat_policy.shape != (n_games, n_players) or not (
+        (seat_policy >= 0) & (seat_policy < len(policies))
+    ).all():
+        raise ValueError(f"seat_policy must be ({n_games}, players) indices into the policies")
     for policy in policies:
         policy.check_game(n_players, rules)
         policy.prepare(rules)
-    play_batch(games, np.arange(n_games), policies, seat_policy, rng, max_turns=max_turns)
-    return games
+    width = min(width, n_games)
+    games = BatchGames(width, n_players, rules)
+    slot_game = np.arange(width)  # the game number each slot plays
+    seats = np.array(seat_policy[:width])
+    winner = np.full(n_games, -1, dtype=np.int64)
+    turns = np.zeros(n_games, dtype=np.int64)
+    scores = np.zeros((n_games, n_players), dtype=np.int64)
+    running = np.arange(width)
+    next_game = width
+    while running.size:
+        alive = (games.winner[running] < 0) & (games.turns[running] < max_turns)
+        live = running[alive]
+        if live.size < running.size:
+            ended = running[~alive]
+            numbers = slot_game[ended]
+            winner[numbers] = games.winner[ended]
+            turns[numbers] = games.turns[ended]
+            scores[numbers] = games.scores[ended]
+            refill = ended[: max(0, n_games - next_game)]
+            if refill.size:
+                games.reset(refill)
+                slot_game[refill] = np.arange(next_game, next_game + refill.size)
+                seats[refill] = seat_policy[slot_game[refill]]
+                next_game += refill.size
+                live = np.concatenate([live, refill])
+            running = live
+            if not live.size:
+                break
+        _one_round(games, live, policies, seats, rng, None, None, None)
+    return GameResults(winner, turns, scores)

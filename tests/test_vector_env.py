@@ -481,3 +481,25 @@ def test_play_batch_replays_and_wins_like_the_per_game_driver():
     wins = [play(Game(2, rules, seed=i), plain, rng).state.winner == 0 for i in range(n)]
     rate_game = np.mean(wins)
     assert abs(rate_batch - rate_game) < 4 * np.sqrt(0.25 / n * 2)
+
+
+@pytest.mark.parametrize(
+    "n_players, hold, target", [(2, "free", 5000), (2, "all", 1500), (4, "free", 1500)]
+)
+def test_batched_bots_choose_as_their_per_game_selves(n_players, hold, target):
+    """Every deterministic batched bot, on the positions of random play (table paths
+    and full paths alike), picks the per-game bot's action (optimal: on small games,
+    whose solution takes no time)."""
+    env = make_env(48, n_players=n_players, hold=hold, target=target, learner_seat="random")
+    env.reset(seed=1)
+    rng = np.random.default_rng(0)
+    names = ["threshold:350", "turn-ev", "smart"] + (["optimal"] if target < 5000 else [])
+    pairs = [(make_batched_policy(n), make_policy(n)) for n in names]
+    games, idx = env.unwrapped.games, np.arange(48)
+    for _ in range(40):
+        positions = [games.game_at(int(g)) for g in idx]
+        for fast, slow in pairs:
+            got = fast.act_batch(games, idx, rng)
+            want = [slow.act(game, rng) for game in positions]
+            assert got.tolist() == want, fast.name
+        env.step(BatchedRandomBot().act_batch(games, idx, rng))
