@@ -24,18 +24,20 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from envs.batch import NO_ROLL, ROLL_BUST, ROLL_DICE, ROLL_LEN, ROLLS, BatchGames, play_batch
+from envs.batch import NO_ROLL, ROLL_BUST, ROLL_DICE, ROLLS, BatchGames, play_batch
 from envs.encoding import _ROLL_FEATURE_TABLE, OBS_HIGH, OBS_LOW
 from envs.game import IllegalMoveError
 from envs.gym_env import FiveThousandEnv
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
 
-# The roll's part of the compact observation, by roll id (zeros: no roll pending).
+# The roll's part of the compact observation from slot 3N+3 on, by roll id (zeros: no
+# roll pending): dice / 5, a hole for "some action banks", then encoding's roll features.
 _ROLL_FEATURES = np.zeros(
-    (NO_ROLL + 1, len(next(iter(_ROLL_FEATURE_TABLE.values())))), dtype=np.float32
+    (NO_ROLL + 1, 2 + len(next(iter(_ROLL_FEATURE_TABLE.values())))), dtype=np.float32
 )
 for _i, _roll in enumerate(ROLLS):
-    _ROLL_FEATURES[_i] = _ROLL_FEATURE_TABLE[_roll]
+    _ROLL_FEATURES[_i, 0] = len(_roll) / NUM_DICE
+    _ROLL_FEATURES[_i, 2:] = _ROLL_FEATURE_TABLE[_roll]
 
 
 class FiveThousandVectorEnv(VectorEnv):
@@ -272,7 +274,10 @@ class FiveThousandVectorEnv(VectorEnv):
         seat = self.learner_seat[idx]
         rows = np.arange(k)
         scores = g.scores[idx]
-        own_first = scores[rows[:, None], (seat[:, None] + np.arange(n)) % n]
+        if isinstance(self.learner_seat_option, int):  # one seat for all: a column order
+            own_first = scores[:, (self.learner_seat_option + np.arange(n)) % n]
+        else:
+            own_first = scores[rows[:, None], (seat[:, None] + np.arange(n)) % n]
         current = g.current[idx]
         total = g.turn_total[idx]
         roll = g.roll[idx]
@@ -285,9 +290,8 @@ class FiveThousandVectorEnv(VectorEnv):
         out[:, 3 * n] = np.minimum(total / target, OBS_HIGH)
         out[:, 3 * n + 1] = np.maximum((target - scores[rows, current] - total) / target, OBS_LOW)
         out[:, 3 * n + 2] = total % 100 == 50
-        out[:, 3 * n + 3] = ROLL_LEN[roll] / NUM_DICE  # 0 for NO_ROLL
+        out[:, 3 * n + 3 :] = _ROLL_FEATURES[roll]
         out[:, 3 * n + 4] = deciding & self._mask[idx, BANK_BIT:].any(axis=1)
-        out[:, 3 * n + 5 :] = _ROLL_FEATURES[roll]
         if self.dict_obs:
             return {"observation": out, "action_mask": self._mask[idx].astype(np.int8)}
         return out

@@ -1,0 +1,145 @@
+"""Speed of the batched engine: the vector environment and whole batched games, on one core.
+
+    python benchmarks/vector_speed.py [--seconds 3] [--num-envs 4096] [--json out.json]
+
+Targets (issue 12): the vector environment with 4,096 games, random legal learner
+actions, >= 30x the steps/s of Gymnasium's Blackjack-v1 (one env via gym.make, measured
+in the same run) with threshold:350 opponents and >= 15x with optimal opponents; whole
+games of scripted bots, every seat batched, >= 20,000 games/s. A vector step counts as
+num_envs steps (one decision of each game, with the opponents' turns in between, as in
+FiveThousand-v0). The per-game figures of the same games are measured beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import envs  # noqa: E402, F401 - registers FiveThousand-v0
+from agents import make_policy  # noqa: E402
+from agents.batched import BatchedRandomBot, make_batched_policy  # noqa: E402
+from envs.batch import play_games  # noqa: E402
+from envs.driver import play  # noqa: E402
+from envs.game import Game  # noqa: E402
+from envs.rules import Rules  # noqa: E402
+
+MATCHES = (
+    ("threshold:350", "threshold:350"),
+    ("smart", "turn-ev"),
+    ("smart", "threshold:350"),
+    ("optimal", "smart"),
+)
+
+
+def blackjack_steps_per_second(seconds: float) -> float:
+    """Steps/s of Blackjack-v1 made with gym.make, random actions, resets included."""
+    env = gym.make("Blackjack-v1")
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(1000):
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                env.reset()
+        steps += 1000
+    return steps / (time.perf_counter() - start)
+
+
+def vector_steps_per_second(opponent: str, num_envs: int, seconds: float) -> float:
+    """Game steps/s of the vector env (num_envs per step), random legal learner actions."""
+    bot = make_batched_policy(opponent)
+    bot.prepare(Rules())  # the optimal solution: solved or loaded before timing
+    env = gym.make_vec(
+        "FiveThousand-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
+        opponents=bot,
+    )
+    env.reset(seed=0)
+    learner, rng = BatchedRandomBot(), np.random.default_rng(0)
+    games, rows = env.unwrapped.games, np.arange(num_envs)
+    for _ in range(5):  # warm up (tables are built on first use)
+        env.step(learner.act_batch(games, rows, rng))
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.step(learner.act_batch(games, rows, rng))
+        steps += num_envs
+    return steps / (time.perf_counter() - start)
+
+
+def batched_games_per_second(names: tuple[str, str], seconds: float, width: int) -> float:
+    """Whole games/s, every seat batched, `width` games at a time (2 players)."""
+    bots = [make_batched_policy(n) for n in names]
+    play_games(width, bots, Rules(), np.random.default_rng(0), width=width)  # warm up
+    n, done, start = 4 * width, 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        play_games(n, bots, Rules(), np.random.default_rng(done), width=width)
+        done += n
+    return done / (time.perf_counter() - start)
+
+
+def per_game_games_per_second(names: tuple[str, str], seconds: float) -> float:
+    """The same games one at a time through envs.driver.play (the per-game engine)."""
+    bots = [make_policy(n) for n in names]
+    for bot in bots:
+        bot.prepare(Rules())
+    rng = np.random.default_rng(0)
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        play(Game(2, seed=done), bots, rng)
+        done += 1
+    return done / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="time per measure")
+    parser.add_argument("--num-envs", type=int, default=4096, help="games per vector env")
+    parser.add_argument("--width", type=int, default=4096, help="games at a time, batched games")
+    parser.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
+    args = parser.parse_args()
+    console = Console()
+    rows = []  # (measure, value, target, unit)
+    with console.status("Blackjack-v1 (reference)..."):
+        blackjack = blackjack_steps_per_second(args.seconds)
+    rows.append(("Blackjack-v1 steps/s (reference, gym.make)", blackjack, None, ""))
+    for opponent, target in (("threshold:350", 30.0), ("optimal", 15.0)):
+        with console.status(f"vector env, {opponent} opponents..."):
+            rate = vector_steps_per_second(opponent, args.num_envs, args.seconds)
+        rows.append((f"vector env ({args.num_envs} games), {opponent}: steps/s", rate, None, ""))
+        rows.append((f"  / Blackjack-v1 ({opponent})", rate / blackjack, target, "x"))
+    for names in MATCHES:
+        label = " vs ".join(names)
+        with console.status(f"batched games, {label}..."):
+            batched = batched_games_per_second(names, args.seconds, args.width)
+        with console.status(f"per-game games, {label}..."):
+            single = per_game_games_per_second(names, args.seconds)
+        target = 20_000.0 if "optimal" not in names else None
+        rows.append((f"batched games/s, {label}", batched, target, ""))
+        rows.append((f"  per-game games/s, {label} (reference)", single, None, ""))
+    table = Table(title=f"batched 5000, one core ({platform.machine()}, Python "
+                  f"{platform.python_version()})")
+    for column in ("measure", "value", "target", "met"):
+        table.add_column(column)
+    for name, value, target, unit in rows:
+        shown = f"{value:.2f}{unit}" if unit else f"{value:,.0f}"
+        met = "" if target is None else ("yes" if value >= target else "NO")
+        table.add_row(name, shown, "" if target is None else f">= {target:,.0f}{unit}", met)
+    console.print(table)
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([{"measure": n, "value": v, "target": t} for n, v, t, _ in rows], indent=2)
+        )
+
+
+if __name__ == "__main__":
+    main()
