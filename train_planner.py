@@ -17,7 +17,6 @@ state (latest/: to resume bit for bit) and the best network (best/value_net.npz)
 from __future__ import annotations
 
 import dataclasses
-import json
 import pickle
 import shlex
 import shutil
@@ -28,11 +27,10 @@ from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 
 import tyro
-import yaml
 
 from agents.neural import first_line
-from agents.training.checkpoint import atomic_write, find_run, save_json
-from agents.training.config import check_plain_name, is_preset_name, preset_path
+from agents.training.checkpoint import atomic_write, find_run, read_config_json, save_json
+from agents.training.config import check_plain_name, is_preset_name, read_preset
 from agents.training.progress import duration, shown
 from agents.training.value_iteration import (
     PlannerConfig,
@@ -107,14 +105,8 @@ def config_from(values: dict[str, Any], where: str) -> PlannerConfig:
 
 
 def load_preset(preset: str) -> PlannerConfig:
-    path = preset_path(preset)
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise ValueError(f"cannot read preset {path}: {first_line(e)}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"preset {path} must be a mapping of config keys")
-    return config_from({**data, "preset": preset}, f"preset {path}")
+    path, values = read_preset(preset)
+    return config_from({**values, "preset": preset}, f"preset {path}")
 
 
 def default_run_name(config: PlannerConfig) -> str:
@@ -157,13 +149,7 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
 
 def read_config(run_dir: Path) -> PlannerConfig:
     path = run_dir / "config.json"
-    try:
-        values = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ValueError(f"{path} is unreadable: {first_line(e)}") from None
-    if not isinstance(values, dict):
-        raise ValueError(f"{path} must hold a JSON object of config keys")
-    return config_from(values, str(path))
+    return config_from(read_config_json(path), str(path))
 
 
 STATE_KEYS = ("trainer", "evals", "best_score", "wall_seconds", "eval_seconds")

@@ -124,9 +124,8 @@ def open_run(run_dir: Path, n_timesteps: float | None = None) -> tuple[TrainConf
     return config, run_dir, read_checkpoint(run_dir, config)
 
 
-def read_run_config(run_dir: Path) -> TrainConfig:
-    """The config.json of a run, every problem reported in one line naming the file."""
-    path = run_dir / "config.json"
+def read_config_json(path: Path) -> dict:
+    """A run's config.json as a dict, every problem reported in one line naming it."""
     try:
         saved = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -135,6 +134,13 @@ def read_run_config(run_dir: Path) -> TrainConfig:
         kinds = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
         kind = kinds.get(type(saved), "a number")
         raise ValueError(f"{path} must hold a JSON object of config keys, not {kind}")
+    return saved
+
+
+def read_run_config(run_dir: Path) -> TrainConfig:
+    """The config.json of a run, every problem reported in one line naming the file."""
+    path = run_dir / "config.json"
+    saved = read_config_json(path)
     try:
         config = make_config(saved)
         config.validate()

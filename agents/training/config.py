@@ -131,12 +131,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Refuse, in one line, any value the run could not use (before any work)."""
-        for name, (rule, ok) in BOUNDS.items():
-            value = getattr(self, name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value}")
-            if not ok(value):
-                raise ValueError(f"{name} must be {rule}, got {value}")
+        check_bounds(self, BOUNDS)
         for name, allowed in CHOICES.items():
             if (value := getattr(self, name)) not in allowed:
                 raise ValueError(f"{name} must be {' or '.join(allowed)}, got {value!r}")
@@ -171,6 +166,17 @@ BOUNDS = {
     "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
 }
 CHOICES = {"hold": HOLD_VARIANTS, "vec_env": ("dummy", "subproc"), "activation": ("relu", "tanh")}
+
+def check_bounds(config: Any, bounds: dict) -> None:
+    """Each numeric field of `config` named in `bounds` finite and within its rule, or a
+    one-line ValueError naming it."""
+    for name, (rule, ok) in bounds.items():
+        value = getattr(config, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value}")
+        if not ok(value):
+            raise ValueError(f"{name} must be {rule}, got {value}")
+
 
 # A run folder's name, or a preset's: one plain folder name, so that a run stays
 # inside its runs folder (no separator, no "..", nothing hidden, no leading "-").
@@ -312,8 +318,8 @@ def preset_path(preset: str) -> Path:
     )
 
 
-def load_preset(preset: str) -> TrainConfig:
-    """The defaults with a preset's values (and its name, for the record)."""
+def read_preset(preset: str) -> tuple[Path, dict]:
+    """A preset's file and its values (a mapping of config keys), checked."""
     from agents.neural import first_line
 
     path = preset_path(preset)
@@ -323,7 +329,12 @@ def load_preset(preset: str) -> TrainConfig:
         raise ValueError(f"cannot read preset {path}: {first_line(e)}") from None
     if not isinstance(data, dict):
         raise ValueError(f"preset {path} must be a mapping of config keys")
-    return make_config({**data, "preset": preset})
+    return path, data
+
+
+def load_preset(preset: str) -> TrainConfig:
+    """The defaults with a preset's values (and its name, for the record)."""
+    return make_config({**read_preset(preset)[1], "preset": preset})
 
 
 def default_run_name(config: TrainConfig) -> str:

@@ -17,7 +17,6 @@ and ``load_state_dict`` for an exact resume; ``evaluate`` plays the evaluation t
 from __future__ import annotations
 
 import io
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from agents import make_policy
 from agents.neural import short_name
 from agents.planner import PlannerBot
 from agents.tournament import run, schedule, wilson_interval
+from agents.training.config import check_bounds
 from agents.value_net import MAX_PLAYERS, FeatureSpec, ValueNet
 from envs.driver import play
 from envs.game import ROLL, Game
@@ -132,12 +132,7 @@ class PlannerConfig:
 
     def validate(self) -> None:
         """Refuse, in one line, any value the run could not use (before any work)."""
-        for name, (rule, ok) in BOUNDS.items():
-            value = getattr(self, name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value}")
-            if not ok(value):
-                raise ValueError(f"{name} must be {rule}, got {value}")
+        check_bounds(self, BOUNDS)
         if self.hold not in HOLD_VARIANTS:
             raise ValueError(f"hold must be {' or '.join(HOLD_VARIANTS)}, got {self.hold!r}")
         self.rules  # noqa: B018 (target and entry checked by Rules, in one line)
