@@ -199,22 +199,29 @@ def planner_metadata(net: ValueNet, checkpoint: Path, out: Path, config: dict) -
 
     spec = net.spec
     return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "kind": "planner",
-        "name": out.stem,
+        **header("planner", out),
         VALUE_NET_ATTRIBUTE: {"spec": spec.to_dict(), "hidden": list(net.hidden)},
         "inputs": {"features": ["batch", spec.size]},
         "outputs": {"logits": ["batch", spec.max_players]},
         "output": "softmax over the seats present (float64), seat 0 the player to move",
         "play": "plan each turn exactly against these win probabilities (agents.planner)",
-        "provenance": {
-            "value_net": str(checkpoint),
-            "value_net_sha256": hashlib.sha256(checkpoint.read_bytes()).hexdigest(),
-            "training_config": config,
-            "exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "onnx": onnx.__version__,
-        },
+        "provenance": provenance("value_net", checkpoint, config, onnx=onnx.__version__),
+    }
+
+
+def header(kind: str, out: Path) -> dict:
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind, "name": out.stem}
+
+
+def provenance(source: str, path: Path, config: dict, **versions: str) -> dict:
+    """Where an export came from: the file and its hash, its training config, when, and
+    the versions of the tools that made it."""
+    return {
+        source: str(path),
+        f"{source}_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "training_config": config,
+        "exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **versions,
     }
 
 
@@ -247,23 +254,19 @@ def metadata(checkpoint: Path, out: Path, spec: dict, config: dict) -> dict:
     import torch
 
     return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "kind": "ppo",
-        "name": out.stem,
+        **header("ppo", out),
         OBS_SPEC_ATTRIBUTE: spec,
         "action_encoding_version": ACTION_ENCODING_VERSION,
         "inputs": {"obs": ["batch", spec["size"]]},
         "outputs": {"logits": ["batch", 64]},
         "masking": "replace illegal logits by -1e8; play the most probable action",
-        "provenance": {
-            "checkpoint": str(checkpoint),
-            "checkpoint_sha256": hashlib.sha256(checkpoint.read_bytes()).hexdigest(),
-            "training_config": config,
-            "exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "torch": torch.__version__,
-            "sb3_contrib": sb3_contrib.__version__,
-        },
+        "provenance": provenance(
+            "checkpoint",
+            checkpoint,
+            config,
+            torch=torch.__version__,
+            sb3_contrib=sb3_contrib.__version__,
+        ),
     }
 
 
