@@ -24,7 +24,7 @@ import argparse  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Iterator, Sequence  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -32,57 +32,45 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agents import make_policy  # noqa: E402
 from agents.planner import TIE, PlannerBot  # noqa: E402
-from envs.game import ROLL, Game  # noqa: E402
+from envs.driver import play  # noqa: E402
+from envs.game import DECIDE, Game  # noqa: E402
 from envs.rules import Rules  # noqa: E402
 
 OTHERS = ("smart", "turn-ev", "random")
 NEAR = 1e-6  # a best action this close to the next (not tied) could flip in float32
 
 
-def decisions(
-    planner: PlannerBot, sizes: Sequence[int], rules: Rules, seed: int = 0
-) -> Iterator[Game]:
-    """Decision positions of real seeded games, table sizes in turn: `planner` plays one
-    seat (rotating), smart, turn-ev and random the others; yields each game at each
-    decision before it is taken (the seat's policy then takes it)."""
+def compare(a: PlannerBot, b: PlannerBot, sizes: Sequence[int], count: int, seed: int = 0) -> dict:
+    """Both planners' choices at `count` decisions of real seeded games, table sizes in
+    turn: `a` plays one seat (rotating), smart, turn-ev and random the others."""
+    rules = a.rules or Rules()
     others = [make_policy(name) for name in OTHERS]
     rng = np.random.default_rng(seed)
-    number = 0
-    while True:
-        n = sizes[number % len(sizes)]
-        game = Game(n, rules, seed=np.random.default_rng([seed, number]))
-        seats = [others[(number + k) % len(others)] for k in range(n)]
-        seats[number % n] = planner
-        number += 1
-        while not game.over and game.state.turns < 1000:
-            if game.state.phase == ROLL:
-                game.roll()
-                continue
-            yield game
-            game.act(seats[game.state.current].act(game, rng))
-
-
-def compare(a: PlannerBot, b: PlannerBot, sizes: Sequence[int], count: int, seed: int = 0) -> dict:
-    """Both planners' choices at `count` decisions (`a` plays the planner's seat)."""
-    rng = np.random.default_rng(0)
     flips: list[float] = []
-    checked = near = 0
-    for game in decisions(a, sizes, a.rules or Rules(), seed):
+    tally = {"decisions": 0, "near_ties": 0}
+
+    def check(game: Game) -> bool:
+        """Ask both at a decision, whoever's it is; True (stop) once `count` are done."""
+        if game.state.phase != DECIDE:
+            return False
         mine, theirs = a.act(game, rng), b.act(game, rng)
         values = a.action_values(game)
         if mine != theirs:
             flips.append(values[mine] - values[theirs])
         ranked = sorted(values.values(), reverse=True)
-        near += len(ranked) > 1 and TIE <= ranked[0] - ranked[1] < NEAR
-        checked += 1
-        if checked == count:
-            break
-    return {
-        "decisions": checked,
-        "disagreements": len(flips),
-        "value_gaps": flips,
-        "near_ties": near,
-    }
+        tally["near_ties"] += len(ranked) > 1 and TIE <= ranked[0] - ranked[1] < NEAR
+        tally["decisions"] += 1
+        return tally["decisions"] == count
+
+    number = 0
+    while tally["decisions"] < count:
+        n = sizes[number % len(sizes)]
+        seats = [others[(number + k) % len(others)] for k in range(n)]
+        seats[number % n] = a
+        game = Game(n, rules, seed=np.random.default_rng([seed, number]))
+        play(game, seats, rng, until=check)
+        number += 1
+    return {**tally, "disagreements": len(flips), "value_gaps": flips}
 
 
 def value_difference(a: PlannerBot, b: PlannerBot, positions: np.ndarray) -> float:
