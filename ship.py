@@ -18,8 +18,8 @@ duration.
 The evaluation is a tournament run by evaluate.py (the command is recorded in the card):
 with 2 players a round robin of the agent, optimal and the scripted bots, so the card
 shows what optimal wins against each bot beside what the agent wins; with more players,
-the agent at one table with smart, turn-ev and threshold:350 (smart again for the seats
-past four), seats rotated.
+the agent at the standard table of scripted bots (agents.tournament.standard_table:
+smart, turn-ev and threshold:350), seats rotated.
 """
 
 from __future__ import annotations
@@ -374,11 +374,10 @@ def planner_curve(evals: list[dict], path: Path) -> list[dict]:
 
 def opponents(players: int) -> list[str]:
     """The agent's opponents in the evaluation: with 2 players a round robin with optimal
-    and the scripted bots; with more, one table of scripted bots (smart past 4 players)."""
+    and the scripted bots; with more, the standard table of scripted bots."""
     if players == 2:
         return ["optimal", "smart", "turn-ev", "threshold:350"]
-    bots = ["smart", "turn-ev", "threshold:350"] + ["smart"] * max(0, players - 4)
-    return bots[: players - 1]
+    return tour.standard_table(players)
 
 
 def check_agent(model: Path, players: int, rules: Rules) -> None:

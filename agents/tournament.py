@@ -62,6 +62,16 @@ def schedule(n_agents: int, players: int, games_per_matchup: int) -> list[Seatin
     return out
 
 
+def standard_table(players: int) -> list[str]:
+    """The scripted bots beside an agent at this project's evaluation table of `players`
+    (3 or more): smart and turn-ev, then threshold:350 in the last seat from 4 players
+    on: (smart, turn-ev), (smart, turn-ev, threshold:350), (smart, turn-ev, smart,
+    turn-ev, threshold:350) for 3, 4 and 6 players."""
+    if players == 3:
+        return ["smart", "turn-ev"]
+    return (["smart", "turn-ev"] * 4)[: players - 2] + ["threshold:350"]
+
+
 def play_game(
     policies: Sequence[Policy], rules: Rules, seed: Sequence[int], max_turns: int = 1000
 ) -> tuple[int | None, int]:

@@ -149,7 +149,7 @@ def test_the_shipped_preset_loads_and_validates():
         ([3], ["3p:smart,turn-ev"]),
         ([4], ["4p:smart,turn-ev,threshold:350"]),
         ([6], ["6p:smart,turn-ev,smart,turn-ev,threshold:350"]),
-        ([5], ["5p:smart,turn-ev,threshold:350,smart"]),
+        ([5], ["5p:smart,turn-ev,smart,threshold:350"]),
     ],
 )
 def test_default_evaluation_tables_are_the_issues_tables(players, labels):

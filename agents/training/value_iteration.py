@@ -27,7 +27,7 @@ import numpy as np
 from agents import make_policy
 from agents.neural import short_name
 from agents.planner import PlannerBot
-from agents.tournament import run, schedule, wilson_interval
+from agents.tournament import run, schedule, standard_table, wilson_interval
 from agents.training.config import check_bounds
 from agents.value_net import MAX_PLAYERS, FeatureSpec, ValueNet
 from envs.driver import play
@@ -36,15 +36,7 @@ from envs.policy import Policy
 from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
 from envs.turn_planner import plan_turn
 
-# The evaluation tables of the issue, by table size: the agent plus these seats.
-DEFAULT_TABLES = {
-    2: ["optimal", "smart"],
-    3: ["smart,turn-ev"],
-    4: ["smart,turn-ev,threshold:350"],
-    6: ["smart,turn-ev,smart,turn-ev,threshold:350"],
-}
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
-OTHERS = ("smart", "turn-ev", "threshold:350")
 SHIPPED_PPO_2P = Path(__file__).resolve().parents[2] / "checkpoints" / "ppo-2p" / "model.zip"
 
 
@@ -96,7 +88,7 @@ class PlannerConfig:
     eval_tables: list[str] = field(default_factory=list)
     """Evaluation tables, each the other seats as comma-separated agent names
     ("smart,turn-ev"), played at the table size they give; empty: per trained size,
-    2: optimal, smart (and the shipped ppo-2p); 3, 4, 6: the issue's mixed tables."""
+    2: optimal, smart (and the shipped ppo-2p); more: agents.tournament.standard_table."""
     checkpoint_freq: int = 5
     """Iterations between saves of the resumable latest state."""
 
@@ -119,15 +111,12 @@ class PlannerConfig:
             return [table.split(",") for table in self.eval_tables]
         out = []
         for n in dict.fromkeys(self.players):
-            if n in DEFAULT_TABLES:
-                tables = list(DEFAULT_TABLES[n])
-            else:  # smart, turn-ev, threshold:350, smart, ...
-                tables = [",".join(OTHERS[i % len(OTHERS)] for i in range(n - 1))]
-            if n == 2 and self.rules == Rules() and SHIPPED_PPO_2P.is_file():
-                tables.append(str(SHIPPED_PPO_2P))
-            for table in tables:
-                seats = table.split(",")
-                out.append(seats if len(seats) > 1 else seats * (n - 1))
+            if n > 2:
+                out.append(standard_table(n))
+                continue
+            out += [["optimal"], ["smart"]]
+            if self.rules == Rules() and SHIPPED_PPO_2P.is_file():
+                out.append([str(SHIPPED_PPO_2P)])
         return out
 
     def validate(self) -> None:
