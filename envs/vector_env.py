@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -106,6 +107,13 @@ class FiveThousandVectorEnv(VectorEnv):
                 self._policies.append(policy)
             return known[key]
 
+        everyone = single.opponents + [p for p, _ in single.opponent_pool]
+        slow = sorted({p.name for p in everyone if not callable(getattr(p, "act_batch", None))})
+        if slow:
+            gym.logger.warn(
+                f"opponents without a batched side (act_batch) play one game at a time, "
+                f"correctly but slowly: {', '.join(slow)}"
+            )
         pool = single.opponent_pool
         specs = zip(single._opponent_specs, single.opponents, strict=True)
         self._opponents = [index(spec, policy) for spec, policy in specs]

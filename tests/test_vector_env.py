@@ -261,7 +261,8 @@ def test_replay_with_illegal_actions_and_a_per_game_opponent():
     """illegal_action="lose": that row alone ends with -1 and the game unchanged; an
     opponent without a batched side plays one game at a time, the same game."""
     assert not hasattr(SmartBot(), "act_batch")
-    env = make_env(6, n_players=3, opponents=[SmartBot(), "threshold:300"], target=1500)
+    with pytest.warns(UserWarning, match="one game at a time, correctly but slowly: smart"):
+        env = make_env(6, n_players=3, opponents=[SmartBot(), "threshold:300"], target=1500)
     logs = run_recorded(env, steps=40, seed=3, illegal_every=5)
     rules = Rules(target=1500)
     plain = [SmartBot(), make_policy("threshold:300")]
