@@ -209,13 +209,11 @@ def bank_batch(
     win = new == rules.target
     after[rows[fits], banker[fits]] = new[fits]
     winner[win] = banker[win]
-    bumped = np.zeros(m, dtype=bool)
-    below = np.flatnonzero(fits & ~win)
-    if below.size:
-        bump = scores[below] == new[below, None]
-        bump[np.arange(below.size), banker[below]] = False
-        after[below] = np.where(bump, 0, after[below])
-        bumped[below] = bump.any(axis=1)
+    # The banker's own column never matches: new > own, every bank holds points.
+    bump = (scores == new[:, None]) & (fits & ~win)[:, None]
+    bumped = bump.any(axis=1)
+    if bumped.any():
+        after[bump] = 0
     gift_to = np.full(m, -1, dtype=np.int64)
     over = np.flatnonzero(~fits)
     if over.size:
