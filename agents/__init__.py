@@ -4,6 +4,12 @@ package's ``make_policy`` is the policy resolver that the environments find thro
 
 from __future__ import annotations
 
+from agents.batched import (
+    BatchedRandomBot,
+    BatchedSmartBot,
+    BatchedThresholdBot,
+    BatchedTurnEVBot,
+)
 from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
 from envs.policy import Policy
 
@@ -20,12 +26,19 @@ BOT_NAMES = (
 
 
 def _optimal() -> Policy:
-    from agents.optimal import OptimalBot  # imports the solver only when asked for
+    from agents.batched import BatchedOptimalBot  # the solution loads when first asked for
 
-    return OptimalBot()
+    return BatchedOptimalBot()
 
 
-_SIMPLE = {"random": RandomBot, "smart": SmartBot, "turn-ev": TurnEVBot, "optimal": _optimal}
+# The table-driven bots come with their batched side (``agents.batched``): they play one
+# game exactly as the per-game classes they extend, and many at once by table lookups.
+_SIMPLE = {
+    "random": BatchedRandomBot,
+    "smart": BatchedSmartBot,
+    "turn-ev": BatchedTurnEVBot,
+    "optimal": _optimal,
+}
 
 
 def make_policy(spec: str | Policy) -> Policy:
@@ -55,7 +68,7 @@ def make_policy(spec: str | Policy) -> Policy:
         return _SIMPLE[name]()
     if name == "threshold":
         if arg.isascii() and arg.isdigit():  # not '²', which int() refuses
-            return ThresholdBot(int(arg))
+            return BatchedThresholdBot(int(arg))
         raise ValueError(f"bad bot {spec!r}: threshold needs a whole number; {accepted}")
     raise ValueError(f"unknown bot {spec!r}; {accepted}")
 

@@ -1,8 +1,17 @@
 """Tournaments: many seeded games between agents, seats rotated, in parallel workers.
 
-Game number g of a tournament with seed S draws everything (dice, random bots) from
-``numpy.random.SeedSequence([S, g])``, so results depend on the seed alone, not on
-the number of workers or the order in which games finish.
+Two ways to play them, with the same schedule and the same results format:
+
+- *batched* (when every agent has a batched side, ``envs.batch.BatchPolicy``: the
+  table-driven bots random, threshold:T, smart, turn-ev, optimal): the games are played
+  thousands at a time by ``envs.batch.play_games``, in blocks of ``BLOCK`` games; block
+  b of a tournament with seed S draws everything from
+  ``numpy.random.SeedSequence([S, BATCHED, b])``. Results depend on the seed alone (not
+  on the workers), but are not the per-game path's games: the same statistics, other
+  dice.
+- *per game* (any agent; forced by ``batched=False``): game number g draws everything
+  (dice, random bots) from ``numpy.random.SeedSequence([S, g])``, so results depend on
+  the seed alone, not on the number of workers or the order in which games finish.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import numpy as np
 
 from agents import make_policy
 from agents.base import Policy
+from envs.batch import play_games
 from envs.driver import play
 from envs.game import Game
 from envs.rules import Rules
@@ -86,7 +96,7 @@ def play_game(
 _WORKER: dict = {}
 
 
-def _init_worker(specs: Sequence[str], rules: Rules, seed: int, max_turns: int) -> None:
+def _init_worker(specs: Sequence[str | Policy], rules: Rules, seed: int, max_turns: int) -> None:
     _WORKER.update(
         policies=[make_policy(spec) for spec in specs], rules=rules, seed=seed, max_turns=max_turns
     )
@@ -102,8 +112,45 @@ def _play_chunk(chunk: Sequence[Seating]) -> list[GameResult]:
     return results
 
 
+# The batched path: BLOCK games per seeded block (a unit of work for a worker), played
+# WIDTH at a time; both are part of what a batched result depends on, so they are fixed.
+BLOCK = 65_536
+WIDTH = 4096
+BATCHED = 0x5EA7ED  # in the batched path's SeedSequence: apart from game numbers'
+
+
+def is_batched(policies: Sequence[Policy]) -> bool:
+    """Whether every policy decides for many games at once (``BatchPolicy``)."""
+    return all(callable(getattr(p, "act_batch", None)) for p in policies)
+
+
+def _play_block(block: int, seatings: Sequence[Seating], on_progress=None) -> list[GameResult]:
+    """The games of one block, batched, by the worker's policies."""
+    w = _WORKER
+    seat_policy = np.array([s.agents for s in seatings], dtype=np.int64)
+    rng = np.random.default_rng(np.random.SeedSequence([w["seed"], BATCHED, block]))
+    out = play_games(
+        len(seatings),
+        w["policies"],
+        w["rules"],
+        rng,
+        seat_policy=seat_policy,
+        max_turns=w["max_turns"],
+        width=WIDTH,
+        on_progress=on_progress,
+    )
+    return [
+        GameResult(s.game, s.agents, None if winner < 0 else winner, turns)
+        for s, winner, turns in zip(seatings, out.winner.tolist(), out.turns.tolist(), strict=True)
+    ]
+
+
+def _play_block_task(task: tuple[int, Sequence[Seating]]) -> list[GameResult]:
+    return _play_block(*task)
+
+
 def run(
-    specs: Sequence[str],
+    specs: Sequence[str | Policy],
     seatings: Sequence[Seating],
     rules: Rules,
     seed: int,
@@ -111,18 +158,38 @@ def run(
     max_turns: int = 1000,
     on_progress: Callable[[int], None] | None = None,
     chunk_size: int = 250,
+    batched: bool | None = None,
 ) -> list[GameResult]:
-    """Play every seating; `on_progress(n)` is told of each batch of n finished games."""
-    chunks = [seatings[i : i + chunk_size] for i in range(0, len(seatings), chunk_size)]
-    results: list[GameResult] = []
-    if workers <= 1:
-        _init_worker(specs, rules, seed, max_turns)
-        for chunk in chunks:
-            results.extend(_play_chunk(chunk))
-            if on_progress:
-                on_progress(len(chunk))
+    """Play every seating; `on_progress(n)` is told of each batch of n finished games.
+    `batched`: None plays batched when every agent can (``is_batched``), False always
+    per game (game for game as before batching existed), True insists on batched
+    (ValueError, one line, naming an agent that cannot)."""
+    policies = [make_policy(spec) for spec in specs]
+    if batched is None:
+        batched = is_batched(policies)
+    elif batched and not is_batched(policies):
+        slow = next(p.name for p in policies if not is_batched([p]))
+        raise ValueError(f"{slow} has no batched side (act_batch): play it per game")
+    if batched:
+        size = BLOCK
+        tasks = [(i // size, seatings[i : i + size]) for i in range(0, len(seatings), size)]
+        play_task = _play_block_task
     else:
-        workers = min(workers, os.cpu_count() or 1, len(chunks)) or 1
+        size = chunk_size
+        tasks = [seatings[i : i + size] for i in range(0, len(seatings), size)]
+        play_task = _play_chunk
+    results: list[GameResult] = []
+    if workers <= 1 or len(tasks) == 1:
+        _init_worker(policies, rules, seed, max_turns)
+        for task in tasks:
+            if batched:  # progress as the games end, not per block
+                results.extend(_play_block(*task, on_progress=on_progress))
+            else:
+                results.extend(_play_chunk(task))
+                if on_progress:
+                    on_progress(len(task))
+    else:
+        workers = min(workers, os.cpu_count() or 1, len(tasks)) or 1
         # "spawn": forking a process that has loaded torch (a checkpoint agent) can hang
         # the children on torch's thread pool.
         with ProcessPoolExecutor(
@@ -131,10 +198,10 @@ def run(
             initializer=_init_worker,
             initargs=(list(specs), rules, seed, max_turns),
         ) as pool:
-            for chunk_results in pool.map(_play_chunk, chunks):
-                results.extend(chunk_results)
+            for task_results in pool.map(play_task, tasks):
+                results.extend(task_results)
                 if on_progress:
-                    on_progress(len(chunk_results))
+                    on_progress(len(task_results))
     return sorted(results, key=lambda r: r.game)
 
 

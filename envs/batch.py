@@ -509,11 +509,13 @@ def play_games(
     seat_policy: np.ndarray | None = None,
     max_turns: int = 1000,
     width: int = 4096,
+    on_progress: Callable[[int], None] | None = None,
 ) -> GameResults:
     """Play `n_games` whole games, seat s of game g played by ``policies[s]`` (or by
     ``policies[seat_policy[g, s]]``), `width` games at a time: a finished game's place
     goes to the next game at once, so every round steps a full batch. Results depend on
-    the generator's seed and on `width`."""
+    the generator's seed and on `width`. `on_progress(n)` is told of every n games
+    that end together."""
     if not isinstance(n_games, int) or n_games < 1:
         raise ValueError(f"n_games must be a positive integer, got {n_games!r}")
     n_players = len(policies) if seat_policy is None else seat_policy.shape[1]
@@ -544,6 +546,8 @@ def play_games(
             winner[numbers] = games.winner[ended]
             turns[numbers] = games.turns[ended]
             scores[numbers] = games.scores[ended]
+            if on_progress is not None:
+                on_progress(ended.size)
             refill = ended[: max(0, n_games - next_game)]
             if refill.size:
                 games.reset(refill)

@@ -320,3 +320,72 @@ def test_a_shipped_agent_is_shown_by_its_name_and_no_table_cuts_names(tmp_path, 
     text = console.file.getvalue()
     assert text.count(long_name) == 3 and "…" not in text  # table, matrix row and column
     assert "threshold:350" in text
+
+
+# ------------------------------------------------------------------ batched tournaments
+LADDER = ["random", "threshold:350", "smart"]
+
+
+def _rates(results, names):
+    summary = tour.summarize(names, results, 2)
+    return {a["agent"]: a for a in summary["agents"]}, summary["pairwise"]
+
+
+def test_batched_and_per_game_tournaments_agree_within_their_intervals():
+    # Issue 12 item 4: other dice, the same game: every win rate, overall and pairwise,
+    # inside overlapping 95% intervals.
+    seatings = tour.schedule(len(LADDER), 2, 1000)
+    batched = tour.run(LADDER, seatings, Rules(), seed=4, batched=True)
+    per_game = tour.run(LADDER, seatings, Rules(), seed=4, batched=False)
+    assert [r.agents for r in batched] == [r.agents for r in per_game]  # the same schedule
+    (b, b_pairs), (g, g_pairs) = _rates(batched, LADDER), _rates(per_game, LADDER)
+    assert [r.winner_seat for r in batched] != [r.winner_seat for r in per_game]
+    for name in LADDER:
+        assert b[name]["ci95_low"] <= g[name]["ci95_high"], name
+        assert g[name]["ci95_low"] <= b[name]["ci95_high"], name
+        for other, cell in b_pairs[name].items():
+            low, high = g_pairs[name][other]["ci95"]
+            assert cell["ci95"][0] <= high and low <= cell["ci95"][1], (name, other)
+
+
+def test_batched_tournament_is_reproducible_per_seed_whatever_the_workers(monkeypatch):
+    monkeypatch.setattr(tour, "BLOCK", 500)  # several blocks: the workers share them
+    seatings = tour.schedule(len(LADDER), 2, 600)
+    one = tour.run(LADDER, seatings, Rules(), seed=9)
+    assert tour.run(LADDER, seatings, Rules(), seed=9) == one
+    assert tour.run(LADDER, seatings, Rules(), seed=9, workers=2) == one
+    assert tour.run(LADDER, seatings, Rules(), seed=10) != one
+    assert [r.game for r in one] == list(range(len(seatings)))
+
+
+def test_batched_bots_by_name_play_per_game_exactly_as_the_plain_bots():
+    # make_policy's names are the batched classes; one game at a time they are the bots
+    # they extend, to the last die (the per-game path's results are unchanged).
+    from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
+
+    plain = [RandomBot(), ThresholdBot(350), SmartBot(), TurnEVBot()]
+    names = ["random", "threshold:350", "smart", "turn-ev"]
+    seatings = tour.schedule(4, 2, 40)
+    expected = tour.run(plain, seatings, Rules(), seed=3, batched=False)
+    assert not tour.is_batched(plain) and tour.is_batched([tour.make_policy(n) for n in names])
+    assert tour.run(names, seatings, Rules(), seed=3, batched=False) == expected
+
+
+def test_batched_path_refuses_an_agent_without_a_batched_side():
+    from agents.scripted import RandomBot
+
+    seatings = tour.schedule(2, 2, 2)
+    with pytest.raises(ValueError, match=r"^random has no batched side \(act_batch\)"):
+        tour.run([RandomBot(), "smart"], seatings, Rules(), seed=0, batched=True)
+    # Automatic: a per-game agent makes the whole tournament per game.
+    assert len(tour.run([RandomBot(), "smart"], seatings, Rules(), seed=0)) == 2
+
+
+@pytest.mark.parametrize(("flag", "batched"), [([], True), (["--per-game"], False)])
+def test_evaluate_plays_batched_unless_asked_per_game(tmp_path, capsys, flag, batched):
+    path = tmp_path / "t.json"
+    args = ["smart", "turn-ev", "--games", "100", "--seed", "2", "--json", str(path)]
+    assert evaluate.main(args + flag) == 0
+    summary = json.loads(path.read_text())
+    assert summary["batched"] is batched and summary["games"] == 100
+    assert ("batched)" if batched else "per game)") in capsys.readouterr().out
