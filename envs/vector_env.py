@@ -5,7 +5,8 @@ array operations (``envs.batch``).
                  n_players=2, opponents="threshold:350")
 
 Same options and game as ``envs.gym_env.FiveThousandEnv`` (which checks them, with the
-same messages), for the compact observation. Autoreset is *same-step*
+same messages), compact and rich observations alike (the rich one from the arrays,
+``rich_features``, bit for bit ``envs.encoding.encode_rich``). Autoreset is *same-step*
 (``AutoresetMode.SAME_STEP``): when a game ends, ``step`` returns the first observation of
 the next game in that row, and the last observation and info of the finished one in
 ``infos["final_obs"]`` / ``infos["final_info"]`` (with the masks ``"_final_obs"`` /
@@ -25,11 +26,98 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from envs.batch import NO_ROLL, ROLL_BUST, ROLL_DICE, ROLLS, BatchGames, play_batch
-from envs.encoding import _ROLL_FEATURE_TABLE, OBS_HIGH, OBS_LOW
+from envs.batch import (
+    NO_ROLL,
+    ROLL_BUST,
+    ROLL_DICE,
+    ROLLS,
+    BatchGames,
+    bank_batch,
+    play_batch,
+)
+from envs.encoding import (
+    _ROLL_FEATURE_TABLE,
+    ACTION_FEATURES,
+    OBS_HIGH,
+    OBS_LOW,
+    RICH_OBS_HIGH,
+    Col,
+    _turn_ev,
+    observation_size,
+    score_bins,
+)
 from envs.game import IllegalMoveError
 from envs.gym_env import FiveThousandEnv
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
+from envs.solver import STEP
+
+
+def rich_features(
+    games: BatchGames, idx: np.ndarray, seat: np.ndarray, mask: np.ndarray
+) -> np.ndarray:
+    """What the rich observation (``envs.encoding.encode_rich``) adds to the compact one,
+    for the games `idx` seen from `seat` (one per game), whose legal actions are `mask`
+    (k, 64): one-hot banked scores (own first), then each action's consequences
+    (``envs.encoding.action_features``; zeros unless `seat` has a decision due). Every
+    value is computed in float64 as there and stored as float32: the same bits."""
+    n, rules = games.n_players, games.rules
+    target, bins = rules.target, score_bins(rules)
+    k = idx.size
+    rows = np.arange(k)
+    scores = games.scores[idx]
+    out = np.zeros((k, n * bins + NUM_ACTIONS * ACTION_FEATURES), dtype=np.float32)
+    own_first = scores[rows[:, None], (seat[:, None] + np.arange(n)) % n]
+    out[rows[:, None], np.arange(n) * bins + own_first // 100] = 1.0
+    block = out[:, n * bins :].reshape(k, NUM_ACTIONS, ACTION_FEATURES)
+    due = np.flatnonzero((games.roll[idx] != NO_ROLL) & (games.current[idx] == seat))
+    if not due.size:
+        return out
+    g, mask = idx[due], mask[due]
+    own = scores[due, seat[due]]
+    held, left = games.hold_results(g)  # (m, 32) each
+    total = np.concatenate([held, held], axis=1)  # the same hold, rolled on or banked
+    left = np.concatenate([left, left], axis=1)
+    points = games.tables.points[games.roll[g]]
+    points = np.concatenate([points, points], axis=1)
+    need = target - own[:, None] - total
+    rows, acts = np.nonzero(mask)  # every legal action, as (row of due, action)
+    cells = block[due[rows], acts]  # (legal actions, ACTION_FEATURES), written back below
+    t, nd = total[rows, acts], need[rows, acts]
+    cells[:, Col.LEGAL] = 1.0
+    cells[:, Col.TURN_TOTAL] = t / target
+    cells[np.arange(rows.size), Col.DICE_LEFT_AT + left[rows, acts] - 1] = 1.0
+    cells[:, Col.POINTS] = points[rows, acts] / 1000
+    cells[:, Col.NEED] = np.minimum(np.maximum(nd / target, -1.0), 1.0)
+    inside = (nd >= 0) & (nd <= 1000)
+    cells[inside, Col.NEED_AT + nd[inside] // 50] = 1.0
+    cells[:, Col.NEED_OVER_1000] = nd > 1000
+    cells[:, Col.OVERSHOOT] = nd < 0
+    entered = own[rows] > 0
+    cells[:, Col.MAY_BANK] = games.may_bank(entered, t)
+    cells[:, Col.ENDS_IN_50] = t % 100 == 50
+    cells[:, Col.OWN_SCORE_AFTER] = own[rows] / target
+    ev = _turn_ev(rules)
+    rolled = ev.value[entered.astype(np.int64), np.minimum(t, ev.cap) // STEP, left[rows, acts]]
+    banks = acts >= BANK_BIT
+    cells[:, Col.TURN_EV] = np.minimum(np.where(banks, t, rolled) / 1000, RICH_OBS_HIGH)
+    cells[:, Col.BANKS] = banks
+    b = np.flatnonzero(banks)
+    if b.size:
+        who = seat[due[rows[b]]]
+        bank = bank_batch(scores[due[rows[b]]], who, t[b], rules)
+        wins = bank.winner == who
+        fits = ~wins & ~bank.overshoot
+        gifts = bank.overshoot & ~bank.lost
+        cells[b, Col.WINS] = wins
+        after = np.where(fits, bank.scores[np.arange(b.size), who], own[rows[b]]) / target
+        cells[b, Col.OWN_SCORE_AFTER] = np.where(wins, 1.0, after)
+        cells[b, Col.BUMPS] = fits & bank.bumped
+        cells[b, Col.POINTS_LOST] = ~wins & bank.lost
+        cells[b, Col.GIFTS] = ~wins & gifts
+        cells[b, Col.GIFT_WINS] = ~wins & gifts & (bank.winner == bank.gift_to)
+    block[due[rows], acts] = cells
+    return out
+
 
 # The roll's part of the compact observation from slot 3N+3 on, by roll id (zeros: no
 # roll pending): dice / 5, a hole for "some action banks", then encoding's roll features.
@@ -48,7 +136,8 @@ class FiveThousandVectorEnv(VectorEnv):
     opponents, learner_seat, hold, target, entry, max_turns, illegal_action, dict_obs,
     obs_encoding, opponent_pool), with the same meaning, per game. Differences:
 
-    - ``obs_encoding="rich"`` and ``render_mode`` are refused (not batched);
+    - ``render_mode`` is refused (nothing is drawn); both observations are written from
+      the arrays (``rich_features``), equal to ``envs.encoding``'s to the bit;
     - actions are an integer array of shape (num_envs,); a wrong shape or dtype, or an
       action outside 0..63, raises ValueError and changes nothing;
     - an action illegal under the mask: with ``illegal_action="raise"`` an
@@ -73,11 +162,6 @@ class FiveThousandVectorEnv(VectorEnv):
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         if kwargs.get("render_mode") is not None:
             raise ValueError("the vector environment does not render; use FiveThousand-v0 alone")
-        if kwargs.get("obs_encoding", "compact") != "compact":
-            raise ValueError(
-                "the vector environment writes only the compact observation "
-                "(the rich one is not batched); use obs_encoding='compact'"
-            )
         single = FiveThousandEnv(**kwargs)  # checks every option, resolves the opponents
         self._single = single
         self.num_envs = num_envs
@@ -291,7 +375,7 @@ class FiveThousandVectorEnv(VectorEnv):
         roll = g.roll[idx]
         deciding = roll != NO_ROLL
         # float32 columns assigned from float64 values: the same rounding as encode().
-        out = np.zeros((k, self.obs_spec.size), dtype=np.float32)
+        out = np.zeros((k, observation_size(n)), dtype=np.float32)
         out[:, :n] = own_first / target
         out[:, n : 2 * n] = own_first > 0
         out[rows, 2 * n + (current - seat) % n] = 1.0
@@ -300,6 +384,8 @@ class FiveThousandVectorEnv(VectorEnv):
         out[:, 3 * n + 2] = total % 100 == 50
         out[:, 3 * n + 3 :] = _ROLL_FEATURES[roll]
         out[:, 3 * n + 4] = deciding & self._mask[idx, BANK_BIT:].any(axis=1)
+        if self.obs_spec.encoding == "rich":
+            out = np.concatenate([out, rich_features(g, idx, seat, self._mask[idx])], axis=1)
         if self.dict_obs:
             return {"observation": out, "action_mask": self._mask[idx].astype(np.int8)}
         return out

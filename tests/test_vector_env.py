@@ -180,10 +180,10 @@ def run_recorded(env, steps: int, seed: int, illegal_every: int = 0):
     return rec.logs
 
 
-def replay(log, n_players, rules, max_turns, opponents):
+def replay(log, n_players, rules, max_turns, opponents, encoding="compact"):
     """Play a row's events through Game; assert everything the env said. Returns how
     many learner steps, games over and truncations it saw."""
-    spec = ObsSpec("compact", n_players, rules)
+    spec = ObsSpec(encoding, n_players, rules)
     rng = np.random.default_rng(0)
     seen = {"steps": 0, "over": 0, "truncated": 0, "illegal": 0}
     game, seat = None, None
@@ -255,6 +255,25 @@ def test_replay_through_game(n_players, hold, opponents):
             seen[key] += value
     assert seen["steps"] == 12 * 60
     assert seen["over"] > 0 and seen["truncated"] > 0
+
+
+@pytest.mark.parametrize("n_players, hold, opponents", [REPLAY_CASES[i] for i in (0, 3, 4)])
+def test_rich_observation_replays_bit_for_bit(n_players, hold, opponents):
+    """obs_encoding="rich": every observation (final ones included) equals
+    ``ObsSpec("rich", ...).encode`` of the replayed game, bit for bit; with illegal
+    actions (the final observation of a game still at its decision)."""
+    rules = Rules(hold=hold, target=1500)
+    max_turns = 6 * n_players
+    env = make_env(
+        8, n_players=n_players, opponents=[make_batched_policy(o) for o in opponents],
+        hold=hold, target=1500, learner_seat="random", max_turns=max_turns,
+        obs_encoding="rich",
+    )
+    assert env.observation_space.shape == (8, ObsSpec("rich", n_players, rules).size)
+    logs = run_recorded(env, steps=40, seed=n_players, illegal_every=7)
+    plain = [make_policy(o) for o in opponents]
+    seen = [replay(log, n_players, rules, max_turns, plain, "rich") for log in logs]
+    assert sum(s["over"] for s in seen) > 0 and sum(s["illegal"] for s in seen) > 0
 
 
 def test_replay_with_illegal_actions_and_a_per_game_opponent():
@@ -397,7 +416,7 @@ def test_illegal_action_lose_ends_only_that_game():
     "kwargs, message",
     [
         ({"num_envs": 0}, "num_envs must be a positive integer"),
-        ({"obs_encoding": "rich"}, "only the compact observation"),
+        ({"obs_encoding": "full"}, "unknown observation encoding 'full'"),
         ({"render_mode": "ansi"}, "does not render"),
         ({"n_players": 9}, "n_players must be 2..8"),
         ({"opponents": "nobody"}, "unknown bot"),
