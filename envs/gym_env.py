@@ -224,6 +224,16 @@ class FiveThousandEnv(gym.Env):
         for spec, weight in pool:
             self.add_opponent(spec, weight)
 
+    @property
+    def opponent_specs(self) -> list[Any]:
+        """How each fixed opponent was named (a bot name, a path or a Policy)."""
+        return list(self._opponent_specs)
+
+    @property
+    def pool_specs(self) -> list[Any]:
+        """How each member of the opponent pool was named, in the pool's order."""
+        return list(self._pool_specs)
+
     def opponent_names(self) -> list[str]:
         """Names of the policies in the seats around the learner this game."""
         return [p.name for seat, p in enumerate(self._seat_policy) if seat != self.learner_seat]

@@ -18,6 +18,7 @@ loop needs no dummy step (which is also what Stable-Baselines3's VecEnv expects:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -48,6 +49,7 @@ from envs.encoding import (
 )
 from envs.game import IllegalMoveError
 from envs.gym_env import FiveThousandEnv
+from envs.policy import resolve_policy
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
 from envs.solver import STEP
 
@@ -129,6 +131,10 @@ for _i, _roll in enumerate(ROLLS):
     _ROLL_FEATURES[_i, 2:] = _ROLL_FEATURE_TABLE[_roll]
 
 
+# The arrays of BatchGames that hold a game (saved and restored by get_state/set_state).
+_GAME_ARRAYS = ("scores", "current", "turn_total", "dice_left", "roll", "turns", "winner")
+
+
 class FiveThousandVectorEnv(VectorEnv):
     """`num_envs` games of 5000, each from the seat of one learning player.
 
@@ -180,17 +186,11 @@ class FiveThousandVectorEnv(VectorEnv):
         self.recorder = None
 
         # The policies that play, each once: opponents named by the same string share
-        # one object, so their games are decided in one batch.
+        # one object, so their games are decided in one batch. _specs[i] names
+        # _policies[i] (for get_state: a spec, or the policy object itself).
         self._policies: list[Any] = []
-        known: dict[Any, int] = {}
-
-        def index(spec: Any, policy: Any) -> int:
-            key = spec if isinstance(spec, str) else id(policy)
-            if key not in known:
-                known[key] = len(self._policies)
-                self._policies.append(policy)
-            return known[key]
-
+        self._specs: list[Any] = []
+        self._known: dict[Any, int] = {}
         everyone = single.opponents + [p for p, _ in single.opponent_pool]
         slow = sorted({p.name for p in everyone if not callable(getattr(p, "act_batch", None))})
         if slow:
@@ -198,12 +198,9 @@ class FiveThousandVectorEnv(VectorEnv):
                 f"opponents without a batched side (act_batch) play one game at a time, "
                 f"correctly but slowly: {', '.join(slow)}"
             )
-        pool = single.opponent_pool
-        specs = zip(single._opponent_specs, single.opponents, strict=True)
-        self._opponents = [index(spec, policy) for spec, policy in specs]
-        self._pool = [index(s, p) for s, (p, _) in zip(single._pool_specs, pool, strict=True)]
-        weights = np.array([w for _, w in single.opponent_pool], dtype=float)
-        self._pool_p = weights / weights.sum() if len(weights) else None
+        specs = zip(single.opponent_specs, single.opponents, strict=True)
+        self._opponents = [self._index(spec, policy) for spec, policy in specs]
+        self._use_pool()
 
         n = num_envs
         self.games = BatchGames(n, self.n_players, self.rules)
@@ -289,7 +286,70 @@ class FiveThousandVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         self._single.close()
 
+    def set_opponent_pool(self, pool: Sequence[tuple[Any, float]]) -> None:
+        """Replace the opponent pool, ``[(opponent, weight), ...]`` as the single
+        environment's (checked there): each game dealt from now on draws its opponents
+        from it; the games under way keep theirs."""
+        self._single.set_opponent_pool(pool)
+        self._use_pool()
+
+    def get_state(self, row: int) -> dict[str, Any]:
+        """Everything needed to continue game `row` exactly where it is: its arrays, the
+        seats (opponents by their spec) and the batch's generator (shared by the rows:
+        restoring any row restores it)."""
+        g = self.games
+        game = {name: getattr(g, name)[row].tolist() for name in _GAME_ARRAYS}
+        seats = [
+            None if seat == self.learner_seat[row] else self._specs[self.seat_policy[row, seat]]
+            for seat in range(self.n_players)
+        ]
+        return {
+            "game": game,
+            "learner_seat": int(self.learner_seat[row]),
+            "seat_specs": seats,
+            "learner_turns": int(self.learner_turns[row]),
+            "learner_busts": int(self.learner_busts[row]),
+            "np_random": self._np_random.bit_generator.state,
+        }
+
+    def set_state(self, row: int, state: dict[str, Any]) -> None:
+        """Restore game `row` (and the generator) as ``get_state`` saved it; an opponent
+        that has left the pool since is built again from its spec."""
+        g = self.games
+        for name in _GAME_ARRAYS:
+            getattr(g, name)[row] = state["game"][name]
+        self.learner_seat[row] = state["learner_seat"]
+        for seat, spec in enumerate(state["seat_specs"]):
+            if spec is None:
+                self.seat_policy[row, seat] = -1
+            else:
+                known = self._known.get(spec if isinstance(spec, str) else id(spec))
+                self.seat_policy[row, seat] = (
+                    known if known is not None else self._index(spec, resolve_policy(spec))
+                )
+        self.learner_turns[row] = state["learner_turns"]
+        self.learner_busts[row] = state["learner_busts"]
+        self._np_random.bit_generator.state = state["np_random"]
+        self._mask[row] = g.legal_mask(np.array([row]))[0]
+        self._ready = True
+
     # ------------------------------------------------------------- internals
+    def _index(self, spec: Any, policy: Any) -> int:
+        """The place of `policy` (named `spec`) among the policies that play."""
+        key = spec if isinstance(spec, str) else id(policy)
+        if key not in self._known:
+            self._known[key] = len(self._policies)
+            self._policies.append(policy)
+            self._specs.append(spec if isinstance(spec, str) else policy)
+        return self._known[key]
+
+    def _use_pool(self) -> None:
+        """The single environment's opponent pool as indices and probabilities."""
+        pool, specs = self._single.opponent_pool, self._single.pool_specs
+        self._pool = [self._index(s, p) for s, (p, _) in zip(specs, pool, strict=True)]
+        weights = np.array([w for _, w in pool], dtype=float)
+        self._pool_p = weights / weights.sum() if len(weights) else None
+
     def _check_actions(self, actions: Any) -> np.ndarray:
         a = np.asarray(actions)
         if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":

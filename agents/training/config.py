@@ -54,7 +54,9 @@ class TrainConfig:
     n_envs: int = 16
     """Parallel environments."""
     vec_env: str = "dummy"
-    """"dummy" (one process; best on 2 cores) or "subproc" (one process per env)."""
+    """"dummy" (one process, one game at a time), "subproc" (one process per env) or
+    "batched" (one process, every game at once with array operations:
+    envs.vector_env; self-play snapshots still decide one game at a time)."""
     n_steps: int = 256
     """Steps per environment per rollout."""
     batch_size: int = 512
@@ -165,7 +167,11 @@ BOUNDS = {
     "eval_freq": (">= 0 (0: no evaluation)", lambda v: v >= 0),
     "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
 }
-CHOICES = {"hold": HOLD_VARIANTS, "vec_env": ("dummy", "subproc"), "activation": ("relu", "tanh")}
+CHOICES = {
+    "hold": HOLD_VARIANTS,
+    "vec_env": ("dummy", "subproc", "batched"),
+    "activation": ("relu", "tanh"),
+}
 
 def check_bounds(config: Any, bounds: dict) -> None:
     """Each numeric field of `config` named in `bounds` finite and within its rule, or a

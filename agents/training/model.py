@@ -26,10 +26,33 @@ def make_env(config: TrainConfig):
 
 
 def make_vec_env(config: TrainConfig):
+    """The run's environments: n_envs games in SB3's VecEnv, as config.vec_env says."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    if config.vec_env == "batched":
+        return make_batched_env(config)
     fns = [partial(make_env, config) for _ in range(config.n_envs)]
     vec = SubprocVecEnv(fns) if config.vec_env == "subproc" else DummyVecEnv(fns)
+    vec.seed(config.seed)
+    return vec
+
+
+def make_batched_env(config: TrainConfig):
+    """The n_envs games as one batched vector env (the same game and options as
+    make_env's, every game stepped at once), in SB3's VecEnv."""
+    from agents.training.batched_env import BatchedVecEnv
+    from envs.vector_env import FiveThousandVectorEnv
+
+    env = FiveThousandVectorEnv(
+        config.n_envs,
+        n_players=config.players,
+        hold=config.hold,
+        max_turns=config.max_turns,
+        learner_seat="random",
+        obs_encoding=config.obs_spec.encoding,
+        opponent_pool=parse_opponents(config.opponents),
+    )
+    vec = BatchedVecEnv(env)
     vec.seed(config.seed)
     return vec
 
