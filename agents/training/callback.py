@@ -36,7 +36,11 @@ def evaluate(policy: Policy, config: TrainConfig) -> dict[str, dict]:
     out = {}
     for name in config.eval_pool:
         agents = [policy] + [make_policy(name)] * (players - 1)
-        results = run(agents, seatings, config.rules, seed, max_turns=config.max_turns)
+        # Per game: every evaluation of a run plays the very same games (the learner
+        # is never batched anyway, and a batched bot in its seat must not change that).
+        results = run(
+            agents, seatings, config.rules, seed, max_turns=config.max_turns, batched=False
+        )
         wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
         out[name] = {
             "win_rate": wins / games,
