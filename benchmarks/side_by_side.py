@@ -20,7 +20,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents import make_policy  # noqa: E402
-from agents.neural import short_name  # noqa: E402
 from agents.regret import measure  # noqa: E402
 from agents.tournament import run, schedule, wilson_interval  # noqa: E402
 from envs.rules import Rules  # noqa: E402
@@ -36,10 +35,6 @@ DEFAULT_AGENTS = [
 KINDS = ("banked, should roll on", "rolled on, should bank", "held the wrong dice")
 
 
-def label(agent: str) -> str:
-    return short_name(agent) if agent.endswith((".zip", ".npz", ".onnx")) else agent
-
-
 def row(agent: str, args: argparse.Namespace, rules: Rules) -> dict:
     """One agent's win rate against optimal and its regrets per game by kind."""
     results = run([agent, "optimal"], schedule(2, 2, args.games), rules, args.seed, args.workers)
@@ -47,7 +42,7 @@ def row(agent: str, args: argparse.Namespace, rules: Rules) -> dict:
     report = measure(agent, "optimal", args.regret_games, args.seed, rules).to_dict(top=10)
     by_kind = {r["situation"]: r["regret_per_game"] for r in report["player_regret_by_kind"]}
     return {
-        "agent": label(agent),
+        "agent": make_policy(agent).name,  # as evaluate.py names it
         "games": args.games,
         "win_rate": wins / args.games,
         "ci95": list(wilson_interval(wins, args.games)),
