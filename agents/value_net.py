@@ -249,15 +249,20 @@ def shipped_planner(
 ) -> PlannerBot | None:
     """A shipped planner for this table: the first ``folder/*/value_net.npz`` (by name)
     whose network serves `n_players` under `rules`, preferring one trained at that table
-    size (its config.json); None if none fits. A file that does not load is skipped."""
+    size (its config.json); None if none fits. A file that does not load is skipped, and
+    so, for 3+ players, is a net trained only at 2 (its values of bigger tables were
+    never fitted: no estimate at all is better than a meaningless one)."""
     fitting = []
     for path in sorted(Path(folder).glob(f"*/{FILE_STEM}.npz")):
         try:
             net = ValueNet.load(path)
         except ValueError:
             continue
+        trained = trained_players(path)
+        if n_players > 2 and trained and max(trained) == 2:
+            continue
         if net.spec.rules == rules and 2 <= n_players <= net.spec.max_players:
-            fitting.append((n_players not in trained_players(path), path, net))
+            fitting.append((n_players not in trained, path, net))
     if not fitting:
         return None
     _, path, net = min(fitting, key=lambda f: f[:2])

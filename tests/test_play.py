@@ -125,7 +125,8 @@ def planner_folder(tmp_path: Path, nets: dict[str, tuple[Rules, int, list[int] |
     [
         (2, "free", "planner-2p"),  # the first by name that serves the table
         (3, "free", "planner-3p"),  # trained at 3: preferred to planner-2p
-        (4, "free", "planner-2p"),  # nobody trained at 4: the first that serves it
+        (4, "free", "planner-3p"),  # nobody trained at 4: the first that serves it...
+        (5, "free", "planner-3p"),  # ... never one trained at 2 players only
         (6, "free", None),  # planner-2p serves up to 4 players, planner-3p up to 5
         (3, "all", "planner-all"),  # another hold rule (R5)
         (7, "all", None),
