@@ -21,7 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from agents.value_net import shipped_planner
+from agents.value_net import CHECKPOINTS, shipped_planner
 from envs.game import BankOutcome, IllegalMoveError
 from envs.render import count_dice
 from envs.rules import BANK_BIT, format_dice
@@ -141,8 +141,10 @@ def create_app(
     max_games: int = MAX_GAMES,
     max_body: int = MAX_BODY,
     catalogue: Catalogue | None = None,
+    planners: str | Path = CHECKPOINTS,
 ) -> FastAPI:
-    """The app over the saved games of the folder `data` (created if missing)."""
+    """The app over the saved games of the folder `data` (created if missing); hints
+    for 3+ players come from a shipped planner in `planners` (``shipped_planner``)."""
     catalogue = catalogue or Catalogue()
     store = Store(Path(data), catalogue, max_games)
     lock = threading.RLock()  # one game step at a time: the engine and bots are not shared-safe
@@ -182,7 +184,7 @@ def create_app(
 
                 hints[key] = OptimalBot(show_progress=False)
             else:
-                hints[key] = shipped_planner(game.n_players, game.rules)
+                hints[key] = shipped_planner(game.n_players, game.rules, planners)
         return hints[key]
 
     def view(web: WebGame, events: list[dict] | None = None) -> dict:
@@ -197,10 +199,10 @@ def create_app(
                     what = bank_preview(move.bank, web.names)
                 else:
                     what = f"roll {count_dice(move.dice_left)}"
-                    if move.why_no_bank:
-                        what += f" (can't bank {move.turn_total}: it {move.why_no_bank})"
+                why = f"can't bank {move.turn_total}: it {move.why_no_bank}" if (
+                    move.why_no_bank) else ""
                 moves.append({"action": move.action, "banks": move.banks,
-                              "turn_total": move.turn_total, "text": what})
+                              "turn_total": move.turn_total, "text": what, "why_no_bank": why})
         last = game.last_event
         if game.n_players == 2:
             hint = "exact"

@@ -140,7 +140,7 @@ class WebGame:
             "format": FORMAT,
             "version": VERSION,
             "id": self.id,
-            "bots": self.bots,
+            "bots": list(self.bots),
             "human": self.human,
             "seed": self.seed,
             "created": self.created,
@@ -148,7 +148,7 @@ class WebGame:
             "game": json.loads(self.game.to_json()),
             "dice": self.game.dice_state(),
             "bot_rng": self.bot_rng.bit_generator.state,
-            "log": self.log,
+            "log": [dict(event) for event in self.log],  # a copy: a snapshot to restore
         }
 
     @classmethod
