@@ -229,6 +229,7 @@ def create_app(
             "hint": hint,
             "last": frame(game, last, web.names) if last is not None else None,
             "log": web.lines[-LOG_LINES:],
+            "log_start": max(1, len(web.lines) - LOG_LINES + 1),  # the number of its first line
             "events": events or [],
         }
 

@@ -126,7 +126,7 @@ function refreshSetup() {
   for (let i = 0; i <= rows.length; i++) {
     const o = document.createElement("option");
     o.value = i;
-    o.textContent = i === 0 ? "1 (you start)" : `${i + 1}`;
+    o.textContent = i === 0 ? "seat 1 (you start)" : `seat ${i + 1}`;
     seat.appendChild(o);
   }
   seat.value = Math.min(keep, rows.length);
@@ -232,6 +232,7 @@ function render(v) {
   // The log.
   const log = $("log");
   log.innerHTML = "";
+  log.start = v.log_start;
   for (const line of v.log) {
     const li = document.createElement("li");
     li.textContent = line.text;
@@ -352,7 +353,8 @@ function updateButtons() {
   $("roll-btn").disabled = !roll;
   $("bank-btn").disabled = !bank;
   $("hint-btn").disabled = !mine || !v.hint;
-  $("hint-btn").title = v && v.hint === "estimate" ? "a trained planner's estimate" : "exact advice";
+  $("hint-btn").title = !v ? "" : v.hint === "estimate" ? "a trained planner's estimate (h)"
+    : v.hint === "exact" ? "exact advice (h)" : "no hint: no shipped planner values this table";
   $("roll-btn").querySelector("small").textContent = roll ? `${moveFor(bits).turn_total}, ${moveFor(bits).text}` : "";
   $("bank-btn").querySelector("small").textContent = bank ? moveFor(bits | BANK).text : "";
   if (!mine) return;
@@ -388,9 +390,12 @@ async function play(bankIt) {
 
 async function hint() {
   if (!view || view.status !== "you" || busy || !view.hint) return;
+  $("hint").hidden = false;
+  $("hint-text").textContent = "Thinking...";
+  $("hint-bar").style.width = "0";
+  $("hint-note").textContent = "";
   try {
     const h = await api("GET", `/api/games/${view.id}/hint`);
-    $("hint").hidden = false;
     if (!h.available) {
       $("hint-text").textContent = "No hint here.";
       $("hint-bar").style.width = "0";
