@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench
+.PHONY: demo test lint bench serve
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(PY)
 demo: $(VENV)/.installed
 	$(PY) demo.py
 
+# The browser tests drive Debian's chromium (Playwright cannot download browsers here);
+# installed when missing, where apt-get may (as root), else those tests skip.
 test: $(VENV)/.installed-dev
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) \
+		|| echo "chromium could not be installed: the browser tests will be skipped"
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
@@ -28,6 +32,9 @@ lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m ruff format --check .
+
+serve: $(VENV)/.installed
+	$(PY) -m webplay
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/speed.py
