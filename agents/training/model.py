@@ -14,15 +14,19 @@ def make_env(config: TrainConfig):
 
     from envs.gym_env import FiveThousandEnv
 
-    env = FiveThousandEnv(
-        n_players=config.players,
-        hold=config.hold,
-        max_turns=config.max_turns,
-        learner_seat="random",
-        obs_encoding=config.obs_spec.encoding,
-        opponent_pool=parse_opponents(config.opponents),
-    )
-    return Monitor(env)
+    return Monitor(FiveThousandEnv(**env_options(config)))
+
+
+def env_options(config: TrainConfig) -> dict:
+    """The game and opponents of a run's environments, per-game or batched alike."""
+    return {
+        "n_players": config.players,
+        "hold": config.hold,
+        "max_turns": config.max_turns,
+        "learner_seat": "random",
+        "obs_encoding": config.obs_spec.encoding,
+        "opponent_pool": parse_opponents(config.opponents),
+    }
 
 
 def make_vec_env(config: TrainConfig):
@@ -43,16 +47,7 @@ def make_batched_env(config: TrainConfig):
     from agents.training.batched_env import BatchedVecEnv
     from envs.vector_env import FiveThousandVectorEnv
 
-    env = FiveThousandVectorEnv(
-        config.n_envs,
-        n_players=config.players,
-        hold=config.hold,
-        max_turns=config.max_turns,
-        learner_seat="random",
-        obs_encoding=config.obs_spec.encoding,
-        opponent_pool=parse_opponents(config.opponents),
-    )
-    vec = BatchedVecEnv(env)
+    vec = BatchedVecEnv(FiveThousandVectorEnv(config.n_envs, **env_options(config)))
     vec.seed(config.seed)
     return vec
 
