@@ -566,15 +566,15 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
 A planner agent for 5000 (hold rule `{config["hold"]}`, trained at {sizes} players): a
 value network of turn-start positions (`agents/value_net.py`: each player's chance of
 winning from the banked scores) learned by fitted value iteration from self-play, and
-an exact planner of each turn against it (`agents/planner.py`). The network serves
-tables of 2 to 8 players; it is trained at the sizes above. Play it anywhere an agent is
-named: `python evaluate.py {agent} smart`, `python play.py --opponents {agent}`, or as
+an exact planner of each turn against it (`agents/planner.py`). Its network accepts
+tables of 2 to 8 players; its values were fitted only at the sizes above. Play it
+anywhere an agent is named: `python evaluate.py {agent} smart`, `python play.py --opponents {agent}`, or as
 `{agent}` in the environment's opponents; export it with
 `python export.py {agent} -o bots/{args.name}.onnx`.
 
 ## Training
 
-- iterations: {iterations:,} (the {args.model} network; the run so far:
+- iterations: {iterations:,} (the {args.model} network, shipped; the run went on to
   {summary.get("iterations", 0):,}), self-play games: {games:,}
 - wall-clock time on this 2-core machine: {hours:.2f} h for the whole run, of which
   {evals_hours:.2f} h evaluations{reached}{error_line}

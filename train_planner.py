@@ -111,7 +111,7 @@ def load_preset(preset: str) -> PlannerConfig:
 
 def default_run_name(config: PlannerConfig) -> str:
     prefix = config.preset if is_preset_name(config.preset) else Path(config.preset).stem
-    prefix = prefix or f"planner_{'-'.join(map(str, config.players))}p"
+    prefix = prefix or f"custom_planner_{'-'.join(map(str, config.players))}p"
     return f"{prefix}_{config.hold}_seed{config.seed}"
 
 
