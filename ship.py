@@ -568,8 +568,9 @@ value network of turn-start positions (`agents/value_net.py`: each player's chan
 winning from the banked scores) learned by fitted value iteration from self-play, and
 an exact planner of each turn against it (`agents/planner.py`). Its network accepts
 tables of 2 to 8 players; its values were fitted only at the sizes above. Play it
-anywhere an agent is named: `python evaluate.py {agent} smart`, `python play.py --opponents {agent}`, or as
-`{agent}` in the environment's opponents; export it with
+anywhere an agent is named: `python evaluate.py {agent} smart`,
+`python play.py --opponents {agent}`, or as `{agent}` in the environment's opponents;
+export it with
 `python export.py {agent} -o bots/{args.name}.onnx`.
 
 ## Training
