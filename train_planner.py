@@ -20,6 +20,7 @@ import dataclasses
 import pickle
 import shlex
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -330,6 +331,11 @@ def finish(config: PlannerConfig, run_dir: Path, run: Run) -> None:
     print(f"play against it: python play.py --opponents {others}")
 
 
+def interrupt(signum: int, frame: object) -> None:
+    """SIGTERM stops a run as Ctrl-C does (a background job ignores SIGINT)."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -357,4 +363,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, interrupt)
     sys.exit(main())
