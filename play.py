@@ -2,7 +2,7 @@
 
     python play.py --opponents smart                 # you against smart
     python play.py --opponents optimal --hint        # with the optimal player's advice
-    python play.py --opponents smart turn-ev --hint  # 3 players: a planner's estimate, if one is shipped
+    python play.py --opponents smart turn-ev --hint  # 3 players: a planner's estimate if shipped
     python play.py --opponents checkpoints/ppo-2p/model.zip turn-ev --seat 1
     python play.py --load mygame.json                # resume a saved game
     python play.py --replay game-log.json            # watch a finished game again
