@@ -205,6 +205,34 @@ def run(
     return sorted(results, key=lambda r: r.game)
 
 
+def seat_record(
+    learner: Policy | str,
+    others: Sequence[Policy | str],
+    rules: Rules,
+    seed: int,
+    games: int,
+    max_turns: int = 1000,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict:
+    """How `learner` does at a table with `others` in the other seats, its seat rotating
+    game by game (whole rotations, cut to `games`): its win rate with a Wilson interval
+    and the mean game length. Played one game at a time, so a seed always plays the same
+    games (a batched bot in the learner's seat must not change that)."""
+    players = len(others) + 1
+    seatings = schedule(players, players, -(-games // players) * players)[:games]
+    results = run(
+        [learner, *others], seatings, rules, seed, max_turns=max_turns,
+        on_progress=on_progress, batched=False,
+    )
+    wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
+    return {
+        "win_rate": wins / games,
+        "ci95": list(wilson_interval(wins, games)),
+        "games": games,
+        "mean_turns": sum(r.turns for r in results) / games,
+    }
+
+
 # ------------------------------------------------------------------ statistics
 def wilson_interval(wins: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (95% by default)."""

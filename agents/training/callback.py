@@ -14,7 +14,7 @@ from stable_baselines3.common.logger import HParam
 
 from agents import Policy, make_policy
 from agents.networks import NumpyScorer
-from agents.tournament import run, schedule, wilson_interval
+from agents.tournament import seat_record
 from agents.training.checkpoint import RunState, save_checkpoint, save_json, save_model
 from agents.training.config import TrainConfig
 from agents.training.progress import Clock, Reporter, duration
@@ -27,28 +27,17 @@ class StopTraining(Exception):
 def evaluate(policy: Policy, config: TrainConfig) -> dict[str, dict]:
     """Win rate of `policy` against each evaluation opponent, copies of which take the
     other seats; the policy's seat rotates game by game. Same seeds every time."""
-    players, games = config.players, config.eval_episodes
-    # Whole rotations, cut to the games asked for (the tournament's seating).
-    seatings = schedule(players, players, -(-games // players) * players)[:games]
     # SeedSequence([S + (10_007 << 32), g]) is SeedSequence([S, 10_007, g]): the games
     # training evaluated before it played through the tournament, to the last die.
     seed = config.seed + (10_007 << 32)
-    out = {}
-    for name in config.eval_pool:
-        agents = [policy] + [make_policy(name)] * (players - 1)
-        # Per game: every evaluation of a run plays the very same games (the learner
-        # is never batched anyway, and a batched bot in its seat must not change that).
-        results = run(
-            agents, seatings, config.rules, seed, max_turns=config.max_turns, batched=False
+    others = config.players - 1
+    return {
+        name: seat_record(
+            policy, [make_policy(name)] * others, config.rules, seed,
+            config.eval_episodes, max_turns=config.max_turns,
         )
-        wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
-        out[name] = {
-            "win_rate": wins / games,
-            "ci95": list(wilson_interval(wins, games)),
-            "games": games,
-            "mean_turns": sum(r.turns for r in results) / games,
-        }
-    return out
+        for name in config.eval_pool
+    }
 
 
 class RunCallback(BaseCallback):

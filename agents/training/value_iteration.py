@@ -27,7 +27,7 @@ import numpy as np
 from agents import make_policy
 from agents.neural import short_name
 from agents.planner import PlannerBot
-from agents.tournament import run, schedule, standard_table, wilson_interval
+from agents.tournament import seat_record, standard_table
 from agents.training.config import check_bounds
 from agents.value_net import MAX_PLAYERS, FeatureSpec, ValueNet
 from envs.driver import play
@@ -375,21 +375,14 @@ def evaluate(
 ) -> dict[str, dict]:
     """Win rate of the net's planner at each evaluation table, its seat rotating game by
     game (agents.tournament); the same seeds every time."""
+    seed = cfg.seed + (10_007 << 32)  # other games than training's
     out = {}
     for table in cfg.tables:
-        players, games = len(table) + 1, cfg.eval_games
-        seatings = schedule(players, players, -(-games // players) * players)[:games]
-        agents = [net.planner(name="learner"), *table]
-        seed = cfg.seed + (10_007 << 32)  # other games than training's
-        results = run(agents, seatings, cfg.rules, seed, on_progress=on_progress)
-        wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
-        out[table_label(table)] = {
-            "win_rate": wins / games,
-            "ci95": list(wilson_interval(wins, games)),
-            "games": games,
-            "fair_share": 1 / players,
-            "mean_turns": sum(r.turns for r in results) / games,
-        }
+        record = seat_record(
+            net.planner(name="learner"), table, cfg.rules, seed, cfg.eval_games,
+            on_progress=on_progress,
+        )
+        out[table_label(table)] = {**record, "fair_share": 1 / (len(table) + 1)}
     return out
 
 
