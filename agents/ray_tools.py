@@ -1,0 +1,95 @@
+"""Ray, for work that outgrows one machine: connecting to a cluster (or starting a local
+one) for tournaments (``evaluate.py --ray``) and sweeps (``sweep.py``).
+
+Ray is an optional extra (``pip install -e '.[ray]'``): this module imports it only
+inside its functions, and nothing else in the package imports it, so the rest of the
+toolkit works without it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from urllib.parse import urlsplit
+
+LOCAL = "local"  # the --ray value that starts a private Ray instance on this machine
+CONNECT_TIMEOUT_S = 5.0  # ray.init itself may wait a minute on an address nobody answers
+
+
+def require_ray():
+    """The ray module, or a one-line ValueError saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(
+            "Ray is not installed: pip install -e '.[ray]' (or use local workers)"
+        ) from None
+    return ray
+
+
+def host_port(address: str) -> tuple[str, int]:
+    """("10.0.0.5", 6379) from "10.0.0.5:6379" or "ray://10.0.0.5:10001"; ValueError
+    (one line) for anything else."""
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname or port is None:
+        raise ValueError(
+            f"--ray {address!r}: give HOST:PORT (the head's address, e.g. 10.0.0.5:6379), "
+            f"ray://HOST:PORT, 'auto' (the cluster started on this machine) or nothing "
+            f"(a local Ray)"
+        )
+    return parts.hostname, port
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast, in one line, when nothing answers at `address` (Ray would retry for a
+    minute and then print pages)."""
+    host, port = host_port(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ValueError(
+            f"cannot reach a Ray cluster at {address}: {e.strerror or e} (is `ray start "
+            f"--head` running there, and the port open?)"
+        ) from None
+
+
+def connect(address: str | None = None, num_cpus: int | None = None):
+    """Start or join Ray and return the ray module. `address` None or "local": a
+    private local instance with `num_cpus` CPUs (all of this machine's when None);
+    "auto": the cluster already started on this machine (``ray start --head``);
+    otherwise the head's HOST:PORT or ray://HOST:PORT. Joining a running Ray in this
+    process again is a no-op. Errors: ValueError, one line."""
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray
+    # Workers must import this checkout: the package is installed in editable mode, and
+    # the working directory makes relative checkpoint paths mean the same there.
+    runtime_env = {"env_vars": {"PYTHONPATH": os.getcwd()}} if address in (None, LOCAL) else None
+    try:
+        if address in (None, LOCAL):
+            ray.init(
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                runtime_env=runtime_env,
+            )
+        else:
+            if address != "auto":
+                check_reachable(address)
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except ConnectionError as e:
+        raise ValueError(f"cannot join Ray at {address}: {str(e).splitlines()[0]}") from None
+    return ray
+
+
+def cluster_cpus() -> int:
+    """CPUs of the Ray cluster this process is connected to."""
+    import ray
+
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
