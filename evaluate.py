@@ -1,7 +1,8 @@
 """Tournaments between any agents: bot names, SB3 checkpoints (.zip), exported bots.
 
     python evaluate.py A B [C ...] --games N --players K --seed S --workers W
-                       [--hold free|all] [--per-game] [--json PATH] [--csv PATH] [--plot PATH.png]
+                       [--hold free|all] [--per-game] [--ray [ADDRESS]]
+                       [--json PATH] [--csv PATH] [--plot PATH.png]
 
 Every K-subset of the agents plays N games, seats rotating so that each agent sits in
 each seat equally often. Prints a table of win rates (Wilson 95% intervals), mean game
@@ -15,11 +16,17 @@ the games are played thousands at a time (``agents.tournament``, batched): about
 times faster, reproducible per seed, but not the same games as the per-game path, so
 the numbers differ from older results within their intervals. ``--per-game`` plays
 one game at a time, each seeded by its number, game for game as before.
+
+``--ray`` plays the same games as Ray actors (``pip install -e '.[ray]'``): on a private
+local Ray without an address, else on the cluster at ADDRESS (``auto``: the one started
+on this machine by ``ray start --head``; HOST:PORT: its head). The results are those of
+a local run with the same seed, game for game.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import sys
@@ -31,7 +38,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from agents import make_policy
+from agents import make_policy, ray_tools
 from agents import tournament as tour
 from agents.base import Policy, check_output_path, check_plot_path
 from agents.neural import first_line
@@ -89,7 +96,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--games", type=int, default=1000, help="games per matchup (default 1000)")
     p.add_argument("--players", type=int, default=2, help="players per game, 2..8 (default 2)")
     p.add_argument("--seed", type=int, default=0, help="tournament seed, >= 0 (default 0)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="worker processes (default 1), or Ray actors with --ray (default: one per CPU "
+        "of the Ray cluster)",
+    )
     p.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     p.add_argument("--max-turns", type=int, default=1000, help="turn limit per game")
     p.add_argument(
@@ -97,6 +109,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="play one game at a time even when every agent is batched (the same games as "
         "before batching, for exact comparison with older results; slower)",
+    )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const=ray_tools.LOCAL,
+        metavar="ADDRESS",
+        help="play on Ray: a local Ray without ADDRESS (--workers CPUs, else all), else the "
+        "cluster at ADDRESS: 'auto' (started on this machine) or the head's HOST:PORT",
     )
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON")
     p.add_argument("--csv", metavar="PATH", help="write per-agent results as CSV")
@@ -112,7 +132,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise ValueError(f"--games must be positive, got {args.games}")
     if not 2 <= args.players <= 8:
         raise ValueError(f"--players must be 2..8, got {args.players}")
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be positive, got {args.workers}")
     if args.seed < 0:
         raise ValueError(f"--seed must be 0 or more, got {args.seed}")
@@ -127,37 +147,59 @@ def check_args(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    rules = Rules(hold=args.hold)
+    with contextlib.ExitStack() as ray_session:  # a Ray started here stops at the end
+        try:
+            check_args(args)
+            games = -(-args.games // args.players) * args.players  # seats rotate evenly
+            seatings = tour.schedule(len(args.agents), args.players, games)
+            # Fail fast, in this process; a trained model: does it fit this game?
+            policies = [make_policy(spec) for spec in args.agents]
+            for policy in policies:
+                policy.check_game(args.players, rules)
+            if args.ray:
+                ray_session.enter_context(ray_tools.session(args.ray, num_cpus=args.workers))
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return play_and_report(args, argv, rules, games, seatings, policies)
+
+
+def play_and_report(args, argv, rules: Rules, games: int, seatings, policies) -> int:
+    """Play the checked tournament (on Ray already joined with --ray), print its tables and
+    write the outputs asked for; the exit code."""
     console = Console()
     err = Console(stderr=True)
-    rules = Rules(hold=args.hold)
-    try:
-        check_args(args)
-        games = -(-args.games // args.players) * args.players  # seats rotate evenly
-        seatings = tour.schedule(len(args.agents), args.players, games)
-        policies = [make_policy(spec) for spec in args.agents]  # fail fast, in this process
-        for policy in policies:
-            policy.check_game(args.players, rules)  # a trained model: does it fit this game?
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     if games != args.games:
         err.print(f"note: {args.games} games per matchup rounded up to {games} to rotate seats")
     # Solve/load what needs it once, here, before workers start (they then read the cache).
     for policy in policies:
         policy.prepare(rules)
     names = label_agents(args.agents, policies)
+    if args.ray:
+        cpus = ray_tools.cluster_cpus()
+        workers = min(args.workers or cpus, cpus)
+        where = f"ray, {workers} CPU{'s' * (workers > 1)}"
+    else:
+        workers = args.workers or 1
+        where = f"{workers} worker(s)"
     start = time.perf_counter()
     batched = not args.per_game and tour.is_batched(policies)
-    results = run_with_bar(
-        err,
-        args.agents,
-        seatings,
-        rules,
-        args.seed,
-        workers=args.workers,
-        max_turns=args.max_turns,
-        batched=batched,
-    )
+    try:
+        results = run_with_bar(
+            err,
+            args.agents,
+            seatings,
+            rules,
+            args.seed,
+            workers=workers,
+            max_turns=args.max_turns,
+            batched=batched,
+            ray=args.ray,
+        )
+    except RuntimeError as e:  # on Ray: a worker could not load an agent, or failed
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     elapsed = time.perf_counter() - start
     summary = tour.summarize(names, results, args.players)
     for agent, spec in zip(summary["agents"], args.agents, strict=True):
@@ -171,13 +213,14 @@ def main(argv: list[str] | None = None) -> int:
             "hold": args.hold,
             "games_per_matchup": games,
             "batched": batched,
+            "ray": args.ray,
             "seconds": elapsed,
         }
     )
     print_summary(console, summary)
     console.print(
         f"{len(results)} games in {elapsed:.1f} s ({len(results) / elapsed:,.0f} games/s, "
-        f"{args.workers} worker(s), {'batched' if batched else 'per game'}); "
+        f"{where}, {'batched' if batched else 'per game'}); "
         f"{summary['truncated']} cut off at {args.max_turns} turns"
     )
     return write_outputs(args, summary)

@@ -8,8 +8,10 @@ toolkit works without it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
 LOCAL = "local"  # the --ray value that starts a private Ray instance on this machine
@@ -88,8 +90,72 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     return ray
 
 
+@contextlib.contextmanager
+def session(address: str | None = None, num_cpus: int | None = None) -> Iterator:
+    """``connect`` for a with block: a Ray this call started (or a cluster it joined)
+    is left again at the block's end; one this process had joined already stays."""
+    ray = require_ray()
+    joined = ray.is_initialized()
+    if joined and address not in (None, LOCAL, "auto"):
+        check_reachable(address)  # connect would not look at it: say now that it is wrong
+    ray = connect(address, num_cpus)
+    try:
+        yield ray
+    finally:
+        if not joined:
+            ray.shutdown()
+
+
 def cluster_cpus() -> int:
     """CPUs of the Ray cluster this process is connected to."""
     import ray
 
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+class _Worker:
+    """One actor: `init(*initargs)` once (a tournament's agents, checkpoints loaded once
+    per actor, as a local worker process does), then `play(task)` per task."""
+
+    def __init__(self, init: Callable, initargs: tuple, play: Callable) -> None:
+        init(*initargs)
+        self._play = play
+
+    def play(self, task):
+        return self._play(task)
+
+
+def _cause(error: Exception) -> str:
+    """One line for an error raised on a Ray worker: its original exception."""
+    cause = getattr(error, "cause", None)  # a task's error; an actor's set-up has none
+    if cause is not None:
+        text = str(cause).strip()
+        return f"{type(cause).__name__}: {text.splitlines()[0]}" if text else type(cause).__name__
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
+def map_on_actors(
+    init: Callable, initargs: tuple, play: Callable, tasks: Sequence, actors: int | None = None
+) -> Iterator:
+    """`play(task)` for every task, on Ray actors (each set up once by `init(*initargs)`,
+    one CPU each), yielding the results as tasks finish, in no fixed order. `actors`:
+    how many (at most one per task and per CPU of the cluster, where more would wait
+    for ever); None: one per CPU. Needs ``connect`` first. A task or an actor's set-up
+    that fails on Ray: RuntimeError, one line."""
+    import ray
+    from ray.util import ActorPool
+
+    count = min(actors or cluster_cpus(), cluster_cpus(), len(tasks))
+    if count < 1:
+        return
+    worker = ray.remote(num_cpus=1)(_Worker)
+    handles = [worker.remote(init, initargs, play) for _ in range(count)]
+    try:
+        pool = ActorPool(handles)
+        yield from pool.map_unordered(lambda actor, task: actor.play.remote(task), tasks)
+    except ray.exceptions.RayError as e:  # Ray's message holds the worker's traceback
+        raise RuntimeError(f"a Ray worker failed: {_cause(e)}") from None
+    finally:  # free their CPUs now (and stop them if the caller gave up early)
+        for actor in handles:
+            ray.kill(actor)

@@ -1,4 +1,5 @@
-"""Tournaments: many seeded games between agents, seats rotated, in parallel workers.
+"""Tournaments: many seeded games between agents, seats rotated, in parallel workers
+(local processes, or Ray actors on one machine or a cluster: ``agents.ray_tools``).
 
 Two ways to play them, with the same schedule and the same results format:
 
@@ -154,16 +155,20 @@ def run(
     seatings: Sequence[Seating],
     rules: Rules,
     seed: int,
-    workers: int = 1,
+    workers: int | None = 1,
     max_turns: int = 1000,
     on_progress: Callable[[int], None] | None = None,
     chunk_size: int = 250,
     batched: bool | None = None,
+    ray: str | None = None,
 ) -> list[GameResult]:
     """Play every seating; `on_progress(n)` is told of each batch of n finished games.
     `batched`: None plays batched when every agent can (``is_batched``), False always
     per game (game for game as before batching existed), True insists on batched
-    (ValueError, one line, naming an agent that cannot)."""
+    (ValueError, one line, naming an agent that cannot). `ray`: play the same tasks as
+    Ray actors instead of local processes (an address for ``agents.ray_tools.connect``:
+    "local", "auto", HOST:PORT), the same results game for game. `workers`: processes,
+    or actors on Ray; None: one per CPU (of this machine, or of the Ray cluster)."""
     policies = [make_policy(spec) for spec in specs]
     if batched is None:
         batched = is_batched(policies)
@@ -179,7 +184,7 @@ def run(
         tasks = [seatings[i : i + size] for i in range(0, len(seatings), size)]
         play_task = _play_chunk
     results: list[GameResult] = []
-    if workers <= 1 or len(tasks) == 1:
+    if ray is None and ((workers or os.cpu_count() or 1) <= 1 or len(tasks) == 1):
         _init_worker(policies, rules, seed, max_turns)
         for task in tasks:
             if batched:  # progress as the games end, not per block
@@ -188,21 +193,35 @@ def run(
                 results.extend(_play_chunk(task))
                 if on_progress:
                     on_progress(len(task))
+        return sorted(results, key=lambda r: r.game)
+    initargs = (list(specs), rules, seed, max_turns)
+    if ray is None:
+        done = _in_processes(initargs, play_task, tasks, workers)
     else:
-        workers = min(workers, os.cpu_count() or 1, len(tasks)) or 1
-        # "spawn": forking a process that has loaded torch (a checkpoint agent) can hang
-        # the children on torch's thread pool.
-        with ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker,
-            initargs=(list(specs), rules, seed, max_turns),
-        ) as pool:
-            for task_results in pool.map(play_task, tasks):
-                results.extend(task_results)
-                if on_progress:
-                    on_progress(len(task_results))
+        from agents import ray_tools  # Ray itself is imported only there, when called
+
+        ray_tools.connect(ray)
+        done = ray_tools.map_on_actors(_init_worker, initargs, play_task, tasks, workers)
+    for task_results in done:
+        results.extend(task_results)
+        if on_progress:
+            on_progress(len(task_results))
     return sorted(results, key=lambda r: r.game)
+
+
+def _in_processes(initargs: tuple, play_task: Callable, tasks: list, workers: int | None):
+    """Each task's results, played by a pool of local worker processes."""
+    cpus = os.cpu_count() or 1
+    workers = min(workers or cpus, cpus, len(tasks))
+    # "spawn": forking a process that has loaded torch (a checkpoint agent) can hang
+    # the children on torch's thread pool.
+    with ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=initargs,
+    ) as pool:
+        yield from pool.map(play_task, tasks)
 
 
 def seat_record(

@@ -226,6 +226,15 @@ def test_bad_input_is_refused_in_one_line_before_any_game(args, message, capsys,
     assert message in one_line_error(capsys)
 
 
+def test_ray_without_the_extra_is_one_clear_line(tmp_path, capsys, monkeypatch):
+    """Issue 14: Ray is optional; --ray without it says how to install it."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails, as when not installed
+    out = tmp_path / "s.json"
+    assert evaluate.main(["smart", "random", "--ray", "--json", str(out)]) == 2
+    assert "Ray is not installed: pip install -e '.[ray]'" in one_line_error(capsys)
+    assert not out.exists()
+
+
 def test_plot_of_0_and_100_percent_win_rates_and_outputs_after_it(tmp_path):
     """Issue 9 item 4: smart beats random 10-0 here; the Wilson bound of 100% rounded
     to 0.9999999999999999 gave matplotlib a negative error bar, and the Markdown
