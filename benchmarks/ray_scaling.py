@@ -118,8 +118,24 @@ def markdown(rates: dict, starts: dict, args: argparse.Namespace, load: tuple) -
         f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
         f"Python {platform.python_version()}; load average {load[0]:.1f} when the benchmark "
         f"started, {load[1]:.1f} when it ended. The machine was busy: a training ran in the "
-        "background on one core (and other work came and went), so 2 CPUs here are less "
-        "than two free cores and the speed-ups are lower bounds.",
+        "background (on about one and a half of the two cores), and other work came and "
+        "went, so a second worker found no free core: the 2/1 columns measure the "
+        "contention, not what a second free CPU gives, and are lower bounds.",
+        "",
+        "Reading it:",
+        "",
+        "- The work splits into independent tasks: blocks of 65,536 games (batched) or "
+        "chunks of 250 games (per game), one at a time per worker or actor. On free CPUs "
+        "games/s grows with the CPUs up to the number of tasks: a batched tournament of "
+        "fewer than 65,536 games is one task and uses one CPU, wherever it runs.",
+        "- Ray costs a fixed start per command: Ray itself (above), then the actors (a "
+        "process each, which builds the agents once: a second or two), and sending each "
+        "task's seatings and results (about half a second per batched block, pickled; "
+        "local worker processes pay that too, the single local worker does not). Worth "
+        "it for tournaments of minutes, and for more CPUs than one machine has.",
+        "- Ray runs its workers at a lower priority (nice 15, `RAY_worker_niceness`): on a "
+        "machine busy with other work, as here, its actors get less of the CPU than local "
+        "workers do; on a cluster's own machines that costs nothing.",
         "",
     ]
     return "\n".join(lines)
