@@ -21,13 +21,16 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import tyro
 
 from agents.training import checkpoint, progress
 from agents.training.config import NUMBERS, TrainConfig, load_preset, new_run_config, to_number
 from agents.training.model import make_model, make_vec_env
+
+if TYPE_CHECKING:
+    from agents.training.callback import EvalHook
 
 ROOT = Path(__file__).resolve().parent
 
@@ -100,7 +103,14 @@ def prepare(args: Args) -> tuple[TrainConfig, Path, dict | None]:
 
 
 # ============================================================== training
-def train(config: TrainConfig, run_dir: Path, extra: dict | None, args: Args, argv: list) -> int:
+def train(
+    config: TrainConfig,
+    run_dir: Path,
+    extra: dict | None,
+    args: Args,
+    argv: list,
+    on_eval: EvalHook | None = None,
+) -> int:
     """Build everything, then write the run folder and train (the user has seen the plan)."""
     import torch
 
@@ -125,7 +135,7 @@ def train(config: TrainConfig, run_dir: Path, extra: dict | None, args: Args, ar
     stop_after = None if args.stop_after is None else int(args.stop_after)
     with progress.Reporter(config.n_timesteps, start, show_bar=args.progress) as reporter:
         saved = start if extra is not None else None
-        callback = RunCallback(config, run_dir, state, reporter, stop_after, saved)
+        callback = RunCallback(config, run_dir, state, reporter, stop_after, saved, on_eval)
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
             checkpoint.save_json(run_dir / "config.json", dataclasses.asdict(config))
@@ -164,16 +174,18 @@ def finish(config: TrainConfig, run_dir: Path, steps: int, state: checkpoint.Run
         print(line)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, on_eval: EvalHook | None = None) -> int:
+    """The command line's exit code; `on_eval(steps, mean win rate, results)` is told of
+    each evaluation (sweep.py reports them to Ray Tune)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return start(argv)
+        return start(argv, on_eval)
     except KeyboardInterrupt:  # before training (train() reports its own): nothing written
         print("interrupted before training started: nothing written", file=sys.stderr)
         return 130
 
 
-def start(argv: list[str]) -> int:
+def start(argv: list[str], on_eval: EvalHook | None = None) -> int:
     """Check everything, say what will happen, then train; or say why not, in one line."""
     try:
         args = parse_args(argv)
@@ -191,7 +203,7 @@ def start(argv: list[str]) -> int:
         return 0
     for line in progress.plan(config, run_dir, steps, no_flags=not argv):
         print(line, flush=True)
-    return train(config, run_dir, extra, args, argv)
+    return train(config, run_dir, extra, args, argv, on_eval)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,10 @@ from agents.tournament import seat_record
 from agents.training.checkpoint import RunState, save_checkpoint, save_json, save_model
 from agents.training.config import TrainConfig
 from agents.training.progress import Clock, Reporter, duration
+
+# Told of each evaluation: (steps, mean win rate, results per opponent); sweep.py
+# reports them to Ray Tune.
+EvalHook = Callable[[int, float, dict], None]
 
 
 class StopTraining(Exception):
@@ -54,9 +59,12 @@ class RunCallback(BaseCallback):
         reporter: Reporter,
         stop_after: int | None = None,
         saved_steps: int | None = None,
+        on_eval: EvalHook | None = None,
     ) -> None:
         super().__init__()
         self.config, self.run_dir, self.state = config, run_dir, state
+        self.on_eval = on_eval
+        self.unreported: tuple[int, float, dict] | None = None  # an evaluation for on_eval
         self.reporter, self.stop_after, self.saved_steps = reporter, stop_after, saved_steps
         self.stopped = False
         self.estimated = False  # the speed measured after the first rollout was said
@@ -116,7 +124,9 @@ class RunCallback(BaseCallback):
             self.checkpoint()
             if self.stop_after is not None and steps >= self.stop_after:
                 self.stopped = True
+                self.report_eval()
                 raise StopTraining
+        self.report_eval()
         self.reporter.update(steps, "training", self.left())
 
     def _on_training_end(self) -> None:
@@ -130,6 +140,7 @@ class RunCallback(BaseCallback):
             while state.next_eval <= steps:
                 state.next_eval += self.config.eval_freq
         self.checkpoint()
+        self.report_eval()
         self.reporter.update(steps, "done", "")
 
     def left(self) -> str:
@@ -169,7 +180,14 @@ class RunCallback(BaseCallback):
         line = f"step {steps:,}: mean win rate {score:.1%} ({rates}){', best' * best}; "
         line += f"{games:,} games in {duration(seconds)}"
         self.reporter.say(line + ("" if final else f"; {self.left()}"))
+        self.unreported = (steps, score, results)
 
+    def report_eval(self) -> None:
+        """Tell `on_eval` of the latest evaluation, once the checkpoint after it is
+        saved (a sweep may stop the run as soon as it hears)."""
+        if self.on_eval and self.unreported:
+            self.on_eval(*self.unreported)
+        self.unreported = None
     def checkpoint(self) -> None:
         self.state.wall_seconds += time.time() - self.wall_start
         self.wall_start = time.time()
