@@ -167,8 +167,9 @@ def run(
     per game (game for game as before batching existed), True insists on batched
     (ValueError, one line, naming an agent that cannot). `ray`: play the same tasks as
     Ray actors instead of local processes (an address for ``agents.ray_tools.connect``:
-    "local", "auto", HOST:PORT), the same results game for game. `workers`: processes,
-    or actors on Ray; None: one per CPU (of this machine, or of the Ray cluster)."""
+    "local", "auto", HOST:PORT; joined, or started, for this process's later runs too),
+    the same results game for game. `workers`: processes, or actors on Ray; None: one
+    per CPU (of this machine, or of the Ray cluster)."""
     policies = [make_policy(spec) for spec in specs]
     if batched is None:
         batched = is_batched(policies)
