@@ -523,9 +523,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, given = parse_args(argv)
         space, folder, base = prepare(args, given)
-        # Ray runs its workers at nice 15 by default: beside any other work (a training,
-        # a test suite) the trials then crawl (torch took 38 s to import, 2 s at 0).
-        os.environ.setdefault("RAY_worker_niceness", "0")
         ray = connect(args.ray, num_cpus=args.cpus)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -74,6 +74,9 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     runtime_env = {"env_vars": {"PYTHONPATH": os.getcwd()}} if address in (None, LOCAL) else None
     try:
         if address in (None, LOCAL):
+            # Ray starts its workers at nice 15: beside any other work on the machine (a
+            # training, a test suite) they crawl (torch took 38 s to import, 2 s at 0).
+            os.environ.setdefault("RAY_worker_niceness", "0")
             ray.init(
                 num_cpus=num_cpus,
                 include_dashboard=False,
