@@ -24,7 +24,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
 from agents.neural import OBS_SPEC_ATTRIBUTE, spec_problem
-from envs.encoding import ACTION_FEATURES, ObsSpec, encode_rich
+from envs.encoding import ACTION_FEATURES, Col, ObsSpec, encode_rich
 from envs.game import Game
 from envs.policy import Policy
 from envs.rules import NUM_ACTIONS
@@ -72,6 +72,20 @@ class ActionScoringNet(nn.Module):
         self.latent_dim_vf = critic_layers[-1]
 
     def forward_actor(self, obs: th.Tensor) -> th.Tensor:
+        """The logits of the legal actions (rows whose LEGAL column is set); the other
+        logits are 0, for MaskablePPO masks them out. Only the legal rows are scored:
+        about 5 of the 64, which made training several times faster."""
+        if th.onnx.is_in_onnx_export():  # a graph of fixed shapes for exported bots
+            return self.score_every_action(obs)
+        rows = obs[:, self.n_state :].reshape(-1, ACTION_FEATURES)
+        legal = (rows[:, Col.LEGAL] > 0.5).nonzero().squeeze(1)
+        bias = self.state_in(self.state_net(obs[:, : self.n_state]))
+        scores = self.scorer(self.action_in(rows[legal]) + bias[legal // NUM_ACTIONS])
+        logits = obs.new_zeros(len(obs) * NUM_ACTIONS).index_put((legal,), scores.squeeze(-1))
+        return logits.reshape(-1, NUM_ACTIONS)
+
+    def score_every_action(self, obs: th.Tensor) -> th.Tensor:
+        """Every action's logit, legal or not (the same function on every row)."""
         state = obs[:, : self.n_state]
         actions = obs[:, self.n_state :].reshape(-1, NUM_ACTIONS, ACTION_FEATURES)
         bias = self.state_in(self.state_net(state)).unsqueeze(1)

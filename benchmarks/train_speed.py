@@ -1,5 +1,6 @@
-"""MaskablePPO training steps/s on the shipped 2-player preset: per-game environments
-(today's default) against the batched vector environment, at equal network size.
+"""MaskablePPO training steps/s on the shipped 2-player preset, at equal network size:
+the reference is the network scoring all 64 action rows (as before it scored only the
+legal ones) on per-game environments; then legal rows only, per game and batched.
 
     python benchmarks/train_speed.py [--steps 16384] [--rounds 2]
 
@@ -21,17 +22,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agents.training.config import load_preset  # noqa: E402
 from agents.training.model import make_model, make_vec_env  # noqa: E402
 
-# (label, vec_env, n_envs, n_steps): every rollout is 4,096 steps, as in the preset.
+# (label, actor scores, vec_env, n_envs, n_steps): every rollout is 4,096 steps, as in
+# the preset.
 SETUPS = (
-    ("per game, 16 envs x 256 steps (default)", "dummy", 16, 256),
-    ("batched, 16 envs x 256 steps", "batched", 16, 256),
-    ("batched, 256 envs x 16 steps", "batched", 256, 16),
+    ("every action scored, per game, 16 envs x 256 steps (before)", "all", "dummy", 16, 256),
+    ("legal actions scored, per game, 16 envs x 256 steps (default)", "legal", "dummy", 16, 256),
+    ("legal actions scored, batched, 16 envs x 256 steps", "legal", "batched", 16, 256),
+    ("legal actions scored, batched, 256 envs x 16 steps", "legal", "batched", 256, 16),
 )
 
 
-def steps_per_second(vec_env: str, n_envs: int, n_steps: int, steps: int) -> float:
+def steps_per_second(scored: str, vec_env: str, n_envs: int, n_steps: int, steps: int) -> float:
     import torch
 
+    from agents.networks import ActionScoringNet
+
+    scoring = ActionScoringNet.forward_actor
+    if scored == "all":  # the same function, evaluated on every row
+        ActionScoringNet.forward_actor = ActionScoringNet.score_every_action
+    try:
+        return _train(vec_env, n_envs, n_steps, steps, torch)
+    finally:
+        ActionScoringNet.forward_actor = scoring
+
+
+def _train(vec_env: str, n_envs: int, n_steps: int, steps: int, torch) -> float:
     base = load_preset("ppo_2p")
     config = dataclasses.replace(base, vec_env=vec_env, n_envs=n_envs, n_steps=n_steps)
     config.validate()
@@ -52,11 +67,11 @@ def main() -> int:
     args = parser.parse_args()
     speeds: dict[str, list[float]] = {label: [] for label, *_ in SETUPS}
     for r in range(args.rounds):
-        for label, vec_env, n_envs, n_steps in SETUPS:
-            speeds[label].append(steps_per_second(vec_env, n_envs, n_steps, args.steps))
+        for label, *setup in SETUPS:
+            speeds[label].append(steps_per_second(*setup, args.steps))
             print(f"round {r + 1}: {label}: {speeds[label][-1]:,.0f} steps/s", flush=True)
     reference = statistics.median(speeds[SETUPS[0][0]])
-    print("\n| setup | steps/s (median) | vs per game |\n|---|---:|---:|")
+    print("\n| setup | steps/s (median) | vs before |\n|---|---:|---:|")
     for label, values in speeds.items():
         median = statistics.median(values)
         print(f"| {label} | {median:,.0f} | {median / reference:.2f}x |")

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import torch
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
 import train
 from agents.training.batched_env import BatchedVecEnv
+from agents.training.config import BATCHED_FROM, TrainConfig
+from agents.training.model import make_vec_env
 from envs.encoding import ObsSpec
 from envs.rules import Rules
 from envs.vector_env import FiveThousandVectorEnv
@@ -93,3 +96,30 @@ def test_training_on_the_batched_env_resumes_exactly(tmp_path):
     assert json.loads((run_a / "evals.json").read_text()) == json.loads(
         (run_b / "evals.json").read_text()
     )
+
+
+@pytest.mark.parametrize(
+    "vec_env, n_envs, kind",
+    [
+        ("auto", 16, "dummy"),
+        ("auto", BATCHED_FROM - 1, "dummy"),
+        ("auto", BATCHED_FROM, "batched"),
+        ("auto", 512, "batched"),
+        ("dummy", 512, "dummy"),
+        ("batched", 4, "batched"),
+        ("subproc", 256, "subproc"),
+    ],
+)
+def test_auto_takes_the_batched_env_where_it_trains_faster(vec_env, n_envs, kind):
+    config = TrainConfig(vec_env=vec_env, n_envs=n_envs, n_steps=8, batch_size=8)
+    config.validate()
+    assert config.vec_env_kind == kind
+
+
+def test_the_default_run_builds_its_envs_by_the_rule():
+    config = TrainConfig(n_envs=BATCHED_FROM, n_steps=8, batch_size=8)
+    env = make_vec_env(config)
+    try:
+        assert isinstance(env, BatchedVecEnv) and env.num_envs == BATCHED_FROM
+    finally:
+        env.close()

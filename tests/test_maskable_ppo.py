@@ -73,3 +73,29 @@ def test_trained_policy_only_predicts_legal_actions():
     # sb3-contrib's own evaluation honours masks too.
     mean_reward, _ = evaluate_policy(model, env, n_eval_episodes=10, warn=False)
     assert -1.0 <= mean_reward <= 1.0
+
+
+def test_the_actor_scores_legal_rows_only_with_the_function_of_every_row():
+    """Training scores only the legal rows (Col.LEGAL); they get the logits the network
+    gives every row, the illegal ones 0 (masked out by MaskablePPO)."""
+    import torch
+
+    from agents.networks import ActionScoringNet
+    from envs.encoding import ACTION_FEATURES, Col, ObsSpec
+    from envs.rules import NUM_ACTIONS, Rules
+
+    spec = ObsSpec("rich", 3, Rules())
+    n_state = spec.slices["actions"].start
+    torch.manual_seed(0)
+    net = ActionScoringNet(n_state)
+    obs = torch.randn(32, spec.size)
+    rows = obs[:, n_state:].reshape(32, NUM_ACTIONS, ACTION_FEATURES)
+    legal = torch.rand(32, NUM_ACTIONS) < 0.1
+    legal[:, 0] = True  # every position has a legal action
+    rows[..., Col.LEGAL] = legal.float()
+    sparse = net.forward_actor(obs)
+    dense = net.score_every_action(obs)
+    assert torch.allclose(sparse[legal], dense[legal], atol=1e-5)
+    assert (sparse[~legal] == 0).all()
+    sparse[legal].sum().backward()  # gradients reach every part of the actor
+    assert all(p.grad is not None for p in net.scorer.parameters())

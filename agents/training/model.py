@@ -33,10 +33,11 @@ def make_vec_env(config: TrainConfig):
     """The run's environments: n_envs games in SB3's VecEnv, as config.vec_env says."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    if config.vec_env == "batched":
+    kind = config.vec_env_kind
+    if kind == "batched":
         return make_batched_env(config)
     fns = [partial(make_env, config) for _ in range(config.n_envs)]
-    vec = SubprocVecEnv(fns) if config.vec_env == "subproc" else DummyVecEnv(fns)
+    vec = SubprocVecEnv(fns) if kind == "subproc" else DummyVecEnv(fns)
     vec.seed(config.seed)
     return vec
 
