@@ -29,6 +29,7 @@ import os
 import shlex
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,7 @@ from agents.training.config import (
     make_config,
     with_params,
 )
+from agents.training.progress import duration
 
 ROOT = Path(__file__).resolve().parent
 METRIC = "mean_win_rate"  # train.py's evaluation score: the mean over its opponents
@@ -435,8 +437,8 @@ def markdown(rows: list[dict], varied: list[str]) -> str:
     head = ["trial", *varied, "status", "steps", "best win rate", "at steps", "last win rate"]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for r in rows:
-        cells = [r["trial"], *(cell(r[k]) for k in varied), r["status"], f"{r['steps']:,}"]
-        cells += [pct(r["best_win_rate"]), cell(r["best_at_steps"]), pct(r["last_win_rate"])]
+        cells = [r["trial"], *(cell(r[k]) for k in varied), r["status"], steps(r["steps"])]
+        cells += [pct(r["best_win_rate"]), steps(r["best_at_steps"]), pct(r["last_win_rate"])]
         lines.append("| " + " | ".join(cells) + " |")
     settings = [k for k in varied if k != "seed"]
     if "seed" in varied and settings:
@@ -451,6 +453,10 @@ def markdown(rows: list[dict], varied: list[str]) -> str:
             cells = [*(cell(json.loads(k)) for k in key), str(len(rates))]
             lines.append("| " + " | ".join([*cells, pct(sum(rates) / len(rates))]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def steps(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
 
 
 def pct(value: float | None) -> str:
@@ -482,14 +488,16 @@ def print_results(rows: list[dict], varied: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from evaluate import print_whole  # a table wider than the terminal, uncut
+
     table = Table(title="sweep results, best first")
     for col in ["trial", *varied, "status", "steps", "best", "at steps", "last"]:
         table.add_column(col, justify="left" if col in ("trial", "status") else "right")
     for r in rows:
-        cells = [r["trial"], *(cell(r[k]) for k in varied), r["status"], f"{r['steps']:,}"]
-        cells += [pct(r["best_win_rate"]), cell(r["best_at_steps"]), pct(r["last_win_rate"])]
+        cells = [r["trial"], *(cell(r[k]) for k in varied), r["status"], steps(r["steps"])]
+        cells += [pct(r["best_win_rate"]), steps(r["best_at_steps"]), pct(r["last_win_rate"])]
         table.add_row(*cells)
-    Console().print(table)
+    print_whole(Console(), table)
 
 
 # ============================================================== main
@@ -541,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     tuner, progress = make_tuner(args, space, folder, base)
+    started = time.monotonic()
     # Ctrl-C (or SIGTERM) stops here, not in Tune's loop, which would go on to report
     # the stopped trials as ended: each trial keeps its run's latest checkpoint.
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
@@ -557,6 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     write_results(folder, rows, space.varied)
     plot_curves(rows, folder / "curves.png")
     print_results(rows, space.varied)
+    print(f"{len(rows)} trials in {duration(time.monotonic() - started)} on {cpus} CPUs")
     print(f"results: {folder / 'results.md'}, {folder / 'results.csv'}, {folder / 'curves.png'}")
     failed = sum(r["status"] == "error" for r in rows)
     return 1 if failed else 0

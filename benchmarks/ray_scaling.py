@@ -117,10 +117,9 @@ def markdown(rates: dict, starts: dict, args: argparse.Namespace, load: tuple) -
         "",
         f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
         f"Python {platform.python_version()}; load average {load[0]:.1f} when the benchmark "
-        f"started, {load[1]:.1f} when it ended. The machine was busy: a training ran in the "
-        "background (on about one and a half of the two cores), and other work came and "
-        "went, so a second worker found no free core: the 2/1 columns measure the "
-        "contention, not what a second free CPU gives, and are lower bounds.",
+        f"started, {load[1]:.1f} when it ended. A load near the number of CPUs or above "
+        "means a second worker found no free core: the 2/1 columns then measure the "
+        "contention as much as what a second CPU gives.",
         "",
         "Reading it:",
         "",
@@ -133,9 +132,9 @@ def markdown(rates: dict, starts: dict, args: argparse.Namespace, load: tuple) -
         "task's seatings and results (about half a second per batched block, pickled; "
         "local worker processes pay that too, the single local worker does not). Worth "
         "it for tournaments of minutes, and for more CPUs than one machine has.",
-        "- Ray runs its workers at a lower priority (nice 15, `RAY_worker_niceness`): on a "
-        "machine busy with other work, as here, its actors get less of the CPU than local "
-        "workers do; on a cluster's own machines that costs nothing.",
+        "- Ray's own default runs its workers at nice 15 (`RAY_worker_niceness`), behind "
+        "any other work on the machine; the private local Ray of `--ray` starts them at "
+        "nice 0. On a cluster it is `ray start`'s environment that decides.",
         "",
     ]
     return "\n".join(lines)
