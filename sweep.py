@@ -108,9 +108,11 @@ class SweepArgs:
     """Show a progress bar of the trials."""
 
 
-SWEEP_FLAGS = ("preset", "params", "grid", "sample", "samples", "seeds", "asha")
-SWEEP_FLAGS += ("grace_period", "reduction_factor", "sweep_seed", "cpus_per_trial")
-SWEEP_FLAGS += ("max_concurrent",)
+# What a sweep is (saved in sweep.json, restored by --resume).
+SWEEP_FLAGS = (
+    "preset", "params", "grid", "sample", "samples", "seeds", "asha", "grace_period",
+    "reduction_factor", "sweep_seed", "cpus_per_trial", "max_concurrent",
+)
 RESUME_FLAGS = {"--resume", "--ray", "--checkpoints", "--no-progress", "--progress", "--cpus"}
 
 
@@ -506,22 +508,27 @@ def parse_args(argv: list[str]) -> tuple[SweepArgs, frozenset[str]]:
     return tyro.cli(SweepArgs, args=argv), given
 
 
-def prepare(args: SweepArgs, given: frozenset[str]) -> tuple[Space, Path, TrainConfig]:
-    """Everything checked before Ray starts or anything is written (ValueError)."""
+def prepare(
+    args: SweepArgs, given: frozenset[str]
+) -> tuple[SweepArgs, Space, Path, TrainConfig]:
+    """The sweep's settings (for --resume: as saved), its space, folder and base config,
+    everything checked before Ray starts or anything is written (ValueError)."""
     check_numbers(args)
+    folder = sweep_dir(args)
     if args.resume:
         if extra := sorted(given - RESUME_FLAGS):
             raise ValueError(
                 f"--resume continues a sweep as it was asked; it takes only --ray, "
                 f"--checkpoints, --cpus, --no-progress (not {extra[0]})"
             )
-        folder = sweep_dir(args)
-        saved = json.loads((folder / "sweep.json").read_text())
-        args.__dict__.update({k: saved[k] for k in SWEEP_FLAGS})
-    else:
-        folder = sweep_dir(args)
+        try:
+            saved = json.loads((folder / "sweep.json").read_text())
+            args = dataclasses.replace(args, **{k: saved[k] for k in SWEEP_FLAGS})
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"cannot read {folder / 'sweep.json'}: {e!r}") from None
+        check_numbers(args)
     space = build_space(args)
-    return space, folder, space.check()
+    return args, space, folder, space.check()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -530,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         args, given = parse_args(argv)
-        space, folder, base = prepare(args, given)
+        args, space, folder, base = prepare(args, given)
         ray = connect(args.ray, num_cpus=args.cpus)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -134,3 +134,14 @@ def test_a_trial_run_continues_with_train_resume(finished_sweep, capsys):
     run = next(p for p in (folder / "runs").iterdir() if (p / "summary.json").exists())
     assert train.main(["--resume", str(run), "--n-timesteps", "2560", "--no-progress"]) == 0
     assert json.loads((run / "summary.json").read_text())["steps"] >= 2560
+
+
+@pytest.mark.parametrize("saved", ["{}", "not json", '{"preset": 3}'])
+def test_a_damaged_sweep_json_is_refused_in_one_line(tmp_path, capsys, saved):
+    folder = tmp_path / "sweeps" / "s"
+    folder.mkdir(parents=True)
+    (folder / "sweep.json").write_text(saved)
+    assert sweep.main(["--resume", "s", "--checkpoints", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: cannot read") and "\n" not in err
+    assert sorted(p.name for p in folder.iterdir()) == ["sweep.json"]
