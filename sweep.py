@@ -21,6 +21,7 @@ Ray is an optional extra: pip install -e '.[ray]'.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -533,22 +534,30 @@ def prepare(
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from agents.ray_tools import connect
+    from agents import ray_tools
 
-    try:
-        args, given = parse_args(argv)
-        args, space, folder, base = prepare(args, given)
-        ray = connect(args.ray, num_cpus=args.cpus)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    with contextlib.ExitStack() as ray_session:  # a Ray started here stops at the end
+        try:
+            args, given = parse_args(argv)
+            args, space, folder, base = prepare(args, given)
+            ray_session.enter_context(ray_tools.session(args.ray, num_cpus=args.cpus))
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return run_sweep(args, argv, space, folder, base, ray_tools.cluster_cpus())
+
+
+def run_sweep(
+    args: SweepArgs, argv: list[str], space: Space, folder: Path, base: TrainConfig, cpus: int
+) -> int:
+    """Record the sweep (a new one), run it on the Ray joined, write and show the
+    results; the exit code."""
     if not args.resume:
         folder.mkdir(parents=True)
         record = {k: getattr(args, k) for k in SWEEP_FLAGS}
         (folder / "sweep.json").write_text(json.dumps(record, indent=2) + "\n")
         with open(folder / "command.txt", "a") as f:
             f.write(shlex.join(["python", "sweep.py", *argv]) + "\n")
-    cpus = int(ray.cluster_resources().get("CPU", 1))
     print(
         f"sweep {folder}: {space.trials} trials of {base.n_timesteps:,} steps "
         f"({', '.join(space.varied)} varied), {cpus} CPUs, "
@@ -560,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
     # Ctrl-C (or SIGTERM) stops here, not in Tune's loop, which would go on to report
     # the stopped trials as ended: each trial keeps its run's latest checkpoint.
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    on_sigterm = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         with progress.bar:
             result_grid = tuner.fit()
@@ -568,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted; continue with: python sweep.py --resume {folder}", file=sys.stderr)
         return 130
     finally:
-        ray.shutdown()
+        signal.signal(signal.SIGTERM, on_sigterm)
     rows = results_rows(result_grid, space.varied, folder / "runs")
     write_results(folder, rows, space.varied)
     plot_curves(rows, folder / "curves.png")
