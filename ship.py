@@ -565,7 +565,7 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
 
 A planner agent for 5000 (hold rule `{config["hold"]}`, trained at {sizes} players): a
 value network of turn-start positions (`agents/value_net.py`: each player's chance of
-winning from the banked scores) learned by fitted value iteration from self-play, and
+winning from the banked scores) {method_text(config)}, and
 an exact planner of each turn against it (`agents/planner.py`). Its network accepts
 tables of 2 to 8 players; its values were fitted only at the sizes above. Play it
 anywhere an agent is named: `python evaluate.py {agent} smart`,
@@ -576,7 +576,7 @@ export it with
 ## Training
 
 - iterations: {iterations:,} (the {args.model} network, shipped; the run went on to
-  {summary.get("iterations", 0):,}), self-play games: {games:,}
+  {summary.get("iterations", 0):,}), games: {games:,}{init_line(config)}
 - wall-clock time on this 2-core machine: {hours:.2f} h for the whole run, of which
   {evals_hours:.2f} h evaluations{reached}{error_line}
 - network: tanh hidden layers {hidden}, 8 outputs (a softmax over the seats present)
@@ -594,6 +594,39 @@ export it with
 {tables}
 {inputs["notes"]}
 """
+
+
+def method_text(config: dict) -> str:
+    """How a planner run learned its values, in words (its config's method)."""
+    if config.get("method") != "table":
+        return "learned by fitted value iteration from self-play"
+    named = config.get("eval_tables") or [
+        ",".join(tour.standard_table(n)) for n in config.get("players", [])
+    ]
+    tables = ", ".join(f"({t})" for t in named)
+    return (
+        "learned as a best response to the scripted bots of fixed tables (the bots after "
+        f"its seat, in turn order: {tables}): fitted to TD(lambda = {config.get('lam')}) "
+        "returns of games it played at those tables, so its values are those of that "
+        "table, not of any table"
+    )
+
+
+def init_line(config: dict) -> str:
+    """The network a run started from, with that run's own training time if it says."""
+    if not config.get("init"):
+        return ""
+    init = ROOT / config["init"]
+    line = f"\n- started from the network `{config['init']}`"
+    try:
+        record = json.loads((init.parent / "eval.json").read_text())
+        line += (
+            f" (trained in its own run, {init.parent.parent.name}: "
+            f"{record['iteration']} iterations, {record['wall_seconds'] / 3600:.2f} h)"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return line
 
 
 def card(args: argparse.Namespace, inputs: dict, agent: str, command: str, evaluation: dict) -> str:

@@ -356,9 +356,14 @@ def main(argv: list[str] | None = None) -> int:
     start = run.trainer.iteration
     what = f"resuming {shown(run_dir)} at iteration {start}" if start else f"run {shown(run_dir)}"
     tables = ", ".join(table_label(t) for t in config.tables)
+    games = (
+        f"self-play games at {config.players} players"
+        if config.method == "self-play"
+        else "games at the evaluation tables in turn (the table method)"
+    )
     print(f"{what}: {config.iterations - start} iterations of {config.games_per_iteration} "
-          f"self-play games at {config.players} players, hold {config.hold}; evaluation "
-          f"every {config.eval_freq} iterations against {tables}", flush=True)
+          f"{games}, hold {config.hold}; evaluation every {config.eval_freq} iterations "
+          f"against {tables}", flush=True)
     return train(config, run_dir, run, args, argv)
 
 

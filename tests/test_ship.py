@@ -355,7 +355,7 @@ def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
     )
     assert (shipped / "value_net.npz").read_bytes() == (run / "best" / "value_net.npz").read_bytes()
     card = (shipped / "MODEL_CARD.md").read_text()
-    assert "iterations: 20" in card and "self-play games: 400" in card
+    assert "iterations: 20" in card and "games: 400" in card and "from self-play" in card
     assert "0.17 h for the whole run" in card and "python train_planner.py --players" in card
     assert ("mean |V_net - V_exact| = 0.0005" in card) == (2 in players)
     for n, stem in zip(players, evaluations, strict=True):
@@ -368,6 +368,23 @@ def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
     for f in shipped.iterdir():
         if f.suffix in (".md", ".json"):
             assert ".shipping-" not in f.read_text(), f.name
+
+
+def test_a_table_method_card_says_what_it_answers_and_where_it_started(tmp_path):
+    """A run of the table method is a best response to named tables: its card says so,
+    names the network it started from and that network's own training time."""
+    config = {"method": "table", "lam": 0.8, "players": [3, 4], "eval_tables": []}
+    text = ship.method_text(config)
+    assert "best response" in text and "lambda = 0.8" in text
+    assert "(smart,turn-ev), (smart,turn-ev,threshold:350)" in text
+    assert "from self-play" in ship.method_text({"method": "self-play"})
+    start = tmp_path / "start_run" / "best"
+    start.mkdir(parents=True)
+    (start / "value_net.npz").write_bytes(b"")
+    (start / "eval.json").write_text(json.dumps({"iteration": 72, "wall_seconds": 7200.0}))
+    line = ship.init_line({"init": str(start / "value_net.npz")})
+    assert "start_run: 72 iterations, 2.00 h" in line
+    assert ship.init_line({"init": ""}) == ""
 
 
 @pytest.mark.parametrize(

@@ -40,9 +40,13 @@ def without_clock(evals: list[dict]) -> list[dict]:
     return [{k: v for k, v in e.items() if k != "wall_seconds"} for e in evals]
 
 
-def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path):
-    assert train(tmp_path, "--run-name", "straight") == 0
-    assert train(tmp_path, "--run-name", "pieces", "--stop-after", "2") == 0
+TABLE_METHOD = ["--method", "table", "--lam", "0.7", "--workers", "2"]
+
+
+@pytest.mark.parametrize("method", [[], TABLE_METHOD], ids=["self-play", "table"])
+def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, method):
+    assert train(tmp_path, "--run-name", "straight", *method) == 0
+    assert train(tmp_path, "--run-name", "pieces", "--stop-after", "2", *method) == 0
     pieces = tmp_path / "pieces"
     assert json.loads((pieces / "evals.json").read_text())[-1]["iteration"] == 2
     assert train_planner.main(["--resume", str(pieces), "--no-progress"]) == 0

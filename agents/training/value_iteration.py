@@ -1,13 +1,25 @@
-"""Training the planner's value network (agents.value_net) by fitted value iteration.
+"""Training the planner's value network (agents.value_net): two methods.
 
-The ``PlannerBot`` plays with the current network (a share ``epsilon`` of its
-decisions random, and optionally scripted bots in some seats) and every turn start it
-meets joins a buffer of positions. Each iteration re-targets a sample of the buffer:
-a position's target is the planner's own exact expectation of its turn under the
-current network (``plan_turn(...).probabilities`` at the turn start: a TD(0) target
-over the whole turn with no dice noise, a winning bank an exact 1), and the network is
-fitted to those targets (cross-entropy against the soft targets). The exact 2-player
+``method="self-play"`` (fitted value iteration): the ``PlannerBot`` plays with the
+current network (a share ``epsilon`` of its decisions random, and optionally scripted
+bots in some seats) and every turn start it meets joins a buffer of positions. Each
+iteration re-targets a sample of the buffer: a position's target is the planner's own
+exact expectation of its turn under the current network
+(``plan_turn(...).probabilities`` at the turn start: a TD(0) target over the whole
+turn with no dice noise, a winning bank an exact 1), and the network is fitted to
+those targets (cross-entropy against the soft targets). The exact 2-player
 solver is never a target: it is a yardstick only (``exact_error``).
+
+``method="table"`` (a best response to the evaluation tables' bots): the planner plays
+games at those tables, its seat rotating with the bots' order kept (as
+``agents.tournament`` seats them), and learns the value of the positions *after its
+own turn*, the ones it plans against. The bots' turns cannot be planned, so a target
+is a TD(lambda) return along the game: the planner's exact expectation of its next
+turn (``plan_turn`` at that turn start), mixed with the returns of the turns after,
+down to the winner. With lambda near 1 the targets are nearly the games' outcomes:
+calibrated to what the planner really wins at that table, where one-turn targets
+bootstrapped from a maximum over noisy values drift upward. One network serves
+several tables of different sizes (the number of players is one of its features).
 
 ``PlannerConfig`` is the one definition of a run's settings (train_planner.py's flags,
 presets, config.json); ``ValueIteration`` holds a run's trainer, with ``state_dict``
@@ -17,6 +29,7 @@ and ``load_state_dict`` for an exact resume; ``evaluate`` plays the evaluation t
 from __future__ import annotations
 
 import io
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +50,8 @@ from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
 from envs.turn_planner import plan_turn
 
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
-SHIPPED_PPO_2P = Path(__file__).resolve().parents[2] / "checkpoints" / "ppo-2p" / "model.zip"
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED_PPO_2P = REPO / "checkpoints" / "ppo-2p" / "model.zip"
 
 
 @dataclass
@@ -79,6 +93,18 @@ class PlannerConfig:
     """Adam step size."""
     hidden: list[int] = field(default_factory=lambda: [128, 128])
     """Hidden layers of the value network (tanh)."""
+    method: str = "self-play"
+    """How targets are made: "self-play" (each position's target the planner's exact
+    expectation of its turn) or "table" (a best response to the bots of the evaluation
+    tables: TD(lambda) returns of games at those tables; see the module doc)."""
+    lam: float = 0.8
+    """lambda of the "table" method's returns (1: the game's outcome, 0: the next turn's
+    planned expectation)."""
+    init: str = ""
+    """Start from this value network (.npz, same rules and hidden sizes; a relative path
+    is read from the repository's root) instead of random weights; empty: random."""
+    workers: int = 1
+    """Processes playing the "table" method's games (the results do not depend on it)."""
 
     # --- evaluation and checkpoints
     eval_freq: int = 10
@@ -131,6 +157,17 @@ class PlannerConfig:
             raise ValueError(f"hidden must be a non-empty list of positive sizes: {self.hidden}")
         if self.opponent_share > 0 and not self.opponents:
             raise ValueError("opponent_share > 0 needs opponents")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be {' or '.join(METHODS)}, got {self.method!r}")
+        if self.method == "table":
+            sizes = [len(table) + 1 for table in self.tables]
+            if len(set(sizes)) < len(sizes):
+                raise ValueError(
+                    f"the table method learns one table per size, got {len(sizes)} evaluation "
+                    f"tables for sizes {sizes} (give one per size with --eval-tables)"
+                )
+        if self.init:
+            init_net(self)
         for name in self.opponents:
             make_policy(name).check_game(max(self.players), self.rules)
         for table in self.tables:
@@ -140,13 +177,15 @@ class PlannerConfig:
                 make_policy(name).check_game(len(table) + 1, self.rules)
 
 
+METHODS = ("self-play", "table")
 POSITIVE = ("positive", lambda v: v > 0)
 FRACTION = ("between 0 and 1", lambda v: 0 <= v <= 1)
 BOUNDS = {
     **dict.fromkeys(("iterations", "games_per_iteration", "buffer_size"), POSITIVE),
     **dict.fromkeys(("targets_per_iteration", "fit_steps", "batch_size"), POSITIVE),
     **dict.fromkeys(("learning_rate", "eval_games", "checkpoint_freq"), POSITIVE),
-    **dict.fromkeys(("epsilon", "opponent_share"), FRACTION),
+    **dict.fromkeys(("epsilon", "opponent_share", "lam"), FRACTION),
+    "workers": ("between 1 and 64", lambda v: 1 <= v <= 64),
     "eval_freq": (">= 0 (0: only at the end)", lambda v: v >= 0),
     "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
 }
@@ -215,6 +254,103 @@ def turn_targets(positions: Sequence[tuple[int, ...]], rules: Rules, value_fn) -
     return out
 
 
+# ---------------------------------------------------------------- the table method
+_BOTS: dict[str, Policy] = {}  # a worker's bots, built once
+
+
+def _bot(name: str) -> Policy:
+    if name not in _BOTS:
+        _BOTS[name] = make_policy(name)
+    return _BOTS[name]
+
+
+def table_returns(
+    net: ValueNet, table: Sequence[str], rules: Rules, lam: float, seed: int
+) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """One game of the planner (`net`) at `table` (the bots after its seat, in turn
+    order), its seat and the first player drawn from `seed`: each position after the
+    planner's turn (scores in turn order from the next player) with its TD(lambda)
+    return, every player's win probability in that order. [] if the game is cut off."""
+    rng = np.random.default_rng(seed)
+    n = len(table) + 1
+    planner = PlannerBot(net, rules=rules)
+    seat = int(rng.integers(n))
+    policies: list[Policy] = [planner] * n
+    for i, name in enumerate(table):
+        policies[(seat + 1 + i) % n] = _bot(name)
+    after: list[tuple[int, ...]] = []  # positions after each of the planner's turns
+    planned: list[np.ndarray] = []  # its expectation at the start of the turn after each
+
+    def record(game: Game, _event: object = None) -> None:
+        if (position := turn_start(game)) is None:
+            return
+        if game.state.current == (seat + 1) % n:
+            after.append(position)
+        elif game.state.current == seat and after:
+            mine = planner.plan(game).probabilities[0, NUM_DICE]  # from the planner's seat
+            planned.append(np.roll(mine, -1))  # from the seat after it, as `after`
+
+    game = Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
+    play(game, policies, rng, on_event=record)
+    if game.state.winner is None:
+        return []
+    outcome = np.zeros(n)
+    outcome[(game.state.winner - seat - 1) % n] = 1.0
+    out, ret = [], outcome
+    for t in range(len(after) - 1, -1, -1):
+        if t < len(planned):  # the planner had another turn: bootstrap from its plan
+            ret = (1 - lam) * planned[t] + lam * ret
+        out.append((after[t], ret))
+    return out[::-1]
+
+
+_WORKER: dict = {}
+
+
+def _init_worker(net: ValueNet, rules: Rules, lam: float, forked: bool = True) -> None:
+    if forked:  # the parent handles Ctrl-C and stops the pool (SIGTERM) itself
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _WORKER.update(net=net, rules=rules, lam=lam)
+
+
+def _worker_returns(job: tuple[tuple[str, ...], int]) -> list:
+    table, seed = job
+    return table_returns(_WORKER["net"], table, _WORKER["rules"], _WORKER["lam"], seed)
+
+
+def play_table_games(
+    cfg: PlannerConfig, net: ValueNet, table: Sequence[str], seeds: Sequence[int]
+) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """``table_returns`` of one game per seed, in `cfg.workers` processes (the same
+    samples, in the same order, whatever their number)."""
+    jobs = [(tuple(table), int(seed)) for seed in seeds]
+    if cfg.workers == 1:
+        _init_worker(net, cfg.rules, cfg.lam, forked=False)
+        games = [_worker_returns(job) for job in jobs]
+    else:
+        import multiprocessing
+
+        # fork: the workers need no imports of their own, and use numpy only
+        with multiprocessing.get_context("fork").Pool(
+            cfg.workers, _init_worker, (net, cfg.rules, cfg.lam)
+        ) as pool:
+            chunk = max(1, len(jobs) // (4 * cfg.workers))
+            games = pool.map(_worker_returns, jobs, chunksize=chunk)
+    return [sample for game in games for sample in game]
+
+
+def init_net(cfg: PlannerConfig) -> ValueNet:
+    """The network `cfg.init` names (a relative path from the repository's root, as in
+    presets), checked to fit the run (one-line ValueError)."""
+    net = ValueNet.load(REPO / cfg.init)
+    if net.spec != FeatureSpec(cfg.rules):
+        raise ValueError(f"init {cfg.init} reads other features or rules than this run's")
+    if list(net.hidden) != list(cfg.hidden):
+        raise ValueError(f"init {cfg.init} has hidden layers {list(net.hidden)}, not {cfg.hidden}")
+    return net
+
+
 # ---------------------------------------------------------------- the trainer
 def torch_net(spec: FeatureSpec, hidden: Sequence[int], seed: int):
     import torch
@@ -235,6 +371,17 @@ def torch_logits(model, x: np.ndarray, mask: np.ndarray):
 
     out = model(torch.as_tensor(x))
     return out.masked_fill(~torch.as_tensor(mask), float("-inf"))
+
+
+def load_weights(model, net: ValueNet) -> None:
+    """Copy a ValueNet's weights into the torch model of the same shape."""
+    import torch
+
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for m, w, b in zip(linears, net.weights, net.biases, strict=True):
+            m.weight.copy_(torch.as_tensor(w.T))
+            m.bias.copy_(torch.as_tensor(b))
 
 
 def to_value_net(model, spec: FeatureSpec) -> ValueNet:
@@ -260,16 +407,21 @@ class ValueIteration:
         self.cfg = cfg
         self.spec = FeatureSpec(cfg.rules)
         self.model = torch_net(self.spec, cfg.hidden, cfg.seed)
+        if cfg.init:
+            load_weights(self.model, init_net(cfg))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate)
         self.rng = np.random.default_rng(cfg.seed)
         self.opponents = [make_policy(name) for name in cfg.opponents]
         self.buffer: dict[tuple[int, ...], int] = {}  # position -> iteration last seen
+        self.samples: list[tuple[tuple[int, ...], np.ndarray]] = []  # the table method's
         self.iteration = 0
         self.net = to_value_net(self.model, self.spec)
         self.planner = PlannerBot(self.net, rules=cfg.rules)
 
     def iterate(self) -> dict:
         """One iteration; returns its statistics."""
+        if self.cfg.method == "table":
+            return self._iterate_tables()
         cfg, it, start = self.cfg, self.iteration, time.perf_counter()
         n_players = cfg.players[it % len(cfg.players)]
         seen = play_games(
@@ -286,14 +438,33 @@ class ValueIteration:
             keys = [keys[i] for i in np.sort(chosen)]
         targets = turn_targets(keys, cfg.rules, self.net)
         loss = self._fit(keys, targets)
+        return self._next(n_players, len(self.buffer), len(keys), loss, start)
+
+    def _iterate_tables(self) -> dict:
+        """One iteration of the table method: games at the next table, then a fit on
+        the most recent samples."""
+        cfg, it, start = self.cfg, self.iteration, time.perf_counter()
+        table = cfg.tables[it % len(cfg.tables)]
+        seeds = self.rng.integers(2**63, size=cfg.games_per_iteration)
+        self.samples += play_table_games(cfg, self.net, table, seeds)
+        del self.samples[: max(0, len(self.samples) - cfg.buffer_size)]
+        size, chosen = len(self.samples), range(len(self.samples))
+        if size > cfg.targets_per_iteration:
+            chosen = np.sort(self.rng.choice(size, cfg.targets_per_iteration, replace=False))
+        keys = [self.samples[i][0] for i in chosen]
+        loss = self._fit(keys, [self.samples[i][1] for i in chosen])
+        return self._next(len(table) + 1, len(self.samples), len(keys), loss, start)
+
+    def _next(self, n_players: int, positions: int, fitted: int, loss: float, start: float) -> dict:
+        """The fitted network becomes the current one; the iteration's statistics."""
         self.net = to_value_net(self.model, self.spec)
         self.planner.value_fn = self.net
         self.planner.clear_cache()
         self.iteration += 1
         return {
             "players": n_players,
-            "positions": len(self.buffer),
-            "fitted": len(keys),
+            "positions": positions,
+            "fitted": fitted,
             "loss": loss,
             "seconds": time.perf_counter() - start,
         }
@@ -336,6 +507,7 @@ class ValueIteration:
             "torch": weights.getvalue(),
             "rng": self.rng.bit_generator.state,
             "buffer": [[list(p), it] for p, it in self.buffer.items()],
+            "samples": [[list(p), t.tolist()] for p, t in self.samples],
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -346,6 +518,7 @@ class ValueIteration:
         self.opt.load_state_dict(saved["opt"])
         self.rng.bit_generator.state = state["rng"]
         self.buffer = {tuple(p): int(it) for p, it in state["buffer"]}
+        self.samples = [(tuple(p), np.array(t)) for p, t in state.get("samples", [])]
         self.iteration = int(state["iteration"])
         self.net = to_value_net(self.model, self.spec)
         self.planner.value_fn = self.net

@@ -1,0 +1,108 @@
+"""The planner's table method (agents.training.value_iteration, method="table"): a best
+response to the bots of fixed tables, learned from TD(lambda) returns of games there.
+The returns are checked against their definition, game by game; the samples do not
+depend on the number of worker processes; a run can start from a saved network."""
+
+import numpy as np
+import pytest
+
+from agents.training.value_iteration import (
+    PlannerConfig,
+    ValueIteration,
+    play_table_games,
+    table_returns,
+    to_value_net,
+    torch_net,
+)
+from agents.value_net import FeatureSpec
+from envs.rules import Rules
+
+SMALL = Rules(target=1000, entry=300)
+TABLE = ("threshold:300", "threshold:400")  # two bots after the planner's seat
+
+
+def net(seed: int = 0, hidden=(16,)):
+    spec = FeatureSpec(SMALL)
+    return to_value_net(torch_net(spec, hidden, seed), spec)
+
+
+def scores_ok(position) -> bool:
+    """A turn start's scores: 0, or entered and under the target (R8, R10)."""
+    return all(s == 0 or (SMALL.entry <= s < SMALL.target and s % 100 == 0) for s in position)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_returns_follow_their_definition(seed):
+    """lambda = 1: every target is the winner's one-hot (order from the seat after the
+    planner); lambda = 0: the planner's own expectation at its next turn start; in
+    between, the recursion G_t = (1 - lambda) planned_t + lambda G_{t+1}. The game does
+    not depend on lambda (same seed, same positions)."""
+    value = net(seed)
+    outcome = table_returns(value, TABLE, SMALL, 1.0, seed)
+    planned = table_returns(value, TABLE, SMALL, 0.0, seed)
+    mixed = table_returns(value, TABLE, SMALL, 0.6, seed)
+    assert outcome and [p for p, _ in outcome] == [p for p, _ in planned] == [p for p, _ in mixed]
+    winner = outcome[-1][1]
+    assert sorted(winner) == [0.0, 0.0, 1.0]
+    for (position, o), (_, z), (_, m) in zip(outcome, planned, mixed, strict=True):
+        assert len(position) == 3 and scores_ok(position)
+        np.testing.assert_array_equal(o, winner)
+        assert z.sum() == pytest.approx(1.0) and (z >= 0).all()
+        assert m.sum() == pytest.approx(1.0)
+    ret = winner
+    for t in range(len(mixed) - 1, -1, -1):
+        if t < len(mixed) - 1 or not np.array_equal(planned[t][1], winner):
+            ret = 0.4 * planned[t][1] + 0.6 * ret
+        np.testing.assert_allclose(mixed[t][1], ret, atol=1e-12)
+
+
+def test_samples_do_not_depend_on_the_number_of_workers():
+    value = net(1)
+    one = PlannerConfig(target=SMALL.target, entry=SMALL.entry, lam=0.7, workers=1)
+    two = PlannerConfig(target=SMALL.target, entry=SMALL.entry, lam=0.7, workers=2)
+    seeds = [11, 12, 13, 14, 15]
+    a, b = play_table_games(one, value, TABLE, seeds), play_table_games(two, value, TABLE, seeds)
+    assert len(a) == len(b) > 5
+    for (pa, ta), (pb, tb) in zip(a, b, strict=True):
+        assert pa == pb
+        np.testing.assert_array_equal(ta, tb)
+
+
+def table_config(**changes) -> PlannerConfig:
+    base = dict(
+        target=SMALL.target, entry=SMALL.entry, method="table", players=[3], hidden=[16],
+        eval_tables=[",".join(TABLE)], games_per_iteration=3, fit_steps=5, iterations=2,
+    )  # fmt: skip
+    return PlannerConfig(**{**base, **changes})
+
+
+def test_a_run_starts_from_a_saved_network(tmp_path):
+    saved = net(5).save(tmp_path / "start.npz")
+    trainer = ValueIteration(table_config(init=str(saved)))
+    for a, b in zip(trainer.net.weights, net(5).weights, strict=True):
+        np.testing.assert_array_equal(a, b)
+    stats = trainer.iterate()
+    assert stats["players"] == 3 and stats["positions"] > 0
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"method": "td"}, "method must be"),
+        ({"eval_tables": ["threshold:300", "threshold:400"]}, "one table per size"),
+        ({"lam": 1.5}, "lam must be"),
+        ({"workers": 0}, "workers must be"),
+        ({"init": "missing.npz"}, "cannot load a value net"),
+    ],
+)
+def test_bad_table_settings_are_refused_in_one_line(changes, message):
+    with pytest.raises(ValueError, match=message) as e:
+        table_config(**changes).validate()
+    assert "\n" not in str(e.value)
+
+
+def test_a_network_of_other_sizes_is_refused(tmp_path):
+    saved = net(0, hidden=(8,)).save(tmp_path / "other.npz")
+    with pytest.raises(ValueError, match="hidden layers") as e:
+        table_config(init=str(saved)).validate()
+    assert "\n" not in str(e.value)
