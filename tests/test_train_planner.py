@@ -141,10 +141,19 @@ def test_presets_and_saved_configs_are_typed(values, message):
         train_planner.config_from(values, "preset x.yaml")
 
 
-def test_the_shipped_preset_loads_and_validates():
-    config = train_planner.load_preset("planner_2p")
+@pytest.mark.parametrize(
+    "preset, players, method",
+    [
+        ("planner_2p", [2], "self-play"),
+        ("planner_multi", [3, 4, 6], "self-play"),
+        ("planner_4p", [4], "self-play"),
+        ("planner_tables", [3, 4, 6], "table"),  # its --init network is committed
+    ],
+)
+def test_the_shipped_presets_load_and_validate(preset, players, method):
+    config = train_planner.load_preset(preset)
     config.validate()
-    assert config.preset == "planner_2p" and config.players == [2]
+    assert (config.preset, config.players, config.method) == (preset, players, method)
 
 
 @pytest.mark.parametrize(

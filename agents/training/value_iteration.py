@@ -16,10 +16,13 @@ games at those tables, its seat rotating with the bots' order kept (as
 own turn*, the ones it plans against. The bots' turns cannot be planned, so a target
 is a TD(lambda) return along the game: the planner's exact expectation of its next
 turn (``plan_turn`` at that turn start), mixed with the returns of the turns after,
-down to the winner. With lambda near 1 the targets are nearly the games' outcomes:
-calibrated to what the planner really wins at that table, where one-turn targets
-bootstrapped from a maximum over noisy values drift upward. One network serves
-several tables of different sizes (the number of players is one of its features).
+down to the winner. With lambda near 1 the targets are nearly the games' outcomes,
+calibrated to what the planner really wins there (a prototype with one-turn targets,
+each bootstrapped from a maximum over noisy values, over-estimated its wins at the
+4-player table by about 6 points). One network serves several tables of different
+sizes (the number of players is one of its features). The price is noise: returns
+carry the dice of every bot's turn, and so far (README) this method has not beaten
+the self-play network it starts from.
 
 ``PlannerConfig`` is the one definition of a run's settings (train_planner.py's flags,
 presets, config.json); ``ValueIteration`` holds a run's trainer, with ``state_dict``
