@@ -25,6 +25,7 @@ smart, turn-ev and threshold:350), seats rotated.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -600,10 +601,11 @@ def method_text(config: dict) -> str:
     """How a planner run learned its values, in words (its config's method)."""
     if config.get("method") != "table":
         return "learned by fitted value iteration from self-play"
-    named = config.get("eval_tables") or [
-        ",".join(tour.standard_table(n)) for n in config.get("players", [])
-    ]
-    tables = ", ".join(f"({t})" for t in named)
+    from agents.training.value_iteration import PlannerConfig  # torch-free, but heavy
+
+    known = {f.name for f in dataclasses.fields(PlannerConfig)}
+    planner_config = PlannerConfig(**{k: v for k, v in config.items() if k in known})
+    tables = ", ".join(f"({','.join(t)})" for t in planner_config.tables)
     return (
         "learned as a best response to the scripted bots of fixed tables (the bots after "
         f"its seat, in turn order: {tables}): fitted to TD(lambda = {config.get('lam')}) "
@@ -621,8 +623,8 @@ def init_line(config: dict) -> str:
     try:
         record = json.loads((init.parent / "eval.json").read_text())
         line += (
-            f" (trained in its own run, {init.parent.parent.name}: "
-            f"{record['iteration']} iterations, {record['wall_seconds'] / 3600:.2f} h)"
+            f" (iteration {record['iteration']} of its own run, {init.parent.parent.name}, "
+            f"reached after {record['wall_seconds'] / 3600:.2f} h of that run)"
         )
     except (OSError, ValueError, KeyError, TypeError):
         pass

@@ -56,7 +56,8 @@ class Args:
     )
     resume: str | None = None
     """Continue the run in this folder (or of this name under --checkpoints), as it was
-    configured: only --iterations, --stop-after and --no-progress may be given too."""
+    configured: only --iterations, --stop-after, --workers and --no-progress may be
+    given too."""
     stop_after: int | None = None
     """Stop once a checkpoint at or past this iteration is saved (to train in pieces)."""
     checkpoints: str | None = None
@@ -65,7 +66,9 @@ class Args:
     """Show a progress bar."""
 
 
-RESUME_FLAGS = {"--resume", "--iterations", "--stop-after", "--no-progress", "--checkpoints"}
+RESUME_FLAGS = {
+    "--resume", "--iterations", "--stop-after", "--no-progress", "--checkpoints", "--workers"
+}  # fmt: skip
 TYPES = get_type_hints(PlannerConfig)
 
 
@@ -138,13 +141,15 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
     if fixed := sorted(given - RESUME_FLAGS):
         raise ValueError(
             f"--resume continues a run as configured; it takes only --iterations, "
-            f"--stop-after, --no-progress (not {fixed[0]})"
+            f"--stop-after, --workers, --no-progress (not {fixed[0]})"
         )
     run_dir = find_run(args.resume, runs)
     config = read_config(run_dir)
     if "--iterations" in given:
         config.iterations = args.config.iterations
-    config.validate()
+    if "--workers" in given:  # the samples do not depend on it
+        config.workers = args.config.workers
+    config.validate(check_init=False)  # the saved state holds the weights
     return config, run_dir, read_state(run_dir)
 
 
@@ -183,7 +188,7 @@ class Run:
 
     def __init__(self, config: PlannerConfig, run_dir: Path, saved: dict | None) -> None:
         self.config, self.run_dir = config, run_dir
-        self.trainer = ValueIteration(config)
+        self.trainer = ValueIteration(config, fresh=saved is None)
         self.evals: list[dict] = []
         self.best_score, self.wall_seconds, self.eval_seconds = -1.0, 0.0, 0.0
         if saved is not None:

@@ -383,7 +383,7 @@ def test_a_table_method_card_says_what_it_answers_and_where_it_started(tmp_path)
     (start / "value_net.npz").write_bytes(b"")
     (start / "eval.json").write_text(json.dumps({"iteration": 72, "wall_seconds": 7200.0}))
     line = ship.init_line({"init": str(start / "value_net.npz")})
-    assert "start_run: 72 iterations, 2.00 h" in line
+    assert "iteration 72 of its own run, start_run, reached after 2.00 h" in line
     assert ship.init_line({"init": ""}) == ""
 
 

@@ -6,6 +6,7 @@ depend on the number of worker processes; a run can start from a saved network."
 import numpy as np
 import pytest
 
+from agents import make_policy
 from agents.training.value_iteration import (
     PlannerConfig,
     ValueIteration,
@@ -15,7 +16,10 @@ from agents.training.value_iteration import (
     torch_net,
 )
 from agents.value_net import FeatureSpec
-from envs.rules import Rules
+from envs.driver import play
+from envs.game import ROLL, Game
+from envs.rules import NUM_DICE, Rules
+from envs.turn_planner import plan_turn
 
 SMALL = Rules(target=1000, entry=300)
 TABLE = ("threshold:300", "threshold:400")  # two bots after the planner's seat
@@ -56,6 +60,54 @@ def test_returns_follow_their_definition(seed):
         np.testing.assert_allclose(mixed[t][1], ret, atol=1e-12)
 
 
+def replayed(value, seed: int) -> tuple[int, list, list]:
+    """The game of ``table_returns(value, TABLE, SMALL, lam, seed)`` played again here
+    (same draws in the same order): the planner's seat, every turn start as (mover,
+    scores by seat), and the winner's seat."""
+    rng = np.random.default_rng(seed)
+    seat = int(rng.integers(3))
+    policies = [value.planner()] * 3
+    for i, name in enumerate(TABLE):
+        policies[(seat + 1 + i) % 3] = make_policy(name)
+    game = Game(3, SMALL, seed=rng, first_player=int(rng.integers(3)))
+    starts = []
+
+    def record(g, _event):
+        s = g.state
+        if s.phase == ROLL and s.turn_total == 0 and not s.held:
+            starts.append((s.current, list(s.scores)))
+
+    play(game, policies, rng, on_event=record)
+    return seat, starts, game.state.winner
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_positions_and_targets_are_seen_from_the_seat_after_the_planner(seed):
+    """Oracle: the game replayed. Each position is the scores in turn order from the
+    seat after the planner's (where its value function reads them, the planner last);
+    lambda = 1 puts the win on the winner's index in that order; lambda = 0 is the
+    planner's exact expectation at its next turn start, rotated to that order."""
+    value = net(seed)
+    seat, starts, winner = replayed(value, seed)
+    nxt = (seat + 1) % 3
+    after = [tuple(sc[nxt:] + sc[:nxt]) for mover, sc in starts if mover == nxt]
+    outcome = table_returns(value, TABLE, SMALL, 1.0, seed)
+    assert [p for p, _ in outcome] == after
+    assert all(int(np.argmax(t)) == (winner - nxt) % 3 for _, t in outcome)
+    planned = table_returns(value, TABLE, SMALL, 0.0, seed)
+    following, seen_after = [], False  # the planner's turn starts that follow its turns
+    for mover, scores in starts:
+        seen_after |= mover == nxt
+        if mover == seat and seen_after:
+            following.append(tuple(scores[seat:] + scores[:seat]))
+    assert len(following) in (len(after) - 1, len(after))
+    for (_, target), start in zip(planned, following, strict=False):
+        expected = plan_turn(start, SMALL, value).probabilities[0, NUM_DICE]
+        np.testing.assert_allclose(target, np.roll(expected, -1), atol=1e-12)
+    if len(following) < len(after):  # a bot won before the planner's next turn
+        np.testing.assert_array_equal(planned[-1][1], outcome[-1][1])
+
+
 def test_samples_do_not_depend_on_the_number_of_workers():
     value = net(1)
     one = PlannerConfig(target=SMALL.target, entry=SMALL.entry, lam=0.7, workers=1)
@@ -93,6 +145,9 @@ def test_a_run_starts_from_a_saved_network(tmp_path):
         ({"lam": 1.5}, "lam must be"),
         ({"workers": 0}, "workers must be"),
         ({"init": "missing.npz"}, "cannot load a value net"),
+        ({"players": [4]}, "--players must name them"),
+        ({"opponents": ["smart"], "opponent_share": 0.5}, "no opponents"),
+        ({"eval_tables": ["threshold:300,x.zip"], "workers": 2}, "scripted bots only"),
     ],
 )
 def test_bad_table_settings_are_refused_in_one_line(changes, message):
@@ -106,3 +161,20 @@ def test_a_network_of_other_sizes_is_refused(tmp_path):
     with pytest.raises(ValueError, match="hidden layers") as e:
         table_config(init=str(saved)).validate()
     assert "\n" not in str(e.value)
+
+
+def test_a_resumed_run_no_longer_needs_its_init_network(tmp_path):
+    import train_planner
+
+    start = net(7).save(tmp_path / "start.npz")
+    argv = [
+        "--target", "1000", "--entry", "300", "--hidden", "16", "--iterations", "4",
+        "--games-per-iteration", "2", "--fit-steps", "5", "--eval-freq", "0",
+        "--checkpoint-freq", "2", "--method", "table", "--players", "3",
+        "--eval-tables", ",".join(TABLE), "--eval-games", "6", "--no-progress",
+        "--init", str(start), "--checkpoints", str(tmp_path), "--run-name", "r",
+    ]  # fmt: skip
+    assert train_planner.main([*argv, "--stop-after", "2"]) == 0
+    start.unlink()
+    resume = ["--resume", str(tmp_path / "r"), "--workers", "2", "--no-progress"]
+    assert train_planner.main(resume) == 0

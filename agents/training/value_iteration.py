@@ -11,18 +11,19 @@ those targets (cross-entropy against the soft targets). The exact 2-player
 solver is never a target: it is a yardstick only (``exact_error``).
 
 ``method="table"`` (a best response to the evaluation tables' bots): the planner plays
-games at those tables, its seat rotating with the bots' order kept (as
-``agents.tournament`` seats them), and learns the value of the positions *after its
-own turn*, the ones it plans against. The bots' turns cannot be planned, so a target
-is a TD(lambda) return along the game: the planner's exact expectation of its next
-turn (``plan_turn`` at that turn start), mixed with the returns of the turns after,
-down to the winner. With lambda near 1 the targets are nearly the games' outcomes,
-calibrated to what the planner really wins there (a prototype with one-turn targets,
-each bootstrapped from a maximum over noisy values, over-estimated its wins at the
-4-player table by about 6 points). One network serves several tables of different
-sizes (the number of players is one of its features). The price is noise: returns
-carry the dice of every bot's turn, and so far (README) this method has not beaten
-the self-play network it starts from.
+games at those tables, in a random seat with the bots' order around it kept (as
+evaluations seat them), and learns the value of the positions *after its own turn*,
+the ones it plans against. The bots' turns cannot be planned, so a target is a
+TD(lambda) return along the game: the planner's exact expectation of its next turn
+(``plan_turn`` at that turn start), mixed with the returns of the turns after, down to
+the winner. The larger lambda, the closer the targets are to what the planner really
+wins there. (A prototype with one-turn targets, each bootstrapped from a maximum over
+noisy values, predicted 45% and 40% for the 4-player table's starts with the planner
+first and last, where it won 38.7% and 33.6% of 1,500 games each.) A target is made
+once, when its game is played, and stays in the buffer as it was. One network serves
+several tables of different sizes (the number of players is one of its features). The
+price is noise: returns carry the dice of every bot's turn, and so far (README) this
+method has not beaten the self-play network it starts from.
 
 ``PlannerConfig`` is the one definition of a run's settings (train_planner.py's flags,
 presets, config.json); ``ValueIteration`` holds a run's trainer, with ``state_dict``
@@ -37,6 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,6 +53,9 @@ from envs.game import ROLL, Game
 from envs.policy import Policy
 from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
 from envs.turn_planner import plan_turn
+
+if TYPE_CHECKING:
+    import torch  # imported by the trainer alone, when it runs
 
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
 REPO = Path(__file__).resolve().parents[2]
@@ -148,8 +153,9 @@ class PlannerConfig:
                 out.append([str(SHIPPED_PPO_2P)])
         return out
 
-    def validate(self) -> None:
-        """Refuse, in one line, any value the run could not use (before any work)."""
+    def validate(self, check_init: bool = True) -> None:
+        """Refuse, in one line, any value the run could not use (before any work);
+        `check_init`: load the --init network too (a resumed run no longer needs it)."""
         check_bounds(self, BOUNDS)
         if self.hold not in HOLD_VARIANTS:
             raise ValueError(f"hold must be {' or '.join(HOLD_VARIANTS)}, got {self.hold!r}")
@@ -163,13 +169,8 @@ class PlannerConfig:
         if self.method not in METHODS:
             raise ValueError(f"method must be {' or '.join(METHODS)}, got {self.method!r}")
         if self.method == "table":
-            sizes = [len(table) + 1 for table in self.tables]
-            if len(set(sizes)) < len(sizes):
-                raise ValueError(
-                    f"the table method learns one table per size, got {len(sizes)} evaluation "
-                    f"tables for sizes {sizes} (give one per size with --eval-tables)"
-                )
-        if self.init:
+            self._check_table_method()
+        if self.init and check_init:
             init_net(self)
         for name in self.opponents:
             make_policy(name).check_game(max(self.players), self.rules)
@@ -178,6 +179,27 @@ class PlannerConfig:
                 raise ValueError(f"an evaluation table seats 1 to 7 others, got {table}")
             for name in table:
                 make_policy(name).check_game(len(table) + 1, self.rules)
+
+    def _check_table_method(self) -> None:
+        sizes = [len(table) + 1 for table in self.tables]
+        if len(set(sizes)) < len(sizes):
+            raise ValueError(
+                f"the table method learns one table per size, got {len(sizes)} evaluation "
+                f"tables for sizes {sizes} (give one per size with --eval-tables)"
+            )
+        if set(sizes) != set(self.players):
+            raise ValueError(
+                f"the table method trains at its tables' sizes {sorted(set(sizes))}: "
+                f"--players must name them, got {self.players}"
+            )
+        if self.opponent_share > 0:
+            raise ValueError("the table method plays the evaluation tables' bots: no opponents")
+        models = [n for t in self.tables for n in t if n.endswith(MODEL_SUFFIXES)]
+        if models and self.workers > 1:
+            raise ValueError(
+                f"the table method's worker processes play scripted bots only, not "
+                f"{models[0]}: use --workers 1"
+            )
 
 
 METHODS = ("self-play", "table")
@@ -258,7 +280,7 @@ def turn_targets(positions: Sequence[tuple[int, ...]], rules: Rules, value_fn) -
 
 
 # ---------------------------------------------------------------- the table method
-_BOTS: dict[str, Policy] = {}  # a worker's bots, built once
+_BOTS: dict[str, Policy] = {}  # the bots of the tables, built once per process
 
 
 def _bot(name: str) -> Policy:
@@ -317,7 +339,7 @@ def _init_worker(net: ValueNet, rules: Rules, lam: float, forked: bool = True) -
     _WORKER.update(net=net, rules=rules, lam=lam)
 
 
-def _worker_returns(job: tuple[tuple[str, ...], int]) -> list:
+def _worker_returns(job: tuple[tuple[str, ...], int]) -> list[tuple[tuple[int, ...], np.ndarray]]:
     table, seed = job
     return table_returns(_WORKER["net"], table, _WORKER["rules"], _WORKER["lam"], seed)
 
@@ -328,18 +350,26 @@ def play_table_games(
     """``table_returns`` of one game per seed, in `cfg.workers` processes (the same
     samples, in the same order, whatever their number)."""
     jobs = [(tuple(table), int(seed)) for seed in seeds]
+    for name in table:
+        _bot(name)  # built once, here, and inherited by the forked workers
     if cfg.workers == 1:
         _init_worker(net, cfg.rules, cfg.lam, forked=False)
-        games = [_worker_returns(job) for job in jobs]
+        games = list(map(_worker_returns, jobs))
     else:
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-        # fork: the workers need no imports of their own, and use numpy only
-        with multiprocessing.get_context("fork").Pool(
-            cfg.workers, _init_worker, (net, cfg.rules, cfg.lam)
+        # fork: the workers need no imports of their own. Safe because they run numpy
+        # only (scripted bots: validate refuses model files here); a worker that dies
+        # raises BrokenProcessPool instead of hanging the run.
+        with ProcessPoolExecutor(
+            cfg.workers,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_init_worker,
+            initargs=(net, cfg.rules, cfg.lam),
         ) as pool:
             chunk = max(1, len(jobs) // (4 * cfg.workers))
-            games = pool.map(_worker_returns, jobs, chunksize=chunk)
+            games = list(pool.map(_worker_returns, jobs, chunksize=chunk))
     return [sample for game in games for sample in game]
 
 
@@ -376,7 +406,7 @@ def torch_logits(model, x: np.ndarray, mask: np.ndarray):
     return out.masked_fill(~torch.as_tensor(mask), float("-inf"))
 
 
-def load_weights(model, net: ValueNet) -> None:
+def load_weights(model: torch.nn.Sequential, net: ValueNet) -> None:
     """Copy a ValueNet's weights into the torch model of the same shape."""
     import torch
 
@@ -403,14 +433,16 @@ class ValueIteration:
     the current network. Deterministic per seed; `state_dict`/`load_state_dict` resume
     a run exactly (same weights as an uninterrupted run, to the last bit)."""
 
-    def __init__(self, cfg: PlannerConfig) -> None:
+    def __init__(self, cfg: PlannerConfig, fresh: bool = True) -> None:
+        """`fresh`: a new run (starting from `cfg.init` if set); False: weights come
+        from ``load_state_dict`` next."""
         import torch
 
         torch.set_num_threads(1)
         self.cfg = cfg
         self.spec = FeatureSpec(cfg.rules)
         self.model = torch_net(self.spec, cfg.hidden, cfg.seed)
-        if cfg.init:
+        if cfg.init and fresh:
             load_weights(self.model, init_net(cfg))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate)
         self.rng = np.random.default_rng(cfg.seed)
