@@ -281,16 +281,17 @@ def planner_rules(config: dict) -> Rules:
 
 def planner_stages(run: Path) -> list[dict]:
     """A planner run as the one stage of its history: config, commands, and a summary
-    (summary.json, or for a run in progress its latest/state.pkl) with the number of
-    iterations, self-play games and wall-clock seconds, and the evaluations (evals.json)."""
+    (summary.json, or for a run in progress or resumed past it its latest/state.pkl:
+    whichever is further) with the number of iterations, games and wall-clock seconds,
+    and the evaluations (evals.json)."""
     config = read_json_object(run / "config.json")
     summary_file, state_file = run / "summary.json", run / "latest" / "state.pkl"
-    if summary_file.is_file():
-        summary = read_json_object(summary_file)
-    elif state_file.is_file():
-        summary = _planner_progress(state_file, config)
-    else:
-        summary = {}
+    summary = read_json_object(summary_file) if summary_file.is_file() else {}
+    if state_file.is_file():
+        progress = _planner_progress(state_file, config)
+        # A run resumed past its end (--iterations N) has an older summary.json.
+        if progress["iterations"] > summary.get("iterations", 0):
+            summary = progress
     evals_file = run / "evals.json"
     evals = []
     if evals_file.is_file():
@@ -322,7 +323,10 @@ def _planner_progress(state_file: Path, config: dict) -> dict:
     except Exception as e:  # a truncated or foreign pickle fails in many ways
         raise ShipError(f"cannot read {state_file}: {e!r}") from None
     games = iterations * int(config.get("games_per_iteration", 0))
-    return {"iterations": iterations, "games": games, "wall_seconds": seconds}
+    evals = float(state.get("eval_seconds", 0.0))
+    return {
+        "iterations": iterations, "games": games, "wall_seconds": seconds, "eval_seconds": evals
+    }
 
 
 def planner_curve(evals: list[dict], path: Path) -> list[dict]:

@@ -210,6 +210,22 @@ def test_the_exported_planner_chooses_the_nets_actions(tmp_path):
     assert result["disagreements"] == 0, result["value_gaps"]
 
 
+def test_the_shipped_multi_player_planner_exports_and_gives_the_hints_of_big_tables(tmp_path):
+    """planner-multi (issue 11, items 4 and 5): its exported bot chooses its actions at
+    3, 4 and 6 players, and it is the source of hints at every table of 3 to 8 players
+    under the default rules (an estimate; 2 players keep the exact solver)."""
+    from agents.value_net import shipped_planner
+
+    net = ROOT / "checkpoints" / "planner-multi" / "value_net.npz"
+    onnx_path = tmp_path / "planner-multi.onnx"
+    assert export.main([str(net), "-o", str(onnx_path)]) == 0
+    result = compare(make_policy(str(net)), make_policy(str(onnx_path)), [3, 4, 6], 600)
+    assert result["decisions"] == 600 and result["disagreements"] == 0, result["value_gaps"]
+    for n in range(3, 9):
+        assert shipped_planner(n, Rules()).name == "planner-multi"
+    assert shipped_planner(3, Rules(hold="all")) is None  # trained under R5 "free" only
+
+
 def test_the_exported_planner_chooses_the_nets_actions_in_a_small_game(shipped, exported):
     result = compare(make_policy(str(shipped)), make_policy(str(exported)), [2, 4, 8], 3000)
     assert result["decisions"] == 3000 and result["disagreements"] == 0, result["value_gaps"]

@@ -370,6 +370,16 @@ def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
             assert ".shipping-" not in f.read_text(), f.name
 
 
+def test_a_run_resumed_past_its_summary_is_described_by_its_state(tmp_path):
+    """summary.json is written when a run finishes; resumed with more --iterations and
+    stopped, its latest/state.pkl is further along, and the card must say so."""
+    run = planner_run(tmp_path / "planner_run", [3], finished=True)
+    stale = {"iterations": 10, "games": 200, "wall_seconds": 300.0, "eval_seconds": 30.0}
+    (run / "summary.json").write_text(json.dumps(stale))
+    summary = ship.planner_stages(run)[0]["summary"]
+    assert summary == {"iterations": 20, "games": 400, "wall_seconds": 600.0, "eval_seconds": 60.0}
+
+
 def test_a_table_method_card_says_what_it_answers_and_where_it_started(tmp_path):
     """A run of the table method is a best response to named tables: its card says so,
     names the network it started from and that network's own training time."""
