@@ -613,8 +613,8 @@ def method_text(config: dict) -> str:
     return (
         "learned as a best response to the scripted bots of fixed tables (the bots after "
         f"its seat, in turn order: {tables}): fitted to TD(lambda = {config.get('lam')}) "
-        "returns of games it played at those tables, so its values are those of that "
-        "table, not of any table"
+        "returns of games it played at those tables, so its values hold at those tables "
+        "only"
     )
 
 
@@ -626,13 +626,12 @@ def init_line(config: dict) -> str:
     line = f"\n- started from the network `{config['init']}`"
     try:
         record = json.loads((init.parent / "eval.json").read_text())
-        line += (
+        return line + (
             f" (iteration {record['iteration']} of its own run, {init.parent.parent.name}, "
             f"reached after {record['wall_seconds'] / 3600:.2f} h of that run)"
         )
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return line
+    except (OSError, ValueError, KeyError, TypeError):  # no run's record beside it
+        return line
 
 
 def card(args: argparse.Namespace, inputs: dict, agent: str, command: str, evaluation: dict) -> str:
