@@ -610,11 +610,18 @@ def method_text(config: dict) -> str:
     known = {f.name for f in dataclasses.fields(PlannerConfig)}
     planner_config = PlannerConfig(**{k: v for k, v in config.items() if k in known})
     tables = ", ".join(f"({','.join(t)})" for t in planner_config.tables)
+    if planner_config.rollouts:
+        targets = (
+            f"fitted, every iteration, to targets re-made from {planner_config.rollouts} "
+            "plays of the bots' turns after each position of its games there, valued at "
+            "its next turn start by its exact plan"
+        )
+    else:
+        targets = f"fitted to TD(lambda = {config.get('lam')}) returns of games it played there"
     return (
         "learned as a best response to the scripted bots of fixed tables (the bots after "
-        f"its seat, in turn order: {tables}): fitted to TD(lambda = {config.get('lam')}) "
-        "returns of games it played at those tables, so its values hold at those tables "
-        "only"
+        f"its seat, in turn order: {tables}): {targets}; so its values hold at those "
+        "tables only"
     )
 
 

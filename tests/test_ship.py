@@ -388,6 +388,8 @@ def test_a_table_method_card_says_what_it_answers_and_where_it_started(tmp_path)
     assert "best response" in text and "lambda = 0.8" in text
     assert "(smart,turn-ev), (smart,turn-ev,threshold:350)" in text
     assert "from self-play" in ship.method_text({"method": "self-play"})
+    rollouts = ship.method_text({**config, "rollouts": 3})
+    assert "3 plays of the bots' turns" in rollouts and "lambda" not in rollouts
     start = tmp_path / "start_run" / "best"
     start.mkdir(parents=True)
     (start / "value_net.npz").write_bytes(b"")

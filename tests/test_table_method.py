@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 
 from agents import make_policy
+from agents.planner import PlannerBot
 from agents.training.value_iteration import (
     PlannerConfig,
     ValueIteration,
     play_table_games,
+    rollout_target,
+    rollout_targets,
     table_returns,
     to_value_net,
     torch_net,
@@ -178,3 +181,86 @@ def test_a_resumed_run_no_longer_needs_its_init_network(tmp_path):
     start.unlink()
     resume = ["--resume", str(tmp_path / "r"), "--workers", "2", "--no-progress"]
     assert train_planner.main(resume) == 0
+
+
+# ---------------------------------------------------------------- rollout targets
+def test_rollout_targets_are_unbiased_against_the_exact_values():
+    """An oracle for rollout targets (2 players, a shrunken game): with the exact values
+    as the planner's value function and the optimal bot at the table, the expected
+    target of a turn start is the exact value of that position for the bot to move
+    (the planner plays optimally from its next turn start on)."""
+    from agents.optimal import two_player_solution
+    from agents.planner import PlannerBot
+
+    solution = two_player_solution(SMALL, show_progress=False)
+    planner = PlannerBot.exact(SMALL, show_progress=False)
+    index = {int(s): i for i, s in enumerate(solution.scores)}
+    for k, position in enumerate([(0, 0), (0, 700), (600, 0), (900, 300), (500, 900)]):
+        target = rollout_target(planner, ["optimal"], SMALL, position, 3000, seed=k)
+        exact = solution.V[index[position[0]], index[position[1]]]
+        assert target.sum() == pytest.approx(1.0)
+        # the target's spread is at most 0.5 per rollout: 3000 rollouts, sd <= 0.009
+        assert target[0] == pytest.approx(exact, abs=0.03), (position, target, exact)
+
+
+def test_a_rollout_target_is_seen_from_the_first_bot_with_the_planner_last():
+    """The planner's plan is made from its own seat (the last of the position) and
+    rolled to the position's order: a planner far ahead gets the large share, last."""
+    value = net(0)
+    planner = PlannerBot(value, rules=SMALL)
+    target = rollout_target(planner, TABLE, SMALL, (0, 0, 900), 20, seed=3)
+    assert target.argmax() == 2 and target.sum() == pytest.approx(1.0)
+    start = plan_turn((900, 0, 0), SMALL, value).probabilities[0, NUM_DICE]
+    # the bots cannot score 1000 from 0 in a turn: every rollout reaches the planner's
+    # turn start at 900, and the bots' banks (or busts) only move the others' scores
+    assert target[2] == pytest.approx(start[0], abs=0.2)
+
+
+def test_a_bot_that_wins_gets_the_whole_target():
+    """R10: a bot that banks the target wins and the rollout ends there, a one-hot; a
+    rollout that reaches the planner's turn gives the bot a share strictly under 1."""
+    planner = PlannerBot(net(0), rules=SMALL)
+    one = [
+        rollout_target(planner, ["threshold:300"], SMALL, (900, 0), 1, seed=s) for s in range(40)
+    ]
+    won = [t for t in one if t[0] == 1.0]
+    assert 0 < len(won) < len(one)  # the bot at 900 needs 100 (R10), and may bust
+    assert all(t[1] == 0.0 for t in won) and all(t[0] < 1 for t in one if t[1] > 0)
+    mean = rollout_target(planner, ["threshold:300"], SMALL, (900, 0), 40, seed=9)
+    np.testing.assert_array_equal(
+        mean, rollout_target(planner, ["threshold:300"], SMALL, (900, 0), 40, seed=9)
+    )
+
+
+def test_rollout_targets_do_not_depend_on_the_number_of_workers():
+    value = net(2)
+    positions = [(0, 0, 0), (500, 0, 700), (900, 600, 0), (0, 800, 800)]
+    seeds = [1, 2, 3, 4]
+    cfgs = [table_config(rollouts=3, workers=w) for w in (1, 2)]
+    one, two = (rollout_targets(cfg, value, positions, seeds) for cfg in cfgs)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.sum() == pytest.approx(1.0) and (a >= 0).all()
+
+
+def test_a_rollout_run_re_targets_its_buffer():
+    trainer = ValueIteration(table_config(rollouts=2, targets_per_iteration=3))
+    first = trainer.iterate()
+    second = trainer.iterate()
+    assert 3 < first["positions"] < second["positions"] and second["fitted"] == 3
+    assert not trainer.samples  # no frozen returns kept
+    assert all(len(p) == 3 and scores_ok(p) for p in trainer.buffer)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"rollouts": -1}, "rollouts must be"),
+        ({"rollouts": 65}, "rollouts must be"),
+        ({"rollouts": 2, "method": "self-play"}, "targets of the table method"),
+    ],
+)
+def test_bad_rollout_settings_are_refused_in_one_line(changes, message):
+    with pytest.raises(ValueError, match=message) as e:
+        table_config(**changes).validate()
+    assert "\n" not in str(e.value)

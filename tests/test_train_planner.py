@@ -41,9 +41,12 @@ def without_clock(evals: list[dict]) -> list[dict]:
 
 
 TABLE_METHOD = ["--method", "table", "--lam", "0.7", "--workers", "2"]
+ROLLOUTS = ["--method", "table", "--rollouts", "2", "--targets-per-iteration", "20"]
 
 
-@pytest.mark.parametrize("method", [[], TABLE_METHOD], ids=["self-play", "table"])
+@pytest.mark.parametrize(
+    "method", [[], TABLE_METHOD, ROLLOUTS], ids=["self-play", "table", "table-rollouts"]
+)
 def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, method):
     assert train(tmp_path, "--run-name", "straight", *method) == 0
     assert train(tmp_path, "--run-name", "pieces", "--stop-after", "2", *method) == 0
@@ -148,6 +151,7 @@ def test_presets_and_saved_configs_are_typed(values, message):
         ("planner_multi", [3, 4, 6], "self-play"),
         ("planner_4p", [4], "self-play"),
         ("planner_tables", [3, 4, 6], "table"),  # its --init network is committed
+        ("planner_rollouts", [3, 4, 6], "table"),
     ],
 )
 def test_the_shipped_presets_load_and_validate(preset, players, method):

@@ -17,13 +17,17 @@ the ones it plans against. The bots' turns cannot be planned, so a target is a
 TD(lambda) return along the game: the planner's exact expectation of its next turn
 (``plan_turn`` at that turn start), mixed with the returns of the turns after, down to
 the winner. The larger lambda, the closer the targets are to what the planner really
-wins there. (A prototype with one-turn targets, each bootstrapped from a maximum over
-noisy values, predicted 45% and 40% for the 4-player table's starts with the planner
-first and last, where it won 38.7% and 33.6% of 1,500 games each.) A target is made
-once, when its game is played, and stays in the buffer as it was. One network serves
-several tables of different sizes (the number of players is one of its features). The
-price is noise: returns carry the dice of every bot's turn, and so far (README) this
-method has not beaten the self-play network it starts from.
+wins there. Such a target is made once, when its game is played, and stays in the
+buffer as it was; it carries the dice of every bot's turn up to the game's end, and so
+far (README) these returns have not beaten the self-play network they start from.
+
+``rollouts=K`` (K > 0) makes the table method's targets as self-play does, fresh every
+iteration from a sample of the buffered positions, with the bots' turns sampled: a
+position's target is the mean, over K plays of the bots' turns from it, of the
+planner's exact expectation at its next turn start under the current network (a bot
+that wins: 1 for it). The dice noise is that of one round of bot turns (its variance
+over K), and the targets follow the network as it improves. One network serves several tables
+of different sizes (the number of players is one of its features).
 
 ``PlannerConfig`` is the one definition of a run's settings (train_planner.py's flags,
 presets, config.json); ``ValueIteration`` holds a run's trainer, with ``state_dict``
@@ -108,6 +112,11 @@ class PlannerConfig:
     lam: float = 0.8
     """lambda of the "table" method's returns (1: the game's outcome, 0: the next turn's
     planned expectation)."""
+    rollouts: int = 0
+    """The "table" method's targets. 0: TD(lambda) returns (--lam), made once when
+    their game is played. K > 0: every iteration re-targets a sample of the buffered
+    positions, each by K rollouts of the bots' turns to the planner's next turn start,
+    valued there by its exact plan under the current network (a bot's win: 1 for it)."""
     init: str = ""
     """Start from this value network (.npz, same rules and hidden sizes; a relative path
     is read from the repository's root) instead of random weights; empty: random."""
@@ -170,6 +179,8 @@ class PlannerConfig:
             raise ValueError(f"method must be {' or '.join(METHODS)}, got {self.method!r}")
         if self.method == "table":
             self._check_table_method()
+        elif self.rollouts:
+            raise ValueError("rollouts are targets of the table method (--method table)")
         if self.init and check_init:
             init_net(self)
         for name in self.opponents:
@@ -211,6 +222,7 @@ BOUNDS = {
     **dict.fromkeys(("learning_rate", "eval_games", "checkpoint_freq"), POSITIVE),
     **dict.fromkeys(("epsilon", "opponent_share", "lam"), FRACTION),
     "workers": ("between 1 and 64", lambda v: 1 <= v <= 64),
+    "rollouts": ("between 0 and 64", lambda v: 0 <= v <= 64),
     "eval_freq": (">= 0 (0: only at the end)", lambda v: v >= 0),
     "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
 }
@@ -329,19 +341,83 @@ def table_returns(
     return out[::-1]
 
 
+def _planner_turn_start(game: Game) -> bool:
+    """An `until` for a rollout: the last seat (the planner's) starts its turn."""
+    return turn_start(game) is not None and game.state.current == game.n_players - 1
+
+
+def rollout_target(
+    planner: PlannerBot,
+    table: Sequence[str],
+    rules: Rules,
+    position: tuple[int, ...],
+    rollouts: int,
+    seed: int,
+) -> np.ndarray:
+    """The value of `position`, a turn start of the first of `table`'s bots with the
+    planner seated after the last of them (scores in that turn order), estimated by
+    `rollouts` plays of the bots' turns: each ends at the planner's next turn start,
+    valued by its exact plan there (every player's win probability), or at a win."""
+    rng = np.random.default_rng(seed)
+    n = len(position)
+    policies: list[Policy | None] = [_bot(name) for name in table] + [None]
+    total = np.zeros(n)
+    for _ in range(rollouts):
+        game = Game(n, rules, seed=rng)
+        game.state.scores = list(position)
+        play(game, policies, rng, until=_planner_turn_start)
+        if game.state.winner is not None:
+            total[game.state.winner] += 1.0
+        else:  # the plan is from the planner's seat, the last: roll it to this order
+            total += np.roll(planner.plan(game).probabilities[0, NUM_DICE], -1)
+    return total / rollouts
+
+
 _WORKER: dict = {}
 
 
-def _init_worker(net: ValueNet, rules: Rules, lam: float, forked: bool = True) -> None:
+def _init_worker(cfg: PlannerConfig, net: ValueNet, forked: bool = True) -> None:
     if forked:  # the parent handles Ctrl-C and stops the pool (SIGTERM) itself
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _WORKER.update(net=net, rules=rules, lam=lam)
+    # one planner per process and network: its plans are cached across jobs
+    _WORKER.update(cfg=cfg, net=net, planner=PlannerBot(net, rules=cfg.rules))
 
 
 def _worker_returns(job: tuple[tuple[str, ...], int]) -> list[tuple[tuple[int, ...], np.ndarray]]:
     table, seed = job
-    return table_returns(_WORKER["net"], table, _WORKER["rules"], _WORKER["lam"], seed)
+    cfg = _WORKER["cfg"]
+    return table_returns(_WORKER["net"], table, cfg.rules, cfg.lam, seed)
+
+
+def _worker_rollouts(job: tuple[tuple[str, ...], tuple[int, ...], int]) -> np.ndarray:
+    table, position, seed = job
+    cfg = _WORKER["cfg"]
+    return rollout_target(_WORKER["planner"], table, cfg.rules, position, cfg.rollouts, seed)
+
+
+def _in_workers(cfg: PlannerConfig, net: ValueNet, work: Callable, jobs: list) -> list:
+    """``map(work, jobs)`` in `cfg.workers` processes (the same results, in the same
+    order, whatever their number)."""
+    for name in {name for table in cfg.tables for name in table}:
+        _bot(name)  # built once, here, and inherited by the forked workers
+    if cfg.workers == 1:
+        _init_worker(cfg, net, forked=False)
+        return list(map(work, jobs))
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork: the workers need no imports of their own. Safe because they run numpy
+    # only (scripted bots: validate refuses model files here); a worker that dies
+    # raises BrokenProcessPool instead of hanging the run.
+    with ProcessPoolExecutor(
+        cfg.workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_init_worker,
+        initargs=(cfg, net),
+    ) as pool:
+        chunk = max(1, len(jobs) // (4 * cfg.workers))
+        return list(pool.map(work, jobs, chunksize=chunk))
 
 
 def play_table_games(
@@ -350,27 +426,17 @@ def play_table_games(
     """``table_returns`` of one game per seed, in `cfg.workers` processes (the same
     samples, in the same order, whatever their number)."""
     jobs = [(tuple(table), int(seed)) for seed in seeds]
-    for name in table:
-        _bot(name)  # built once, here, and inherited by the forked workers
-    if cfg.workers == 1:
-        _init_worker(net, cfg.rules, cfg.lam, forked=False)
-        games = list(map(_worker_returns, jobs))
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    return [sample for game in _in_workers(cfg, net, _worker_returns, jobs) for sample in game]
 
-        # fork: the workers need no imports of their own. Safe because they run numpy
-        # only (scripted bots: validate refuses model files here); a worker that dies
-        # raises BrokenProcessPool instead of hanging the run.
-        with ProcessPoolExecutor(
-            cfg.workers,
-            mp_context=multiprocessing.get_context("fork"),
-            initializer=_init_worker,
-            initargs=(net, cfg.rules, cfg.lam),
-        ) as pool:
-            chunk = max(1, len(jobs) // (4 * cfg.workers))
-            games = list(pool.map(_worker_returns, jobs, chunksize=chunk))
-    return [sample for game in games for sample in game]
+
+def rollout_targets(
+    cfg: PlannerConfig, net: ValueNet, positions: Sequence[tuple[int, ...]], seeds: Sequence[int]
+) -> list[np.ndarray]:
+    """``rollout_target`` of each position (at the table of its size), one seed each,
+    in `cfg.workers` processes."""
+    tables = {len(table) + 1: tuple(table) for table in cfg.tables}
+    jobs = [(tables[len(p)], p, int(seed)) for p, seed in zip(positions, seeds, strict=True)]
+    return _in_workers(cfg, net, _worker_rollouts, jobs)
 
 
 def init_net(cfg: PlannerConfig) -> ValueNet:
@@ -462,6 +528,37 @@ class ValueIteration:
         seen = play_games(
             cfg, self.planner, n_players, cfg.games_per_iteration, self.rng, self.opponents
         )
+        keys = self._remember(seen, it)
+        targets = turn_targets(keys, cfg.rules, self.net)
+        loss = self._fit(keys, targets)
+        return self._next(n_players, len(self.buffer), len(keys), loss, start)
+
+    def _iterate_tables(self) -> dict:
+        """One iteration of the table method: games at the next table, then a fit on
+        the most recent samples (their returns), or on a sample of the buffered
+        positions re-targeted by rollouts."""
+        cfg, it, start = self.cfg, self.iteration, time.perf_counter()
+        table = cfg.tables[it % len(cfg.tables)]
+        seeds = self.rng.integers(2**63, size=cfg.games_per_iteration)
+        played = play_table_games(cfg, self.net, table, seeds)
+        if cfg.rollouts:
+            keys = self._remember([position for position, _ in played], it)
+            seeds = self.rng.integers(2**63, size=len(keys))
+            loss = self._fit(keys, rollout_targets(cfg, self.net, keys, seeds))
+            return self._next(len(table) + 1, len(self.buffer), len(keys), loss, start)
+        self.samples += played
+        del self.samples[: max(0, len(self.samples) - cfg.buffer_size)]
+        size, chosen = len(self.samples), range(len(self.samples))
+        if size > cfg.targets_per_iteration:
+            chosen = np.sort(self.rng.choice(size, cfg.targets_per_iteration, replace=False))
+        keys = [self.samples[i][0] for i in chosen]
+        loss = self._fit(keys, [self.samples[i][1] for i in chosen])
+        return self._next(len(table) + 1, len(self.samples), len(keys), loss, start)
+
+    def _remember(self, seen: Sequence[tuple[int, ...]], it: int) -> list[tuple[int, ...]]:
+        """Add positions to the buffer (the most recently seen kept); the positions to
+        re-target this iteration, a random sample of it."""
+        cfg = self.cfg
         for p in seen:
             self.buffer.pop(p, None)
             self.buffer[p] = it
@@ -471,24 +568,7 @@ class ValueIteration:
         if len(keys) > cfg.targets_per_iteration:
             chosen = self.rng.choice(len(keys), cfg.targets_per_iteration, replace=False)
             keys = [keys[i] for i in np.sort(chosen)]
-        targets = turn_targets(keys, cfg.rules, self.net)
-        loss = self._fit(keys, targets)
-        return self._next(n_players, len(self.buffer), len(keys), loss, start)
-
-    def _iterate_tables(self) -> dict:
-        """One iteration of the table method: games at the next table, then a fit on
-        the most recent samples."""
-        cfg, it, start = self.cfg, self.iteration, time.perf_counter()
-        table = cfg.tables[it % len(cfg.tables)]
-        seeds = self.rng.integers(2**63, size=cfg.games_per_iteration)
-        self.samples += play_table_games(cfg, self.net, table, seeds)
-        del self.samples[: max(0, len(self.samples) - cfg.buffer_size)]
-        size, chosen = len(self.samples), range(len(self.samples))
-        if size > cfg.targets_per_iteration:
-            chosen = np.sort(self.rng.choice(size, cfg.targets_per_iteration, replace=False))
-        keys = [self.samples[i][0] for i in chosen]
-        loss = self._fit(keys, [self.samples[i][1] for i in chosen])
-        return self._next(len(table) + 1, len(self.samples), len(keys), loss, start)
+        return keys
 
     def _next(self, n_players: int, positions: int, fitted: int, loss: float, start: float) -> dict:
         """The fitted network becomes the current one; the iteration's statistics."""
