@@ -612,9 +612,9 @@ def method_text(config: dict) -> str:
     tables = ", ".join(f"({','.join(t)})" for t in planner_config.tables)
     if planner_config.rollouts:
         targets = (
-            f"fitted, every iteration, to targets re-made from {planner_config.rollouts} "
-            "plays of the bots' turns after each position of its games there, valued at "
-            "its next turn start by its exact plan"
+            "fitted, every iteration, to targets re-made for a sample of the positions "
+            f"after its turns in games there: {planner_config.rollouts} plays of the bots' "
+            "turns from each, valued at its next turn start by its exact plan"
         )
     else:
         targets = f"fitted to TD(lambda = {config.get('lam')}) returns of games it played there"

@@ -1,7 +1,9 @@
 """The planner's table method (agents.training.value_iteration, method="table"): a best
 response to the bots of fixed tables, learned from TD(lambda) returns of games there.
 The returns are checked against their definition, game by game; the samples do not
-depend on the number of worker processes; a run can start from a saved network."""
+depend on the number of worker processes; a run can start from a saved network. Rollout
+targets (rollouts=K) are checked against the exact 2-player values (an oracle), and for
+where a rollout stops and how its plan is turned into the position's order."""
 
 import numpy as np
 import pytest
@@ -203,33 +205,54 @@ def test_rollout_targets_are_unbiased_against_the_exact_values():
         assert target[0] == pytest.approx(exact, abs=0.03), (position, target, exact)
 
 
-def test_a_rollout_target_is_seen_from_the_first_bot_with_the_planner_last():
-    """The planner's plan is made from its own seat (the last of the position) and
-    rolled to the position's order: a planner far ahead gets the large share, last."""
-    value = net(0)
-    planner = PlannerBot(value, rules=SMALL)
-    target = rollout_target(planner, TABLE, SMALL, (0, 0, 900), 20, seed=3)
-    assert target.argmax() == 2 and target.sum() == pytest.approx(1.0)
-    start = plan_turn((900, 0, 0), SMALL, value).probabilities[0, NUM_DICE]
-    # the bots cannot score 1000 from 0 in a turn: every rollout reaches the planner's
-    # turn start at 900, and the bots' banks (or busts) only move the others' scores
-    assert target[2] == pytest.approx(start[0], abs=0.2)
+class SpyPlanner:
+    """The planner, noting the games it plans (where the rollouts stopped)."""
+
+    def __init__(self, planner: PlannerBot) -> None:
+        self.planner, self.games = planner, []
+
+    def plan(self, game):
+        self.games.append((list(game.state.scores), game.state.current, game.state.phase))
+        return self.planner.plan(game)
 
 
-def test_a_bot_that_wins_gets_the_whole_target():
-    """R10: a bot that banks the target wins and the rollout ends there, a one-hot; a
-    rollout that reaches the planner's turn gives the bot a share strictly under 1."""
+@pytest.mark.parametrize("seed", range(8))
+def test_a_rollout_target_is_seen_from_the_first_bot_with_the_planner_last(seed):
+    """A rollout stops at the planner's turn start (the last seat, before its first
+    roll) and its target is the planner's plan there, made from its own seat and rolled
+    into the position's order (the planner last); or a one-hot for a winner."""
+    value = net(seed)
+    spy = SpyPlanner(PlannerBot(value, rules=SMALL))
+    position = [(0, 0, 900), (500, 700, 0), (800, 0, 600), (0, 300, 300)][seed % 4]
+    target = rollout_target(spy, TABLE, SMALL, position, 1, seed=seed)
+    assert target.sum() == pytest.approx(1.0)
+    if not spy.games:  # someone won during the bots' turns
+        assert sorted(target) == [0.0, 0.0, 1.0]
+        return
+    [(scores, current, phase)] = spy.games
+    assert (current, phase) == (2, ROLL) and all(s == 0 or s >= SMALL.entry for s in scores)
+    mine = plan_turn((scores[2], scores[0], scores[1]), SMALL, value).probabilities[0, NUM_DICE]
+    np.testing.assert_allclose(target, [mine[1], mine[2], mine[0]], atol=1e-12)
+
+
+def test_a_planner_far_ahead_gets_the_large_share_last():
+    target = rollout_target(PlannerBot(net(0), rules=SMALL), TABLE, SMALL, (0, 0, 900), 20, 3)
+    assert target.argmax() == 2
+
+
+def test_a_win_during_the_bots_turns_is_a_one_hot_for_the_winner():
+    """R8-R10: the bot at 900 wins by banking exactly 100 more; an overshoot of it
+    gives the points to the planner at 600 (R9), who may reach 1000 and win so; a
+    rollout that reaches the planner's turn gives no one a certain win."""
     planner = PlannerBot(net(0), rules=SMALL)
-    one = [
-        rollout_target(planner, ["threshold:300"], SMALL, (900, 0), 1, seed=s) for s in range(40)
-    ]
-    won = [t for t in one if t[0] == 1.0]
-    assert 0 < len(won) < len(one)  # the bot at 900 needs 100 (R10), and may bust
-    assert all(t[1] == 0.0 for t in won) and all(t[0] < 1 for t in one if t[1] > 0)
-    mean = rollout_target(planner, ["threshold:300"], SMALL, (900, 0), 40, seed=9)
-    np.testing.assert_array_equal(
-        mean, rollout_target(planner, ["threshold:300"], SMALL, (900, 0), 40, seed=9)
-    )
+    bot = ["threshold:300"]
+    one = [rollout_target(planner, bot, SMALL, (900, 600), 1, seed=s) for s in range(200)]
+    bot_won = [t for t in one if t[0] == 1.0]
+    planner_won = [t for t in one if t[1] == 1.0]
+    assert bot_won and planner_won and len(bot_won) + len(planner_won) < len(one)
+    assert all(0 < t[0] < 1 for t in one if 0 < t[1] < 1)
+    again = [rollout_target(planner, bot, SMALL, (900, 600), 1, seed=s) for s in range(200)]
+    np.testing.assert_array_equal(one, again)  # same seed, same target
 
 
 def test_rollout_targets_do_not_depend_on_the_number_of_workers():
@@ -238,17 +261,30 @@ def test_rollout_targets_do_not_depend_on_the_number_of_workers():
     seeds = [1, 2, 3, 4]
     cfgs = [table_config(rollouts=3, workers=w) for w in (1, 2)]
     one, two = (rollout_targets(cfg, value, positions, seeds) for cfg in cfgs)
-    for a, b in zip(one, two, strict=True):
+    planner = PlannerBot(value, rules=SMALL)
+    for a, b, p, seed in zip(one, two, positions, seeds, strict=True):
         np.testing.assert_array_equal(a, b)
-        assert a.sum() == pytest.approx(1.0) and (a >= 0).all()
+        np.testing.assert_array_equal(a, rollout_target(planner, TABLE, SMALL, p, 3, seed))
 
 
-def test_a_rollout_run_re_targets_its_buffer():
+def test_a_rollout_run_re_targets_a_sample_of_its_buffer(monkeypatch):
+    """Every iteration re-targets, by rollouts, a sample of the buffered positions (no
+    frozen returns are kept)."""
+    import agents.training.value_iteration as vi
+
+    asked = []
+
+    def spy(cfg, net, positions, seeds):
+        asked.append(list(positions))
+        return rollout_targets(cfg, net, positions, seeds)
+
+    monkeypatch.setattr(vi, "rollout_targets", spy)
     trainer = ValueIteration(table_config(rollouts=2, targets_per_iteration=3))
     first = trainer.iterate()
     second = trainer.iterate()
     assert 3 < first["positions"] < second["positions"] and second["fitted"] == 3
-    assert not trainer.samples  # no frozen returns kept
+    assert [len(a) for a in asked] == [3, 3] and not trainer.samples
+    assert all(p in trainer.buffer for a in asked for p in a)
     assert all(len(p) == 3 and scores_ok(p) for p in trainer.buffer)
 
 

@@ -41,7 +41,9 @@ def without_clock(evals: list[dict]) -> list[dict]:
 
 
 TABLE_METHOD = ["--method", "table", "--lam", "0.7", "--workers", "2"]
-ROLLOUTS = ["--method", "table", "--rollouts", "2", "--targets-per-iteration", "20"]
+ROLLOUTS = [
+    "--method", "table", "--rollouts", "2", "--targets-per-iteration", "20", "--workers", "2"
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(

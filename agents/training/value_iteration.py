@@ -24,10 +24,13 @@ far (README) these returns have not beaten the self-play network they start from
 ``rollouts=K`` (K > 0) makes the table method's targets as self-play does, fresh every
 iteration from a sample of the buffered positions, with the bots' turns sampled: a
 position's target is the mean, over K plays of the bots' turns from it, of the
-planner's exact expectation at its next turn start under the current network (a bot
-that wins: 1 for it). The dice noise is that of one round of bot turns (its variance
-over K), and the targets follow the network as it improves. One network serves several tables
-of different sizes (the number of players is one of its features).
+planner's exact expectation at its next turn start under the current network (a win
+during the bots' turns, a bot's or the planner's by a gift (R9): a one-hot for the
+winner). The dice noise is that of one round of bot turns, its variance divided by K,
+and the targets follow the network as it improves.
+
+Either way one network serves several tables of different sizes (the number of
+players is one of its features).
 
 ``PlannerConfig`` is the one definition of a run's settings (train_planner.py's flags,
 presets, config.json); ``ValueIteration`` holds a run's trainer, with ``state_dict``
@@ -111,17 +114,19 @@ class PlannerConfig:
     tables: TD(lambda) returns of games at those tables; see the module doc)."""
     lam: float = 0.8
     """lambda of the "table" method's returns (1: the game's outcome, 0: the next turn's
-    planned expectation)."""
+    planned expectation); unused with rollouts."""
     rollouts: int = 0
     """The "table" method's targets. 0: TD(lambda) returns (--lam), made once when
     their game is played. K > 0: every iteration re-targets a sample of the buffered
     positions, each by K rollouts of the bots' turns to the planner's next turn start,
-    valued there by its exact plan under the current network (a bot's win: 1 for it)."""
+    valued there by its exact plan under the current network (a win on the way: a
+    one-hot for the winner)."""
     init: str = ""
     """Start from this value network (.npz, same rules and hidden sizes; a relative path
     is read from the repository's root) instead of random weights; empty: random."""
     workers: int = 1
-    """Processes playing the "table" method's games (the results do not depend on it)."""
+    """Processes playing the "table" method's games and rollouts (the results do not
+    depend on it)."""
 
     # --- evaluation and checkpoints
     eval_freq: int = 10
@@ -357,7 +362,8 @@ def rollout_target(
     """The value of `position`, a turn start of the first of `table`'s bots with the
     planner seated after the last of them (scores in that turn order), estimated by
     `rollouts` plays of the bots' turns: each ends at the planner's next turn start,
-    valued by its exact plan there (every player's win probability), or at a win."""
+    valued by its exact plan there (every player's win probability), or at a win (a
+    bot's, or the planner's by a gift, R9: a one-hot for the winner)."""
     rng = np.random.default_rng(seed)
     n = len(position)
     policies: list[Policy | None] = [_bot(name) for name in table] + [None]
