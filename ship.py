@@ -603,14 +603,21 @@ export it with
 
 def method_text(config: dict) -> str:
     """How a planner run learned its values, in words (its config's method)."""
-    if config.get("method") != "table":
+    if config.get("method") not in ("table", "exact-table"):
         return "learned by fitted value iteration from self-play"
     from agents.training.value_iteration import PlannerConfig  # torch-free, but heavy
 
     known = {f.name for f in dataclasses.fields(PlannerConfig)}
     planner_config = PlannerConfig(**{k: v for k, v in config.items() if k in known})
     tables = ", ".join(f"({','.join(t)})" for t in planner_config.tables)
-    if planner_config.rollouts:
+    if planner_config.method == "exact-table":
+        targets = (
+            "fitted by value iteration over every turn start of games there, the bots' "
+            "included: a bot's turn valued by its exact ends (every roll and its choices, "
+            "envs.turn_outcomes), the planner's by its exact plan; the network reads the "
+            "agent's seat"
+        )
+    elif planner_config.rollouts:
         targets = (
             "fitted, every iteration, to targets re-made for a sample of the positions "
             f"after its turns in games there: {planner_config.rollouts} plays of the bots' "

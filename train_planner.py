@@ -361,11 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     start = run.trainer.iteration
     what = f"resuming {shown(run_dir)} at iteration {start}" if start else f"run {shown(run_dir)}"
     tables = ", ".join(table_label(t) for t in config.tables)
-    games = (
-        f"self-play games at {config.players} players"
-        if config.method == "self-play"
-        else "games at the evaluation tables in turn (the table method)"
-    )
+    games = {
+        "self-play": f"self-play games at {config.players} players",
+        "table": "games at the evaluation tables in turn (the table method)",
+        "exact-table": "games at the evaluation table (the exact-table method)",
+    }[config.method]
     print(f"{what}: {config.iterations - start} iterations of {config.games_per_iteration} "
           f"{games}, hold {config.hold}; evaluation every {config.eval_freq} iterations "
           f"against {tables}", flush=True)

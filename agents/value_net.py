@@ -19,6 +19,13 @@ Features (``FeatureSpec``), per seat, seat 0 the mover, padded to 8 seats:
   unlike a one-hot code, neighbouring scores share all but one unit, so what is
   learned at one score carries to the next.
 
+A network trained for one table of known bots (``FeatureSpec.table``: the bots seated
+after the agent, in turn order) also reads where the agent sits: one more one-hot of 8,
+the agent's index in the position's turn order. That table's bots play differently from
+one another, so a position is worth something else according to who is to move; as a
+``ValueFn`` (``ValueNet.__call__``) such a network values the ends of the agent's own
+turn, where the agent is the last in turn order.
+
 Output: 8 logits, a softmax over the present seats (absent seats masked out), so the
 probabilities of a table always add up to 1 (R9: a game ends with one winner).
 
@@ -42,6 +49,7 @@ from envs.rules import Rules
 
 MAX_PLAYERS = 8
 FEATURE_VERSION = 1
+TABLE_FEATURE_VERSION = 2  # version 1 plus the agent's seat, for a net of one table
 KIND = "fivethousand-value-net"  # the "meta" kind of a saved value net
 FILE_STEM = "value_net"  # RUN/best/value_net.npz, checkpoints/NAME/value_net.npz
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"  # the shipped agents
@@ -53,7 +61,18 @@ class FeatureSpec:
 
     rules: Rules = field(default_factory=Rules)
     max_players: int = MAX_PLAYERS
-    version: int = FEATURE_VERSION
+    table: tuple[str, ...] = ()  # the bots after the agent, for a net of one table
+
+    @property
+    def version(self) -> int:
+        return TABLE_FEATURE_VERSION if self.table else FEATURE_VERSION
+
+    @property
+    def players(self) -> tuple[int, ...]:
+        """The table sizes the network values."""
+        if self.table:
+            return (len(self.table) + 1,)
+        return tuple(range(2, self.max_players + 1))
 
     @property
     def bins(self) -> int:
@@ -65,23 +84,30 @@ class FeatureSpec:
 
     @property
     def size(self) -> int:
-        return self.max_players * self.per_seat + self.max_players - 1
+        agent_seat = self.max_players if self.table else 0
+        return self.max_players * self.per_seat + self.max_players - 1 + agent_seat
 
     def to_dict(self) -> dict:
-        return {
-            "rules": self.rules.to_dict(),
-            "max_players": self.max_players,
-            "version": self.version,
-        }
+        d = {"rules": self.rules.to_dict(), "max_players": self.max_players}
+        if self.table:
+            d["table"] = list(self.table)
+        return {**d, "version": self.version}
 
     @classmethod
     def from_dict(cls, d: dict) -> FeatureSpec:
-        if d.get("version") != FEATURE_VERSION:
+        table = tuple(d.get("table", ()))
+        expected = TABLE_FEATURE_VERSION if table else FEATURE_VERSION
+        if d.get("version") != expected:
             raise ValueError(
                 f"value-net features version {d.get('version')!r}, "
-                f"this code reads {FEATURE_VERSION}"
+                f"this code reads {expected}{' (a table net)' * bool(table)}"
             )
-        return cls(Rules(**d["rules"]), int(d["max_players"]), FEATURE_VERSION)
+        if table and (
+            not all(isinstance(name, str) for name in table)
+            or not 2 <= len(table) + 1 <= int(d["max_players"])
+        ):
+            raise ValueError(f"value-net features: not a table of bots: {d['table']!r}")
+        return cls(Rules(**d["rules"]), int(d["max_players"]), table)
 
     def check(self, positions: np.ndarray) -> np.ndarray:
         """`positions` as an int array (B, N), or a one-line ValueError."""
@@ -100,10 +126,17 @@ class FeatureSpec:
             raise ValueError(f"not a turn-start score under {r}: {int(bad)} (R8, R10)")
         return p.astype(np.int64)
 
-    def encode(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(features (B, size) float32, mask (B, max_players) bool) of valid positions."""
+    def encode(
+        self, positions: np.ndarray, agent: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(features (B, size) float32, mask (B, max_players) bool) of valid positions.
+        `agent`: for a table net, the agent's index in each position's turn order (B,);
+        None: the last (the ends of the agent's own turn)."""
         p = self.check(positions)
         b, n = p.shape
+        if self.table and n != len(self.table) + 1:
+            raise ValueError(f"a net of the table {self.table} values {len(self.table) + 1} "
+                             f"players, not {n}")
         x = np.zeros((b, self.max_players, self.per_seat), dtype=np.float32)
         x[:, :n, 0] = 1.0
         x[:, :n, 1] = p > 0
@@ -113,7 +146,14 @@ class FeatureSpec:
         players[:, n - 2] = 1.0
         mask = np.zeros((b, self.max_players), dtype=bool)
         mask[:, :n] = True
-        return np.concatenate([x.reshape(b, -1), players], axis=1), mask
+        parts = [x.reshape(b, -1), players]
+        if self.table:
+            seat = np.zeros((b, self.max_players), dtype=np.float32)
+            seat[np.arange(b), n - 1 if agent is None else np.asarray(agent)] = 1.0
+            parts.append(seat)
+        elif agent is not None:
+            raise ValueError("only a net of one table reads the agent's seat")
+        return np.concatenate(parts, axis=1), mask
 
 
 def masked_softmax(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -154,8 +194,8 @@ class ValueNet:
             x = np.tanh(x @ w + b)
         return x @ self.weights[-1] + self.biases[-1]
 
-    def __call__(self, positions: np.ndarray) -> np.ndarray:
-        x, mask = self.spec.encode(positions)
+    def __call__(self, positions: np.ndarray, agent: np.ndarray | None = None) -> np.ndarray:
+        x, mask = self.spec.encode(positions, agent)
         n = int(mask[0].sum())
         return masked_softmax(self.logits(x).astype(np.float64), mask)[:, :n]
 
@@ -196,7 +236,7 @@ class ValueNet:
 def planner_for(value_fn, spec: FeatureSpec, name: str) -> PlannerBot:
     """The planner playing `value_fn` (a network reading `spec`): the tables and rules
     that `spec` encodes are the only ones it accepts (``check_game``)."""
-    return PlannerBot(value_fn, players=range(2, spec.max_players + 1), rules=spec.rules, name=name)
+    return PlannerBot(value_fn, players=spec.players, rules=spec.rules, name=name)
 
 
 def agent_name(path: str | Path) -> str:
@@ -251,7 +291,8 @@ def shipped_planner(
     whose network serves `n_players` under `rules`, preferring one trained at that table
     size (its config.json); None if none fits. A file that does not load is skipped, and
     so, for 3+ players, is a net trained only at 2 (its values of bigger tables were
-    never fitted: no estimate at all is better than a meaningless one)."""
+    never fitted: no estimate at all is better than a meaningless one), and so is a net
+    of one table of bots (its values hold against those bots only)."""
     fitting = []
     for path in sorted(Path(folder).glob(f"*/{FILE_STEM}.npz")):
         try:
@@ -259,7 +300,7 @@ def shipped_planner(
         except ValueError:
             continue
         trained = trained_players(path)
-        if n_players > 2 and trained and max(trained) == 2:
+        if net.spec.table or (n_players > 2 and trained and max(trained) == 2):
             continue
         if net.spec.rules == rules and 2 <= n_players <= net.spec.max_players:
             fitting.append((n_players not in trained, path, net))

@@ -26,10 +26,12 @@ SNAPSHOT_2P = ROOT / "checkpoints" / "ppo_2p_free_seed1" / "snapshots" / "step77
 SMALL = Rules(target=2000, entry=300)  # a shrunken game: small nets, quick plans
 
 
-def random_net(rules: Rules = SMALL, hidden=(32, 32), seed: int = 0, players: int = 8):
+def random_net(
+    rules: Rules = SMALL, hidden=(32, 32), seed: int = 0, players: int = 8, table=()
+):
     """An untrained value net with numpy weights (no torch): any values, as a net may
     have, so near-ties are as likely as in a trained one."""
-    spec = FeatureSpec(rules, max_players=players)
+    spec = FeatureSpec(rules, max_players=players, table=tuple(table))
     rng = np.random.default_rng(seed)
     sizes = [spec.size, *hidden, spec.max_players]
     weights = [rng.normal(0, a**-0.5, size=(a, b)) for a, b in zip(sizes, sizes[1:], strict=False)]
@@ -208,6 +210,28 @@ def test_the_exported_planner_chooses_the_nets_actions(tmp_path):
     result = compare(npz, onnx, [2, 3], PARITY_DECISIONS)
     assert result["decisions"] == PARITY_DECISIONS
     assert result["disagreements"] == 0, result["value_gaps"]
+
+
+def test_an_exported_table_net_chooses_the_nets_actions(tmp_path):
+    """A network of one table (it reads the agent's seat: FeatureSpec version 2) exports
+    with its table, plays that table size only, and its .onnx planner chooses the .npz
+    planner's actions; hints never come from it."""
+    from agents.value_net import shipped_planner
+
+    (tmp_path / "planner-table").mkdir()
+    path = tmp_path / "planner-table" / "value_net.npz"
+    table = ("smart", "turn-ev", "threshold:350")
+    net = random_net(Rules(), hidden=(64, 64), seed=5, table=table).save(path)
+    onnx_path = tmp_path / "planner-table.onnx"
+    assert export.main([str(net), "-o", str(onnx_path)]) == 0
+    npz, onnx = make_policy(str(net)), make_policy(str(onnx_path))
+    assert onnx.value_fn.spec.table == table
+    result = compare(npz, onnx, [4], PARITY_DECISIONS)
+    assert result["decisions"] == PARITY_DECISIONS
+    assert result["disagreements"] == 0, result["value_gaps"]
+    with pytest.raises(ValueError, match="values games of 4 players, not 3"):
+        onnx.check_game(3, Rules())
+    assert shipped_planner(4, Rules(), folder=tmp_path) is None
 
 
 def test_the_shipped_multi_player_planner_exports_and_gives_the_hints_of_big_tables(tmp_path):

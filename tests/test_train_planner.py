@@ -46,8 +46,13 @@ ROLLOUTS = [
 ]  # fmt: skip
 
 
+EXACT_TABLE = ["--method", "exact-table", "--sweeps", "2", "--workers", "2"]
+
+
 @pytest.mark.parametrize(
-    "method", [[], TABLE_METHOD, ROLLOUTS], ids=["self-play", "table", "table-rollouts"]
+    "method",
+    [[], TABLE_METHOD, ROLLOUTS, EXACT_TABLE],
+    ids=["self-play", "table", "table-rollouts", "exact-table"],
 )
 def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, method):
     assert train(tmp_path, "--run-name", "straight", *method) == 0

@@ -32,6 +32,15 @@ and the targets follow the network as it improves.
 Either way one network serves several tables of different sizes (the number of
 players is one of its features).
 
+``method="exact-table"`` (a best response to one table's bots, with no dice noise at
+all): fitted value iteration over *every* turn start of games at that table, the bots'
+included. A bot's turn is a known dice process with known choices, so its ends and
+their probabilities are computed exactly (``envs.turn_outcomes``), once per position;
+a bot-to-move position's target is the expectation, over those ends, of the current
+network's values there; a planner-to-move position's target is the planner's exact plan,
+as in self-play. Since the bots differ, the network also reads the agent's seat in the
+turn order (``FeatureSpec.table``): it is a network of that one table.
+
 ``PlannerConfig`` is the one definition of a run's settings (train_planner.py's flags,
 presets, config.json); ``ValueIteration`` holds a run's trainer, with ``state_dict``
 and ``load_state_dict`` for an exact resume; ``evaluate`` plays the evaluation tables.
@@ -50,6 +59,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from agents import make_policy
+from agents.batched import batched
 from agents.neural import short_name
 from agents.planner import PlannerBot
 from agents.tournament import seat_record, standard_table
@@ -59,6 +69,7 @@ from envs.driver import play
 from envs.game import ROLL, Game
 from envs.policy import Policy
 from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
+from envs.turn_outcomes import TurnOutcomes, turn_outcomes
 from envs.turn_planner import plan_turn
 
 if TYPE_CHECKING:
@@ -110,8 +121,9 @@ class PlannerConfig:
     """Hidden layers of the value network (tanh)."""
     method: str = "self-play"
     """How targets are made: "self-play" (each position's target the planner's exact
-    expectation of its turn) or "table" (a best response to the bots of the evaluation
-    tables: TD(lambda) returns of games at those tables; see the module doc)."""
+    expectation of its turn), "table" (a best response to the bots of the evaluation
+    tables: TD(lambda) returns of games at those tables) or "exact-table" (a best
+    response to one table's bots, their turns expanded exactly); see the module doc."""
     lam: float = 0.8
     """lambda of the "table" method's returns (1: the game's outcome, 0: the next turn's
     planned expectation); unused with rollouts."""
@@ -121,6 +133,9 @@ class PlannerConfig:
     positions, each by K rollouts of the bots' turns to the planner's next turn start,
     valued there by its exact plan under the current network (a win on the way: a
     one-hot for the winner)."""
+    sweeps: int = 1
+    """The exact-table method's passes per iteration over the sampled positions, each a
+    re-target and a fit (every pass carries the values one turn further back)."""
     init: str = ""
     """Start from this value network (.npz, same rules and hidden sizes; a relative path
     is read from the repository's root) instead of random weights; empty: random."""
@@ -182,10 +197,14 @@ class PlannerConfig:
             raise ValueError("opponent_share > 0 needs opponents")
         if self.method not in METHODS:
             raise ValueError(f"method must be {' or '.join(METHODS)}, got {self.method!r}")
-        if self.method == "table":
+        if self.method in ("table", "exact-table"):
             self._check_table_method()
-        elif self.rollouts:
+        if self.method == "exact-table":
+            self._check_exact_table()
+        elif self.rollouts and self.method != "table":
             raise ValueError("rollouts are targets of the table method (--method table)")
+        if self.sweeps > 1 and self.method != "exact-table":
+            raise ValueError("sweeps are passes of the exact-table method (--method exact-table)")
         if self.init and check_init:
             init_net(self)
         for name in self.opponents:
@@ -218,7 +237,29 @@ class PlannerConfig:
             )
 
 
-METHODS = ("self-play", "table")
+    def _check_exact_table(self) -> None:
+        if len(self.tables) != 1:
+            raise ValueError(
+                f"the exact-table method learns one table, got {len(self.tables)} "
+                "(give it with --eval-tables)"
+            )
+        for name in self.tables[0]:
+            if name.split(":")[0] not in DETERMINISTIC_BOTS:
+                raise ValueError(
+                    f"the exact-table method expands the bots' turns exactly: the bots must be "
+                    f"deterministic scripted ones ({', '.join(DETERMINISTIC_BOTS)}), not {name}"
+                )
+        if self.rollouts:
+            raise ValueError("rollouts are targets of the table method (--method table)")
+
+    def exact_table(self) -> tuple[str, ...]:
+        """The table of an exact-table run (the bots after the agent); () otherwise."""
+        return tuple(self.tables[0]) if self.method == "exact-table" else ()
+
+
+METHODS = ("self-play", "table", "exact-table")
+# Bots whose every choice is a function of the position (no dice drawn from the rng).
+DETERMINISTIC_BOTS = ("smart", "turn-ev", "threshold", "optimal")
 POSITIVE = ("positive", lambda v: v > 0)
 FRACTION = ("between 0 and 1", lambda v: 0 <= v <= 1)
 BOUNDS = {
@@ -228,6 +269,7 @@ BOUNDS = {
     **dict.fromkeys(("epsilon", "opponent_share", "lam"), FRACTION),
     "workers": ("between 1 and 64", lambda v: 1 <= v <= 64),
     "rollouts": ("between 0 and 64", lambda v: 0 <= v <= 64),
+    "sweeps": ("between 1 and 100", lambda v: 1 <= v <= 100),
     "eval_freq": (">= 0 (0: only at the end)", lambda v: v >= 0),
     "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
 }
@@ -405,6 +447,8 @@ def _worker_rollouts(job: tuple[tuple[str, ...], tuple[int, ...], int]) -> np.nd
 def _in_workers(cfg: PlannerConfig, net: ValueNet, work: Callable, jobs: list) -> list:
     """``map(work, jobs)`` in `cfg.workers` processes (the same results, in the same
     order, whatever their number)."""
+    if not jobs:
+        return []
     for name in {name for table in cfg.tables for name in table}:
         _bot(name)  # built once, here, and inherited by the forked workers
     if cfg.workers == 1:
@@ -445,11 +489,74 @@ def rollout_targets(
     return _in_workers(cfg, net, _worker_rollouts, jobs)
 
 
+# ---------------------------------------------------------- the exact-table method
+def exact_table_positions(
+    planner: PlannerBot, table: Sequence[str], rules: Rules, epsilon: float, seed: int
+) -> list[tuple[tuple[int, ...], int]]:
+    """One game of the planner at `table` (the bots after its seat, in turn order), its
+    seat and the first player drawn from `seed`: every turn start, as (scores in turn
+    order from the player to move, the planner's index in that order)."""
+    rng = np.random.default_rng(seed)
+    n = len(table) + 1
+    seat = int(rng.integers(n))
+    policies: list[Policy] = [_Explorer(planner, epsilon)] * n
+    for i, name in enumerate(table):
+        policies[(seat + 1 + i) % n] = _bot(name)
+    seen = []
+
+    def record(game: Game, _event: object = None) -> None:
+        if (position := turn_start(game)) is not None:
+            seen.append((position, (seat - game.state.current) % n))
+
+    game = Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
+    record(game)
+    play(game, policies, rng, on_event=record)
+    return seen
+
+
+def table_bot(table: Sequence[str], n_players: int, agent: int) -> Policy:
+    """The bot to move where the agent is at index `agent` of the turn order (> 0)."""
+    return batched(_bot(table[n_players - agent - 1]))
+
+
+def _worker_exact_game(job: tuple[tuple[str, ...], int]) -> list:
+    table, seed = job
+    cfg = _WORKER["cfg"]
+    return exact_table_positions(_WORKER["planner"], table, cfg.rules, cfg.epsilon, seed)
+
+
+def _worker_outcomes(job: tuple[tuple[str, ...], tuple[int, ...], int]) -> TurnOutcomes:
+    table, position, agent = job
+    return turn_outcomes(table_bot(table, len(position), agent), position, _WORKER["cfg"].rules)
+
+
+def _worker_plan(position: tuple[int, ...]) -> np.ndarray:
+    return turn_targets([position], _WORKER["cfg"].rules, _WORKER["net"])[0]
+
+
+def bot_turn_targets(net: ValueNet, outcomes: Sequence[TurnOutcomes], agents: np.ndarray):
+    """Each bot turn's value under `net` (every player's win probability, mover's order):
+    the expectation of the net over its exact ends, where the agent's index is one less
+    than at the turn start. All the ends go through the network in a few big batches."""
+    ends = np.concatenate([o.positions for o in outcomes])
+    after = np.repeat(np.asarray(agents) - 1, [len(o.positions) for o in outcomes])
+    chunk = 50_000
+    values = np.concatenate(
+        [net(ends[i : i + chunk], after[i : i + chunk]) for i in range(0, len(ends), chunk)]
+    )
+    out, at = [], 0
+    for o in outcomes:
+        out.append(o.value(values[at : at + len(o.positions)]))
+        at += len(o.positions)
+    return out
+
+
 def init_net(cfg: PlannerConfig) -> ValueNet:
     """The network `cfg.init` names (a relative path from the repository's root, as in
-    presets), checked to fit the run (one-line ValueError)."""
+    presets), checked to fit the run (one-line ValueError). An exact-table run may start
+    from a network of no table: it then reads the agent's seat with zero weights."""
     net = ValueNet.load(REPO / cfg.init)
-    if net.spec != FeatureSpec(cfg.rules):
+    if net.spec not in (FeatureSpec(cfg.rules), FeatureSpec(cfg.rules, table=cfg.exact_table())):
         raise ValueError(f"init {cfg.init} reads other features or rules than this run's")
     if list(net.hidden) != list(cfg.hidden):
         raise ValueError(f"init {cfg.init} has hidden layers {list(net.hidden)}, not {cfg.hidden}")
@@ -479,13 +586,15 @@ def torch_logits(model, x: np.ndarray, mask: np.ndarray):
 
 
 def load_weights(model: torch.nn.Sequential, net: ValueNet) -> None:
-    """Copy a ValueNet's weights into the torch model of the same shape."""
+    """Copy a ValueNet's weights into the torch model of the same shape; a model with
+    more inputs (a table net's agent seat, the last ones) gets zero weights there."""
     import torch
 
     linears = [m for m in model if isinstance(m, torch.nn.Linear)]
     with torch.no_grad():
         for m, w, b in zip(linears, net.weights, net.biases, strict=True):
-            m.weight.copy_(torch.as_tensor(w.T))
+            m.weight.zero_()
+            m.weight[:, : w.shape[0]] = torch.as_tensor(w.T)
             m.bias.copy_(torch.as_tensor(b))
 
 
@@ -512,7 +621,7 @@ class ValueIteration:
 
         torch.set_num_threads(1)
         self.cfg = cfg
-        self.spec = FeatureSpec(cfg.rules)
+        self.spec = FeatureSpec(cfg.rules, table=cfg.exact_table())
         self.model = torch_net(self.spec, cfg.hidden, cfg.seed)
         if cfg.init and fresh:
             load_weights(self.model, init_net(cfg))
@@ -521,6 +630,8 @@ class ValueIteration:
         self.opponents = [make_policy(name) for name in cfg.opponents]
         self.buffer: dict[tuple[int, ...], int] = {}  # position -> iteration last seen
         self.samples: list[tuple[tuple[int, ...], np.ndarray]] = []  # the table method's
+        # exact-table: the buffer's keys are (position, agent's index); a bot's turn ends
+        self.outcomes: dict[tuple[tuple[int, ...], int], TurnOutcomes] = {}
         self.iteration = 0
         self.net = to_value_net(self.model, self.spec)
         self.planner = PlannerBot(self.net, rules=cfg.rules)
@@ -529,6 +640,8 @@ class ValueIteration:
         """One iteration; returns its statistics."""
         if self.cfg.method == "table":
             return self._iterate_tables()
+        if self.cfg.method == "exact-table":
+            return self._iterate_exact_table()
         cfg, it, start = self.cfg, self.iteration, time.perf_counter()
         n_players = cfg.players[it % len(cfg.players)]
         seen = play_games(
@@ -561,6 +674,38 @@ class ValueIteration:
         loss = self._fit(keys, [self.samples[i][1] for i in chosen])
         return self._next(len(table) + 1, len(self.samples), len(keys), loss, start)
 
+    def _iterate_exact_table(self) -> dict:
+        """One iteration of the exact-table method: games at the table; the exact ends of
+        the bots' turns met for the first time; every sampled position re-targeted (a
+        bot's turn by its ends under the current network, the planner's by its plan);
+        a fit."""
+        cfg, it, start = self.cfg, self.iteration, time.perf_counter()
+        table = tuple(cfg.tables[0])
+        seeds = self.rng.integers(2**63, size=cfg.games_per_iteration)
+        jobs = [(table, int(seed)) for seed in seeds]
+        played = [k for game in _in_workers(cfg, self.net, _worker_exact_game, jobs) for k in game]
+        keys = self._remember(played, it)
+        for key in set(self.outcomes) - set(self.buffer):
+            del self.outcomes[key]  # forgotten with its position
+        new = list(dict.fromkeys(k for k in self.buffer if k[1] and k not in self.outcomes))
+        jobs = [(table, p, agent) for p, agent in new]
+        ends = _in_workers(cfg, self.net, _worker_outcomes, jobs)
+        self.outcomes.update(zip(new, ends, strict=True))
+        bots = [k for k in keys if k[1]]
+        planners = [k for k in keys if not k[1]]
+        for sweep in range(cfg.sweeps):
+            if sweep:
+                self._next_net()
+            targets = dict(
+                zip(bots, bot_turn_targets(self.net, [self.outcomes[k] for k in bots],
+                                           np.array([k[1] for k in bots], dtype=np.int64)),
+                    strict=True)
+            )
+            plans = _in_workers(cfg, self.net, _worker_plan, [p for p, _ in planners])
+            targets.update(zip(planners, plans, strict=True))
+            loss = self._fit(keys, [targets[k] for k in keys])
+        return self._next(len(table) + 1, len(self.buffer), len(keys), loss, start)
+
     def _remember(self, seen: Sequence[tuple[int, ...]], it: int) -> list[tuple[int, ...]]:
         """Add positions to the buffer (the most recently seen kept); the positions to
         re-target this iteration, a random sample of it."""
@@ -578,9 +723,7 @@ class ValueIteration:
 
     def _next(self, n_players: int, positions: int, fitted: int, loss: float, start: float) -> dict:
         """The fitted network becomes the current one; the iteration's statistics."""
-        self.net = to_value_net(self.model, self.spec)
-        self.planner.value_fn = self.net
-        self.planner.clear_cache()
+        self._next_net()
         self.iteration += 1
         return {
             "players": n_players,
@@ -590,6 +733,12 @@ class ValueIteration:
             "seconds": time.perf_counter() - start,
         }
 
+    def _next_net(self) -> None:
+        """The fitted network becomes the current one (the planner's too)."""
+        self.net = to_value_net(self.model, self.spec)
+        self.planner.value_fn = self.net
+        self.planner.clear_cache()
+
     def _fit(self, keys: Sequence[tuple[int, ...]], targets: list[np.ndarray]) -> float:
         """`fit_steps` Adam steps of cross-entropy against the soft targets, positions of
         each table size batched together."""
@@ -597,9 +746,14 @@ class ValueIteration:
 
         cfg, spec = self.cfg, self.spec
         groups = {}
+        if spec.table:  # (position, agent's index) keys, of one table size
+            agents = np.array([agent for _, agent in keys], dtype=np.int64)
+            keys = [position for position, _ in keys]
         for n in sorted({len(k) for k in keys}):
             idx = [i for i, k in enumerate(keys) if len(k) == n]
-            x, mask = spec.encode(np.array([keys[i] for i in idx]))
+            x, mask = spec.encode(
+                np.array([keys[i] for i in idx]), agents[idx] if spec.table else None
+            )
             t = np.zeros((len(idx), spec.max_players), dtype=np.float32)
             t[:, :n] = np.stack([targets[i] for i in idx])
             groups[n] = (torch.as_tensor(x), torch.as_tensor(mask), torch.as_tensor(t))
@@ -627,8 +781,12 @@ class ValueIteration:
             "iteration": self.iteration,
             "torch": weights.getvalue(),
             "rng": self.rng.bit_generator.state,
-            "buffer": [[list(p), it] for p, it in self.buffer.items()],
+            "buffer": [[_plain(key), it] for key, it in self.buffer.items()],
             "samples": [[list(p), t.tolist()] for p, t in self.samples],
+            "outcomes": [
+                [list(p), agent, o.positions.tolist(), o.probs.tolist(), o.wins.tolist()]
+                for (p, agent), o in self.outcomes.items()
+            ],
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -638,12 +796,31 @@ class ValueIteration:
         self.model.load_state_dict(saved["model"])
         self.opt.load_state_dict(saved["opt"])
         self.rng.bit_generator.state = state["rng"]
-        self.buffer = {tuple(p): int(it) for p, it in state["buffer"]}
+        self.buffer = {_key(key): int(it) for key, it in state["buffer"]}
+        self.outcomes = {
+            (tuple(p), agent): TurnOutcomes(tuple(p), np.array(ends, dtype=np.int64),
+                                            np.array(probs), np.array(wins))
+            for p, agent, ends, probs, wins in state.get("outcomes", [])
+        }
         self.samples = [(tuple(p), np.array(t)) for p, t in state.get("samples", [])]
         self.iteration = int(state["iteration"])
         self.net = to_value_net(self.model, self.spec)
         self.planner.value_fn = self.net
         self.planner.clear_cache()
+
+
+def _plain(key: tuple) -> list:
+    """A buffer key as plain data: [scores...] or, for the exact-table method,
+    [[scores...], agent's index]."""
+    if key and isinstance(key[0], tuple):
+        return [list(key[0]), key[1]]
+    return list(key)
+
+
+def _key(plain: list) -> tuple:
+    if plain and isinstance(plain[0], list):
+        return (tuple(plain[0]), int(plain[1]))
+    return tuple(plain)
 
 
 def train(cfg: PlannerConfig, on_iteration: Callable[[int, ValueNet, dict], None] | None = None):
