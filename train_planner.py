@@ -287,8 +287,9 @@ def train(config: PlannerConfig, run_dir: Path, run: Run, args: Args, argv: list
             while trainer.iteration < config.iterations:
                 stats = trainer.iterate()
                 it = trainer.iteration
-                for key in ("loss", "positions", "seconds"):
-                    writer.add_scalar(f"train/{key}", stats[key], it)
+                for key in ("loss", "positions", "seconds", "target_gap"):
+                    if key in stats:  # target_gap: the exact-table method's
+                        writer.add_scalar(f"train/{key}", stats[key], it)
                 if run.solution is not None:
                     error = exact_error(trainer.net, run.solution)  # a yardstick only
                     writer.add_scalar("value/exact_mean_abs_error", error, it)

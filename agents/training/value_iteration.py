@@ -551,6 +551,14 @@ def bot_turn_targets(net: ValueNet, outcomes: Sequence[TurnOutcomes], agents: np
     return out
 
 
+def target_gap(net: ValueNet, keys: Sequence[tuple[tuple[int, ...], int]], targets) -> float:
+    """Mean |value - target| over the (position, agent's index) keys and every player:
+    how far a table net is from the fixed point of its targets."""
+    positions = np.array([p for p, _ in keys])
+    agents = np.array([agent for _, agent in keys], dtype=np.int64)
+    return float(np.abs(net(positions, agents) - np.stack(targets)).mean())
+
+
 def init_net(cfg: PlannerConfig) -> ValueNet:
     """The network `cfg.init` names (a relative path from the repository's root, as in
     presets), checked to fit the run (one-line ValueError). An exact-table run may start
@@ -703,8 +711,11 @@ class ValueIteration:
             )
             plans = _in_workers(cfg, self.net, _worker_plan, [p for p, _ in planners])
             targets.update(zip(planners, plans, strict=True))
+            if not sweep:  # how far the values are from their own targets (Bellman residual)
+                gap = target_gap(self.net, keys, [targets[k] for k in keys])
             loss = self._fit(keys, [targets[k] for k in keys])
-        return self._next(len(table) + 1, len(self.buffer), len(keys), loss, start)
+        stats = self._next(len(table) + 1, len(self.buffer), len(keys), loss, start)
+        return {**stats, "target_gap": gap}
 
     def _remember(self, seen: Sequence[tuple[int, ...]], it: int) -> list[tuple[int, ...]]:
         """Add positions to the buffer (the most recently seen kept); the positions to
