@@ -201,7 +201,7 @@ class PlannerConfig:
             self._check_table_method()
         if self.method == "exact-table":
             self._check_exact_table()
-        elif self.rollouts and self.method != "table":
+        if self.rollouts and self.method != "table":
             raise ValueError("rollouts are targets of the table method (--method table)")
         if self.sweeps > 1 and self.method != "exact-table":
             raise ValueError("sweeps are passes of the exact-table method (--method exact-table)")
@@ -249,8 +249,6 @@ class PlannerConfig:
                     f"the exact-table method expands the bots' turns exactly: the bots must be "
                     f"deterministic scripted ones ({', '.join(DETERMINISTIC_BOTS)}), not {name}"
                 )
-        if self.rollouts:
-            raise ValueError("rollouts are targets of the table method (--method table)")
 
     def exact_table(self) -> tuple[str, ...]:
         """The table of an exact-table run (the bots after the agent); () otherwise."""
@@ -348,6 +346,19 @@ def _bot(name: str) -> Policy:
     return _BOTS[name]
 
 
+def _table_game(
+    me: Policy, table: Sequence[str], rules: Rules, rng: np.random.Generator
+) -> tuple[int, list[Policy], Game]:
+    """A game at `table` (the bots after `me`, in turn order): `me`'s seat and the first
+    player drawn from `rng`, in that order. Returns (seat, policies by seat, game)."""
+    n = len(table) + 1
+    seat = int(rng.integers(n))
+    policies = [me] * n
+    for i, name in enumerate(table):
+        policies[(seat + 1 + i) % n] = _bot(name)
+    return seat, policies, Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
+
+
 def table_returns(
     net: ValueNet, table: Sequence[str], rules: Rules, lam: float, seed: int
 ) -> list[tuple[tuple[int, ...], np.ndarray]]:
@@ -356,12 +367,9 @@ def table_returns(
     planner's turn (scores in turn order from the next player) with its TD(lambda)
     return, every player's win probability in that order. [] if the game is cut off."""
     rng = np.random.default_rng(seed)
-    n = len(table) + 1
     planner = PlannerBot(net, rules=rules)
-    seat = int(rng.integers(n))
-    policies: list[Policy] = [planner] * n
-    for i, name in enumerate(table):
-        policies[(seat + 1 + i) % n] = _bot(name)
+    seat, policies, game = _table_game(planner, table, rules, rng)
+    n = game.n_players
     after: list[tuple[int, ...]] = []  # positions after each of the planner's turns
     planned: list[np.ndarray] = []  # its expectation at the start of the turn after each
 
@@ -374,7 +382,6 @@ def table_returns(
             mine = planner.plan(game).probabilities[0, NUM_DICE]  # from the planner's seat
             planned.append(np.roll(mine, -1))  # from the seat after it, as `after`
 
-    game = Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
     play(game, policies, rng, on_event=record)
     if game.state.winner is None:
         return []
@@ -497,18 +504,14 @@ def exact_table_positions(
     seat and the first player drawn from `seed`: every turn start, as (scores in turn
     order from the player to move, the planner's index in that order)."""
     rng = np.random.default_rng(seed)
-    n = len(table) + 1
-    seat = int(rng.integers(n))
-    policies: list[Policy] = [_Explorer(planner, epsilon)] * n
-    for i, name in enumerate(table):
-        policies[(seat + 1 + i) % n] = _bot(name)
+    seat, policies, game = _table_game(_Explorer(planner, epsilon), table, rules, rng)
+    n = game.n_players
     seen = []
 
     def record(game: Game, _event: object = None) -> None:
         if (position := turn_start(game)) is not None:
             seen.append((position, (seat - game.state.current) % n))
 
-    game = Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
     record(game)
     play(game, policies, rng, on_event=record)
     return seen
