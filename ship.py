@@ -41,6 +41,7 @@ from pathlib import Path
 import evaluate
 from agents import make_policy
 from agents import tournament as tour
+from agents.value_net import ValueNet, average_nets
 from envs.rules import HOLD_VARIANTS, Rules
 
 ROOT = Path(__file__).resolve().parent
@@ -184,6 +185,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="evaluation seed (default %(default)s)")
     p.add_argument("--notes", help="a Markdown file of notes (what was tried) for the card")
     p.add_argument(
+        "--average-with",
+        action="append",
+        default=[],
+        metavar="NET",
+        help="planner runs: ship the average of the run's network and this value net "
+        "(.npz; repeatable) as one network (agents.value_net.average_nets)",
+    )
+    p.add_argument(
         "--out",
         default=str(ROOT / "checkpoints"),
         help="an existing folder where NAME/ is made (default: checkpoints/)",
@@ -231,6 +240,9 @@ def check_args(args: argparse.Namespace) -> dict:
             f"{run} was trained under {planner_rules(config)}: ship.py evaluates the "
             "standard game (target 5000, entry 500) only"
         )
+    network = averaged_network(args.average_with, model) if planner else None
+    if args.average_with and not planner:
+        raise ShipError("--average-with averages value nets: a planner run's only")
     notes = ""
     if args.notes:
         try:
@@ -251,6 +263,7 @@ def check_args(args: argparse.Namespace) -> dict:
     return {
         "run": run,
         "model": model,
+        "network": network,  # the averaged value net to ship, or None: the model as it is
         "config": config,
         "history": history,
         "notes": notes,
@@ -265,6 +278,17 @@ def check_args(args: argparse.Namespace) -> dict:
 def is_planner_run(run: Path) -> bool:
     """A run of train_planner.py: it keeps its latest network as latest/value_net.npz."""
     return (run / "latest" / VALUE_NET).is_file()
+
+
+def averaged_network(others: list[str], model: Path) -> ValueNet | None:
+    """The average of the run's network and the nets `others` (--average-with), or None
+    when there are none; ShipError (one line) if one does not load or fit."""
+    if not others:
+        return None
+    try:
+        return average_nets([ValueNet.load(path) for path in [model, *others]])
+    except ValueError as e:
+        raise ShipError(f"--average-with: {e}") from None
 
 
 def planner_rules(config: dict) -> Rules:
@@ -510,7 +534,10 @@ def build_planner(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     """A planner run shipped: value_net.npz, config.json, learning_curve.*, an
     evaluation at each table size it was trained at, and the model card."""
     run, config, final = inputs["run"], inputs["config"], inputs["target"]
-    shutil.copy(inputs["model"], out / VALUE_NET)
+    if inputs["network"] is None:
+        shutil.copy(inputs["model"], out / VALUE_NET)
+    else:
+        inputs["network"].save(out / VALUE_NET)
     shutil.copy(run / "config.json", out / "config.json")
     curve = planner_curve(inputs["history"][-1]["evals"], out / "learning_curve.png")
     (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
@@ -550,7 +577,9 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
         if isinstance(error, (int, float))
         else ""
     )
-    hidden = config.get("hidden")
+    hidden, averaged = config.get("hidden"), averaged_line(args)
+    if inputs["network"] is not None:
+        hidden = list(inputs["network"].hidden)
     tables = "".join(
         f"""
 ### {n} players
@@ -584,7 +613,7 @@ export it with
   {summary.get("iterations", 0):,}), games: {games:,}{init_line(config)}
 - wall-clock time on this 2-core machine: {hours:.2f} h for the whole run, of which
   {evals_hours:.2f} h evaluations{reached}{error_line}
-- network: tanh hidden layers {hidden}, 8 outputs (a softmax over the seats present)
+- network: tanh hidden layers {hidden}, 8 outputs (a softmax over the seats present){averaged}
 - command(s), from the run's `command.txt`:
 
 ```
@@ -599,6 +628,18 @@ export it with
 {tables}
 {inputs["notes"]}
 """
+
+
+def averaged_line(args: argparse.Namespace) -> str:
+    """What the shipped network averages (--average-with), for the card."""
+    if not args.average_with:
+        return ""
+    others = ", ".join(f"`{path}`" for path in args.average_with)
+    return (
+        f"\n- shipped as the average of the run's {args.model} network and {others}: one "
+        "network of both side by side, whose logits are the mean of theirs "
+        "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
+    )
 
 
 def method_text(config: dict) -> str:

@@ -233,6 +233,54 @@ class ValueNet:
             raise ValueError(f"cannot load a value net from {path}: {e}") from None
 
 
+def average_nets(nets: Sequence[ValueNet]) -> ValueNet:
+    """One network whose logits are the mean of the `nets`' logits (so its probabilities
+    are their normalized geometric mean): the networks side by side, each hidden layer
+    block-diagonal, the output layer their mean. Averaging cancels part of each net's
+    own fitting errors, the per-position noise that costs the planner most.
+
+    The nets must have the same rules, seat count and depth; a net of one table and
+    nets of none combine into a net of that table (the others read the seat inputs with
+    zero weights)."""
+    if not nets:
+        raise ValueError("average_nets needs at least one value net")
+    specs = {net.spec for net in nets}
+    tables = {spec.table for spec in specs if spec.table}
+    plain = {FeatureSpec(spec.rules, spec.max_players) for spec in specs}
+    if len(plain) > 1 or len(tables) > 1:
+        raise ValueError(f"only nets of the same rules, seats and table average, got {specs}")
+    if len({len(net.weights) for net in nets}) > 1:
+        raise ValueError("only nets of the same number of layers average")
+    (base,) = plain
+    spec = FeatureSpec(base.rules, base.max_players, next(iter(tables), ()))
+
+    def first_layer(net: ValueNet) -> np.ndarray:
+        w = np.zeros((spec.size, net.weights[0].shape[1]), dtype=np.float32)
+        w[: net.weights[0].shape[0]] = net.weights[0]  # the seat inputs come last
+        return w
+
+    if len(nets[0].weights) == 1:  # no hidden layer: the logits are linear, average them
+        return ValueNet(spec, [np.mean([first_layer(net) for net in nets], axis=0)],
+                        [np.mean([net.biases[0] for net in nets], axis=0)])
+    weights = [np.concatenate([first_layer(net) for net in nets], axis=1)]
+    for layer in range(1, len(nets[0].weights) - 1):
+        weights.append(_block_diagonal([net.weights[layer] for net in nets]))
+    weights.append(np.concatenate([net.weights[-1] for net in nets]) / len(nets))
+    biases = [np.concatenate([net.biases[layer] for net in nets])
+              for layer in range(len(nets[0].biases) - 1)]
+    biases.append(np.mean([net.biases[-1] for net in nets], axis=0))
+    return ValueNet(spec, weights, biases)
+
+
+def _block_diagonal(blocks: Sequence[np.ndarray]) -> np.ndarray:
+    out = np.zeros(tuple(sum(b.shape[i] for b in blocks) for i in (0, 1)), dtype=np.float32)
+    row = col = 0
+    for b in blocks:
+        out[row : row + b.shape[0], col : col + b.shape[1]] = b
+        row, col = row + b.shape[0], col + b.shape[1]
+    return out
+
+
 def planner_for(value_fn, spec: FeatureSpec, name: str) -> PlannerBot:
     """The planner playing `value_fn` (a network reading `spec`): the tables and rules
     that `spec` encodes are the only ones it accepts (``check_game``)."""

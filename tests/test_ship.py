@@ -9,6 +9,7 @@ import shutil
 from hashlib import sha256
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import evaluate
@@ -415,6 +416,49 @@ def test_a_planner_run_that_cannot_be_shipped_is_refused_first(
     out = tmp_path / "checkpoints"
     out.mkdir()
     assert ship.main([str(run), "--name", "p", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
+    assert list(out.iterdir()) == []
+
+
+def test_a_planner_run_ships_averaged_with_another_net(tmp_path):
+    """--average-with: the shipped network is the run's averaged with the named net
+    (agents.value_net.average_nets), and the card says so."""
+    from agents.value_net import ValueNet, average_nets
+
+    run = planner_run(tmp_path / "planner_run", [3])
+    other = planner_run(tmp_path / "other_run", [3]) / "best" / "value_net.npz"
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    args = [str(run), "--name", "avg", "--out", str(out), "--games", "3", "--workers", "1"]
+    assert ship.main([*args, "--average-with", str(other)]) == 0
+    shipped = ValueNet.load(out / "avg" / "value_net.npz")
+    expected = average_nets([ValueNet.load(run / "best" / "value_net.npz"), ValueNet.load(other)])
+    assert shipped.hidden == expected.hidden == (16,)
+    for a, b in zip(shipped.weights + shipped.biases, expected.weights + expected.biases,
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    card = (out / "avg" / "MODEL_CARD.md").read_text()
+    assert "hidden layers [16]" in card
+    assert f"the average of the run's best network and `{other}`" in card
+
+
+@pytest.mark.parametrize(
+    "other, message",
+    [
+        ("README.md", "--average-with: cannot load a value net"),
+        ("checkpoints/planner-2p/missing.npz", "--average-with: cannot load a value net"),
+    ],
+)
+def test_averaging_with_what_is_no_fitting_value_net_is_refused_first(
+    tmp_path, monkeypatch, capsys, other, message
+):
+    monkeypatch.setattr(evaluate, "main", no_work)
+    run = planner_run(tmp_path / "planner_run", [3])
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    assert ship.main([str(run), "--name", "p", "--out", str(out), "--average-with",
+                      str(ship.ROOT / other)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
     assert list(out.iterdir()) == []

@@ -17,7 +17,7 @@ from agents.training.value_iteration import (
     train,
     turn_targets,
 )
-from agents.value_net import FeatureSpec, ValueNet, masked_softmax
+from agents.value_net import FeatureSpec, ValueNet, average_nets, masked_softmax
 from envs.driver import play
 from envs.game import Game
 from envs.policy import Policy
@@ -149,6 +149,57 @@ def test_save_load_round_trip(tmp_path):
     assert back.spec == net.spec and back.hidden == net.hidden
     positions = random_positions(np.random.default_rng(0), SMALL, 3, 20)
     np.testing.assert_array_equal(back(positions), net(positions))
+
+
+@pytest.mark.parametrize("hidden", [(16, 16), (8,), ()])
+def test_an_average_of_nets_has_the_mean_of_their_logits(hidden):
+    spec = FeatureSpec(SMALL)
+    nets = [to_value_net(torch_net(spec, hidden, seed), spec) for seed in range(3)]
+    mean = average_nets(nets)
+    assert mean.hidden == tuple(3 * h for h in hidden) and mean.spec == spec
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 5):
+        positions = random_positions(rng, SMALL, n, 50)
+        x, mask = spec.encode(positions)
+        expected = np.mean([net.logits(x) for net in nets], axis=0)
+        np.testing.assert_allclose(mean.logits(x), expected, atol=1e-5)
+        probs = masked_softmax(expected.astype(np.float64), mask)[:, :n]
+        np.testing.assert_allclose(mean(positions), probs, atol=1e-5)
+
+
+def test_a_table_net_averaged_with_a_net_of_no_table_reads_the_seat_as_the_table_net():
+    plain = FeatureSpec(SMALL)
+    table = FeatureSpec(SMALL, table=("smart", "turn-ev"))
+    a = to_value_net(torch_net(plain, (16, 16), 0), plain)
+    b = to_value_net(torch_net(table, (16, 16), 1), table)
+    mean = average_nets([a, b])
+    assert mean.spec == table
+    positions = random_positions(np.random.default_rng(0), SMALL, 3, 40)
+    agent = np.arange(40) % 3
+    x_a, _ = plain.encode(positions)
+    x_b, _ = table.encode(positions, agent)
+    x, _ = table.encode(positions, agent)
+    np.testing.assert_allclose(
+        mean.logits(x), (a.logits(x_a) + b.logits(x_b)) / 2, atol=1e-5
+    )
+
+
+def test_nets_that_do_not_fit_together_are_not_averaged():
+    spec = FeatureSpec(SMALL)
+    net = to_value_net(torch_net(spec, (16, 16), 0), spec)
+    others = {
+        "rules": to_value_net(torch_net(FeatureSpec(Rules()), (16, 16), 0), FeatureSpec(Rules())),
+        "depth": to_value_net(torch_net(spec, (16,), 0), spec),
+    }
+    for other in others.values():
+        with pytest.raises(ValueError, match="only nets of the same") as e:
+            average_nets([net, other])
+        assert "\n" not in str(e.value)
+    t1, t2 = (FeatureSpec(SMALL, table=t) for t in (("smart", "turn-ev"), ("smart", "smart")))
+    with pytest.raises(ValueError, match="same rules, seats and table"):
+        average_nets([to_value_net(torch_net(s, (8,), 0), s) for s in (t1, t2)])
+    with pytest.raises(ValueError, match="at least one"):
+        average_nets([])
 
 
 @pytest.mark.parametrize(
