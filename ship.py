@@ -600,10 +600,7 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
 A planner agent for 5000 (hold rule `{config["hold"]}`, trained at {sizes} players): a
 value network of turn-start positions (`agents/value_net.py`: each player's chance of
 winning from the banked scores) {method_text(config)}, and
-an exact planner of each turn against it (`agents/planner.py`). Its network accepts
-tables of 2 to 8 players; its values were fitted only at the sizes above. Play it
-anywhere an agent is named: `python evaluate.py {agent} smart`,
-`python play.py --opponents {agent}`, or as `{agent}` in the environment's opponents;
+an exact planner of each turn against it (`agents/planner.py`). {tables_text(config, agent)}
 export it with
 `python export.py {agent} -o bots/{args.name}.onnx`.
 
@@ -630,6 +627,25 @@ export it with
 """
 
 
+def tables_text(config: dict, agent: str) -> str:
+    """Which games the planner plays, and how to play it, for the card."""
+    if config.get("method") == "exact-table":
+        table = planner_config(config).exact_table()
+        n = len(table) + 1
+        return (
+            f"Its network plays {n}-player games only: it reads its seat at the table it "
+            f"learned. Play it anywhere an agent is named, at that table: `python evaluate.py "
+            f"{agent} {' '.join(table)} --players {n}`, `python play.py --opponents {agent} "
+            f"{' '.join(table[1:])}` (you take a bot's place), or as `{agent}` in the "
+            "environment's opponents;"
+        )
+    return (
+        "Its network accepts tables of 2 to 8 players; its values were fitted only at the "
+        f"sizes above. Play it anywhere an agent is named: `python evaluate.py {agent} smart`, "
+        f"`python play.py --opponents {agent}`, or as `{agent}` in the environment's opponents;"
+    )
+
+
 def averaged_line(args: argparse.Namespace) -> str:
     """What the shipped network averages (--average-with), for the card."""
     if not args.average_with:
@@ -642,26 +658,32 @@ def averaged_line(args: argparse.Namespace) -> str:
     )
 
 
+def planner_config(config: dict):
+    """A planner run's config.json as its ``PlannerConfig`` (fields it does not know
+    left out)."""
+    from agents.training.value_iteration import PlannerConfig  # torch-free, but heavy
+
+    known = {f.name for f in dataclasses.fields(PlannerConfig)}
+    return PlannerConfig(**{k: v for k, v in config.items() if k in known})
+
+
 def method_text(config: dict) -> str:
     """How a planner run learned its values, in words (its config's method)."""
     if config.get("method") not in ("table", "exact-table"):
         return "learned by fitted value iteration from self-play"
-    from agents.training.value_iteration import PlannerConfig  # torch-free, but heavy
-
-    known = {f.name for f in dataclasses.fields(PlannerConfig)}
-    planner_config = PlannerConfig(**{k: v for k, v in config.items() if k in known})
-    tables = ", ".join(f"({','.join(t)})" for t in planner_config.tables)
-    if planner_config.method == "exact-table":
+    run_config = planner_config(config)
+    tables = ", ".join(f"({','.join(t)})" for t in run_config.tables)
+    if run_config.method == "exact-table":
         targets = (
             "fitted by value iteration over every turn start of games there, the bots' "
             "included: a bot's turn valued by its exact ends (every roll and its choices, "
             "envs.turn_outcomes), the planner's by its exact plan; the network reads the "
             "agent's seat"
         )
-    elif planner_config.rollouts:
+    elif run_config.rollouts:
         targets = (
             "fitted, every iteration, to targets re-made for a sample of the positions "
-            f"after its turns in games there: {planner_config.rollouts} plays of the bots' "
+            f"after its turns in games there: {run_config.rollouts} plays of the bots' "
             "turns from each, valued at its next turn start by its exact plan"
         )
     else:

@@ -250,6 +250,23 @@ def test_the_shipped_multi_player_planner_exports_and_gives_the_hints_of_big_tab
     assert shipped_planner(3, Rules(hold="all")) is None  # trained under R5 "free" only
 
 
+def test_the_shipped_four_player_planner_exports_and_plays_its_table_only(tmp_path):
+    """planner-4p (issue 11, item 4): a net of the 4-player standard table, averaged
+    with planner-multi's (ship.py --average-with); its exported bot chooses its actions,
+    it plays 4-player games only, and hints never come from it."""
+    from agents.value_net import ValueNet, shipped_planner
+
+    net = ROOT / "checkpoints" / "planner-4p" / "value_net.npz"
+    assert ValueNet.load(net).spec.table == ("smart", "turn-ev", "threshold:350")
+    onnx_path = tmp_path / "planner-4p.onnx"
+    assert export.main([str(net), "-o", str(onnx_path)]) == 0
+    result = compare(make_policy(str(net)), make_policy(str(onnx_path)), [4], 600)
+    assert result["decisions"] == 600 and result["disagreements"] == 0, result["value_gaps"]
+    with pytest.raises(ValueError, match="values games of 4 players, not 3"):
+        make_policy(str(net)).check_game(3, Rules())
+    assert shipped_planner(4, Rules()).name == "planner-multi"
+
+
 def test_the_exported_planner_chooses_the_nets_actions_in_a_small_game(shipped, exported):
     result = compare(make_policy(str(shipped)), make_policy(str(exported)), [2, 4, 8], 3000)
     assert result["decisions"] == 3000 and result["disagreements"] == 0, result["value_gaps"]

@@ -400,6 +400,16 @@ def test_a_table_method_card_says_what_it_answers_and_where_it_started(tmp_path)
     assert ship.init_line({"init": ""}) == ""
 
 
+def test_an_exact_table_card_says_the_net_plays_its_table_size_only():
+    table = ["smart,turn-ev,threshold:350"]
+    config = {"method": "exact-table", "players": [4], "eval_tables": table}
+    text = ship.tables_text(config, "a.npz")
+    assert "plays 4-player games only" in text
+    assert "`python evaluate.py a.npz smart turn-ev threshold:350 --players 4`" in text
+    assert "`python play.py --opponents a.npz turn-ev threshold:350`" in text
+    assert "2 to 8 players" in ship.tables_text({"method": "self-play"}, "a.npz")
+
+
 @pytest.mark.parametrize(
     "config, message",
     [
