@@ -792,8 +792,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     os.chdir(ROOT)  # agents are named relative to the repository, as the card shows them
-    for players in inputs["sizes"]:
-        announce(args, [str(inputs["model"]), *opponents(players)], players, rules)
+    with tempfile.TemporaryDirectory() as pilot:  # timed with the network to be shipped
+        model = inputs["model"]
+        if inputs["network"] is not None:
+            model = inputs["network"].save(Path(pilot) / VALUE_NET)
+        for players in inputs["sizes"]:
+            announce(args, [str(model), *opponents(players)], players, rules)
     # Built aside in the same folder (renames are then atomic), under the final name so
     # that the agent is called the same in the evaluation as once shipped.
     staging = Path(tempfile.mkdtemp(prefix=f".{args.name}.shipping-", dir=inputs["root"]))

@@ -472,3 +472,25 @@ def test_averaging_with_what_is_no_fitting_value_net_is_refused_first(
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
     assert list(out.iterdir()) == []
+
+
+def test_an_averaged_network_is_timed_as_it_will_be_shipped(tmp_path, monkeypatch):
+    """The duration told before the evaluation is timed with the averaged network (wider,
+    so slower), not with the run's own."""
+    from agents.value_net import ValueNet
+
+    timed = []
+
+    def games_per_second(agents, *args):
+        timed.append(ValueNet.load(agents[0]).hidden)
+        return 100.0
+
+    monkeypatch.setattr(ship, "games_per_second", games_per_second)
+    monkeypatch.setattr(evaluate, "main", lambda argv: 1)
+    run = planner_run(tmp_path / "planner_run", [3])
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    args = [str(run), "--name", "avg", "--out", str(out), "--games", "100"]
+    assert ship.main(args) == 1
+    assert ship.main([*args, "--average-with", str(run / "latest" / "value_net.npz")]) == 1
+    assert timed == [(8,), (16,)]
