@@ -240,9 +240,9 @@ def check_args(args: argparse.Namespace) -> dict:
             f"{run} was trained under {planner_rules(config)}: ship.py evaluates the "
             "standard game (target 5000, entry 500) only"
         )
-    network = averaged_network(args.average_with, model) if planner else None
     if args.average_with and not planner:
         raise ShipError("--average-with averages value nets: a planner run's only")
+    network = averaged_network(args.average_with, model)
     notes = ""
     if args.notes:
         try:

@@ -176,12 +176,9 @@ def test_a_table_net_averaged_with_a_net_of_no_table_reads_the_seat_as_the_table
     assert mean.spec == table
     positions = random_positions(np.random.default_rng(0), SMALL, 3, 40)
     agent = np.arange(40) % 3
-    x_a, _ = plain.encode(positions)
-    x_b, _ = table.encode(positions, agent)
+    x_plain, _ = plain.encode(positions)
     x, _ = table.encode(positions, agent)
-    np.testing.assert_allclose(
-        mean.logits(x), (a.logits(x_a) + b.logits(x_b)) / 2, atol=1e-5
-    )
+    np.testing.assert_allclose(mean.logits(x), (a.logits(x_plain) + b.logits(x)) / 2, atol=1e-5)
 
 
 def test_nets_that_do_not_fit_together_are_not_averaged():
