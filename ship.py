@@ -41,7 +41,7 @@ from pathlib import Path
 import evaluate
 from agents import make_policy
 from agents import tournament as tour
-from agents.value_net import ValueNet, average_nets
+from agents.value_net import ValueNet, average_nets, weight_average
 from envs.rules import HOLD_VARIANTS, Rules
 
 ROOT = Path(__file__).resolve().parent
@@ -193,6 +193,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(.npz; repeatable) as one network (agents.value_net.average_nets)",
     )
     p.add_argument(
+        "--weight-average-from",
+        type=int,
+        metavar="ITERATION",
+        help="planner runs: the run's network is the mean of the weights of its networks "
+        "from this iteration to the --model's (RUN/networks/; agents.value_net."
+        "weight_average), before any --average-with",
+    )
+    p.add_argument(
         "--out",
         default=str(ROOT / "checkpoints"),
         help="an existing folder where NAME/ is made (default: checkpoints/)",
@@ -240,9 +248,13 @@ def check_args(args: argparse.Namespace) -> dict:
             f"{run} was trained under {planner_rules(config)}: ship.py evaluates the "
             "standard game (target 5000, entry 500) only"
         )
-    if args.average_with and not planner:
-        raise ShipError("--average-with averages value nets: a planner run's only")
-    network = averaged_network(args.average_with, model)
+    if (args.average_with or args.weight_average_from is not None) and not planner:
+        raise ShipError("--average-with and --weight-average-from average value nets: "
+                        "a planner run's only")
+    iteration = model_iteration(run, args.model, history[-1]["summary"]) if planner else 0
+    network = averaged_network(
+        args.average_with, model, iteration_nets(run, args.weight_average_from, iteration)
+    )
     notes = ""
     if args.notes:
         try:
@@ -264,6 +276,7 @@ def check_args(args: argparse.Namespace) -> dict:
         "run": run,
         "model": model,
         "network": network,  # the averaged value net to ship, or None: the model as it is
+        "iteration": iteration,  # the iteration of the run's model
         "config": config,
         "history": history,
         "notes": notes,
@@ -280,13 +293,44 @@ def is_planner_run(run: Path) -> bool:
     return (run / "latest" / VALUE_NET).is_file()
 
 
-def averaged_network(others: list[str], model: Path) -> ValueNet | None:
-    """The average of the run's network and the nets `others` (--average-with), or None
-    when there are none; ShipError (one line) if one does not load or fit."""
-    if not others:
+def model_iteration(run: Path, model: str, summary: dict) -> int:
+    """The iteration after which a planner run had its `model` ("best" or "latest")."""
+    if model == "best" and (run / "best" / "eval.json").is_file():
+        return int(read_json_object(run / "best" / "eval.json").get("iteration", 0))
+    return int(summary.get("iterations", 0))
+
+
+def iteration_nets(run: Path, first: int | None, last: int) -> list[Path]:
+    """The run's networks of iterations `first`..`last` (--weight-average-from), [] when
+    `first` is None; ShipError (one line) if the range is empty or one is missing."""
+    if first is None:
+        return []
+    if not 1 <= first <= last:
+        raise ShipError(f"--weight-average-from must be 1 to {last} (the model's iteration), "
+                        f"got {first}")
+    paths = [run / "networks" / f"iteration_{i:04d}.npz" for i in range(first, last + 1)]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise ShipError(f"--weight-average-from: {run / 'networks'} lacks {', '.join(missing)}")
+    return paths
+
+
+def averaged_network(others: list[str], model: Path, iterations: list[Path]) -> ValueNet | None:
+    """The network to ship when it is not the run's model as it is, else None: the mean
+    of the weights of the run's networks `iterations` (--weight-average-from) in place of
+    the model, then averaged with the nets `others` (--average-with); ShipError (one
+    line) if one does not load or fit."""
+    if not others and not iterations:
         return None
     try:
-        return average_nets([ValueNet.load(path) for path in [model, *others]])
+        own = weight_average([ValueNet.load(p) for p in iterations]) if iterations else None
+    except ValueError as e:
+        raise ShipError(f"--weight-average-from: {e}") from None
+    if not others:
+        return own
+    try:
+        first = own if own is not None else ValueNet.load(model)
+        return average_nets([first, *(ValueNet.load(path) for path in others)])
     except ValueError as e:
         raise ShipError(f"--average-with: {e}") from None
 
@@ -577,7 +621,7 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
         if isinstance(error, (int, float))
         else ""
     )
-    hidden, averaged = config.get("hidden"), averaged_line(args)
+    hidden, averaged = config.get("hidden"), averaged_line(args, inputs["iteration"])
     if inputs["network"] is not None:
         hidden = list(inputs["network"].hidden)
     tables = "".join(
@@ -646,16 +690,27 @@ def tables_text(config: dict, agent: str) -> str:
     )
 
 
-def averaged_line(args: argparse.Namespace) -> str:
-    """What the shipped network averages (--average-with), for the card."""
-    if not args.average_with:
-        return ""
-    others = ", ".join(f"`{path}`" for path in args.average_with)
-    return (
-        f"\n- shipped as the average of the run's {args.model} network and {others}: one "
-        "network of both side by side, whose logits are the mean of theirs "
-        "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
-    )
+def averaged_line(args: argparse.Namespace, iteration: int) -> str:
+    """What the shipped network averages (--weight-average-from, --average-with), for
+    the card."""
+    own = f"the run's {args.model} network"
+    lines = ""
+    if args.weight_average_from is not None:
+        own = "that mean"
+        lines += (
+            f"\n- the run's networks of iterations {args.weight_average_from} to {iteration} "
+            "averaged weight by weight into one network of the same shape (stochastic "
+            "weight averaging: `agents.value_net.weight_average`, `--weight-average-from` "
+            "of ship.py)"
+        )
+    if args.average_with:
+        others = ", ".join(f"`{path}`" for path in args.average_with)
+        lines += (
+            f"\n- shipped as the average of {own} and {others}: one network of both side "
+            "by side, whose logits are the mean of theirs "
+            "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
+        )
+    return lines
 
 
 def planner_config(config: dict):

@@ -11,7 +11,8 @@ Top to bottom: the command line (PlannerConfig and Args), the run's config and f
 the training loop (iterate, log, evaluate, checkpoint), the end. The trainer, its
 config and the evaluation are in agents/training/value_iteration.py. A run's folder
 (checkpoints/NAME) holds config.json, command.txt, TensorBoard logs (tb/), the latest
-state (latest/: to resume bit for bit) and the best network (best/value_net.npz).
+state (latest/: to resume bit for bit), the best network (best/value_net.npz) and every
+iteration's network (networks/iteration_NNNN.npz).
 """
 
 from __future__ import annotations
@@ -182,6 +183,11 @@ def save_net(net, path: Path) -> None:
     net.save(path.with_name(path.stem + ".tmp.npz")).replace(path)
 
 
+def iteration_net(run_dir: Path, iteration: int) -> Path:
+    """Where a run keeps the network it had after `iteration`."""
+    return run_dir / "networks" / f"iteration_{iteration:04d}.npz"
+
+
 class Run:
     """A run in progress: the trainer, its folder, what it has done (evaluations, the
     best score, time spent), TensorBoard and the progress bar."""
@@ -250,6 +256,9 @@ class Run:
     def checkpoint(self) -> None:
         latest = self.run_dir / "latest"
         save_net(self.trainer.net, latest / "value_net.npz")
+        # Every iteration's network is kept too: a mean of the last ones' weights is a
+        # smoother value function than any one of them (ship.py --weight-average-from).
+        save_net(self.trainer.net, iteration_net(self.run_dir, self.trainer.iteration))
         state = {
             "trainer": self.trainer.state_dict(),
             "evals": self.evals,

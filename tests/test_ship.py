@@ -153,6 +153,10 @@ BAD = {
         lambda r, o, t: [bad_run(t, '{"players": 3, "hold": "free"}'), "--name", "new", "--out", o],
         "was trained for",
     ),
+    "value-net averaging of a PPO run": (
+        lambda r, o, t: [r, "--name", "new", "--out", o, "--weight-average-from", "1"],
+        "average value nets: a planner run's only",
+    ),
 }
 
 
@@ -451,6 +455,69 @@ def test_a_planner_run_ships_averaged_with_another_net(tmp_path):
     card = (out / "avg" / "MODEL_CARD.md").read_text()
     assert "hidden layers [16]" in card
     assert f"the average of the run's best network and `{other}`" in card
+
+
+def iteration_nets(run, iterations) -> list:
+    """Networks of a fake planner run's iterations, kept where train_planner.py keeps them."""
+    from agents.value_net import ValueNet
+
+    base = ValueNet.load(run / "latest" / "value_net.npz")
+    nets = []
+    for i in iterations:
+        net = ValueNet(base.spec, [w * (1 + i / 10) for w in base.weights], base.biases)
+        net.save(run / "networks" / f"iteration_{i:04d}.npz")
+        nets.append(net)
+    return nets
+
+
+def test_a_planner_run_ships_the_weight_average_of_its_last_networks(tmp_path):
+    """--weight-average-from I: the run's networks of iterations I..the model's (20 here,
+    the latest) averaged weight by weight, then (--average-with) with another net."""
+    from agents.value_net import ValueNet, average_nets, weight_average
+
+    run = planner_run(tmp_path / "planner_run", [3])
+    (run / "networks").mkdir()
+    nets = iteration_nets(run, [17, 18, 19, 20])
+    other = planner_run(tmp_path / "other_run", [3]) / "best" / "value_net.npz"
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    args = [str(run), "--name", "swa", "--out", str(out), "--games", "3", "--workers", "1",
+            "--model", "latest", "--weight-average-from", "18"]
+    assert ship.main([*args, "--average-with", str(other)]) == 0
+    shipped = ValueNet.load(out / "swa" / "value_net.npz")
+    expected = average_nets([weight_average(nets[1:]), ValueNet.load(other)])
+    for a, b in zip(shipped.weights + shipped.biases, expected.weights + expected.biases,
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+    card = (out / "swa" / "MODEL_CARD.md").read_text()
+    assert "networks of iterations 18 to 20 averaged weight by weight" in card
+    assert f"the average of that mean and `{other}`" in card
+
+
+@pytest.mark.parametrize(
+    "model, first, message",
+    [
+        ("latest", "0", "--weight-average-from must be 1 to 20 (the model's iteration), got 0"),
+        ("latest", "21", "--weight-average-from must be 1 to 20 (the model's iteration)"),
+        ("latest", "15", "lacks iteration_0015.npz, iteration_0016.npz"),
+        ("best", "19", "lacks iteration_0019.npz"),  # best is iteration 20 too; none kept
+    ],
+)
+def test_a_weight_average_of_networks_the_run_lacks_is_refused_first(
+    tmp_path, monkeypatch, capsys, model, first, message
+):
+    monkeypatch.setattr(evaluate, "main", no_work)
+    run = planner_run(tmp_path / "planner_run", [3])
+    if model == "latest":
+        (run / "networks").mkdir()
+        iteration_nets(run, [17, 18, 19, 20])
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    assert ship.main([str(run), "--name", "p", "--out", str(out), "--model", model,
+                      "--weight-average-from", first]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
+    assert list(out.iterdir()) == []
 
 
 @pytest.mark.parametrize(

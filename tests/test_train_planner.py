@@ -81,6 +81,12 @@ def test_the_run_folder_records_what_was_done(tmp_path):
     assert summary["last_eval"]["exact_error"] is not None  # 2 players: the yardstick
     assert "train_planner.py" in (run / "command.txt").read_text()
     assert any((run / "tb").iterdir())
+    # every checkpointed iteration's network is kept (checkpoint every 2 iterations)
+    kept = sorted(p.name for p in (run / "networks").iterdir())
+    assert kept == ["iteration_0002.npz", "iteration_0004.npz"]
+    for a, b in zip(weights(run / "networks" / kept[-1]), weights(run / "latest" / "value_net.npz"),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_resuming_a_finished_run_changes_nothing(tmp_path, capsys):
