@@ -167,6 +167,7 @@ def test_presets_and_saved_configs_are_typed(values, message):
         ("planner_rollouts", [3, 4, 6], "table"),
         ("planner_table_4p", [4], "exact-table"),
         ("planner_table_3p", [3], "exact-table"),
+        ("planner_table_6p", [6], "exact-table"),
     ],
 )
 def test_the_shipped_presets_load_and_validate(preset, players, method):
