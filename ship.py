@@ -605,7 +605,7 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
     best = {}
     if args.model == "best" and (run / "best" / "eval.json").is_file():
         best = read_json_object(run / "best" / "eval.json")
-    iterations = best.get("iteration", summary.get("iterations", 0))
+    iterations = inputs["iteration"]
     games = best.get("games", summary.get("games", 0))
     hours = summary.get("wall_seconds", 0) / 3600
     evals_hours = summary.get("eval_seconds", 0) / 3600
