@@ -250,21 +250,32 @@ def test_the_shipped_multi_player_planner_exports_and_gives_the_hints_of_big_tab
     assert shipped_planner(3, Rules(hold="all")) is None  # trained under R5 "free" only
 
 
-def test_the_shipped_four_player_planner_exports_and_plays_its_table_only(tmp_path):
-    """planner-4p (issue 11, item 4): a net of the 4-player standard table, averaged
-    with planner-multi's (ship.py --average-with); its exported bot chooses its actions,
-    it plays 4-player games only, and hints never come from it."""
+@pytest.mark.parametrize(
+    "name, table, other_size",
+    [
+        ("planner-3p", ("smart", "turn-ev"), 4),
+        ("planner-4p", ("smart", "turn-ev", "threshold:350"), 3),
+    ],
+)
+def test_the_shipped_table_planners_export_and_play_their_table_only(
+    tmp_path, name, table, other_size
+):
+    """planner-3p and planner-4p (issue 11, item 4): nets of one standard table,
+    averaged with planner-multi's (ship.py --average-with); the exported bot chooses
+    their actions, they play games of their table's size only, and hints never come
+    from them."""
     from agents.value_net import ValueNet, shipped_planner
 
-    net = ROOT / "checkpoints" / "planner-4p" / "value_net.npz"
-    assert ValueNet.load(net).spec.table == ("smart", "turn-ev", "threshold:350")
-    onnx_path = tmp_path / "planner-4p.onnx"
+    players = len(table) + 1
+    net = ROOT / "checkpoints" / name / "value_net.npz"
+    assert ValueNet.load(net).spec.table == table
+    onnx_path = tmp_path / f"{name}.onnx"
     assert export.main([str(net), "-o", str(onnx_path)]) == 0
-    result = compare(make_policy(str(net)), make_policy(str(onnx_path)), [4], 600)
+    result = compare(make_policy(str(net)), make_policy(str(onnx_path)), [players], 600)
     assert result["decisions"] == 600 and result["disagreements"] == 0, result["value_gaps"]
-    with pytest.raises(ValueError, match="values games of 4 players, not 3"):
-        make_policy(str(net)).check_game(3, Rules())
-    assert shipped_planner(4, Rules()).name == "planner-multi"
+    with pytest.raises(ValueError, match=f"values games of {players} players, not {other_size}"):
+        make_policy(str(net)).check_game(other_size, Rules())
+    assert shipped_planner(players, Rules()).name == "planner-multi"
 
 
 def test_the_exported_planner_chooses_the_nets_actions_in_a_small_game(shipped, exported):
