@@ -75,8 +75,7 @@ def label_agents(specs: list[str], policies: list[Policy] | None = None) -> list
         taken.setdefault(label, set()).add(ident)
     # A typed spec may still meet another agent's short name: then the full path.
     labels = [
-        ident if len(taken[label]) > 1 else label
-        for label, ident in zip(labels, ids, strict=True)
+        ident if len(taken[label]) > 1 else label for label, ident in zip(labels, ids, strict=True)
     ]
     seen: Counter = Counter()
     out = []

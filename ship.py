@@ -249,8 +249,9 @@ def check_args(args: argparse.Namespace) -> dict:
             "standard game (target 5000, entry 500) only"
         )
     if (args.average_with or args.weight_average_from is not None) and not planner:
-        raise ShipError("--average-with and --weight-average-from average value nets: "
-                        "a planner run's only")
+        raise ShipError(
+            "--average-with and --weight-average-from average value nets: a planner run's only"
+        )
     iteration = model_iteration(run, args.model, history[-1]["summary"]) if planner else 0
     network = averaged_network(
         args.average_with, model, iteration_nets(run, args.weight_average_from, iteration)
@@ -306,8 +307,9 @@ def iteration_nets(run: Path, first: int | None, last: int) -> list[Path]:
     if first is None:
         return []
     if not 1 <= first <= last:
-        raise ShipError(f"--weight-average-from must be 1 to {last} (the model's iteration), "
-                        f"got {first}")
+        raise ShipError(
+            f"--weight-average-from must be 1 to {last} (the model's iteration), got {first}"
+        )
     paths = [run / "networks" / f"iteration_{i:04d}.npz" for i in range(first, last + 1)]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
@@ -393,7 +395,10 @@ def _planner_progress(state_file: Path, config: dict) -> dict:
     games = iterations * int(config.get("games_per_iteration", 0))
     evals = float(state.get("eval_seconds", 0.0))
     return {
-        "iterations": iterations, "games": games, "wall_seconds": seconds, "eval_seconds": evals
+        "iterations": iterations,
+        "games": games,
+        "wall_seconds": seconds,
+        "eval_seconds": evals,
     }
 
 

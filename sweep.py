@@ -111,8 +111,18 @@ class SweepArgs:
 
 # What a sweep is (saved in sweep.json, restored by --resume).
 SWEEP_FLAGS = (
-    "preset", "params", "grid", "sample", "samples", "seeds", "asha", "grace_period",
-    "reduction_factor", "sweep_seed", "cpus_per_trial", "max_concurrent",
+    "preset",
+    "params",
+    "grid",
+    "sample",
+    "samples",
+    "seeds",
+    "asha",
+    "grace_period",
+    "reduction_factor",
+    "sweep_seed",
+    "cpus_per_trial",
+    "max_concurrent",
 )
 RESUME_FLAGS = {"--resume", "--ray", "--checkpoints", "--no-progress", "--progress", "--cpus"}
 
@@ -129,7 +139,7 @@ def scalar(value):
 
 
 def parse_grid(item: str) -> tuple[str, list]:
-    """"lr=1e-4,3e-4" -> ("lr", [1e-4, 3e-4]); "opponents=[[smart], [turn-ev]]" (YAML)."""
+    """ "lr=1e-4,3e-4" -> ("lr", [1e-4, 3e-4]); "opponents=[[smart], [turn-ev]]" (YAML)."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip() or not raw.strip():
         raise ValueError(f"--grid takes KEY=V1,V2,..., got {item!r}")
@@ -146,7 +156,7 @@ def parse_grid(item: str) -> tuple[str, list]:
 
 
 def parse_sample(item: str) -> tuple[str, str, list]:
-    """"lr=loguniform:1e-5:1e-3" -> ("lr", "loguniform", [1e-5, 1e-3])."""
+    """ "lr=loguniform:1e-5:1e-3" -> ("lr", "loguniform", [1e-5, 1e-3])."""
     key, sep, raw = item.partition("=")
     kind, _, rest = raw.partition(":")
     if not sep or not key.strip() or kind not in DISTRIBUTIONS or not rest:
@@ -509,9 +519,7 @@ def parse_args(argv: list[str]) -> tuple[SweepArgs, frozenset[str]]:
     return tyro.cli(SweepArgs, args=argv), given
 
 
-def prepare(
-    args: SweepArgs, given: frozenset[str]
-) -> tuple[SweepArgs, Space, Path, TrainConfig]:
+def prepare(args: SweepArgs, given: frozenset[str]) -> tuple[SweepArgs, Space, Path, TrainConfig]:
     """The sweep's settings (for --resume: as saved), its space, folder and base config,
     everything checked before Ray starts or anything is written (ValueError)."""
     check_numbers(args)

@@ -52,9 +52,7 @@ class Args:
     the defaults below, then a preset (--preset), then the flags. Ctrl-C stops, keeping
     the last checkpoint."""
 
-    config: Annotated[PlannerConfig, tyro.conf.arg(name="")] = field(
-        default_factory=PlannerConfig
-    )
+    config: Annotated[PlannerConfig, tyro.conf.arg(name="")] = field(default_factory=PlannerConfig)
     resume: str | None = None
     """Continue the run in this folder (or of this name under --checkpoints), as it was
     configured: only --iterations, --stop-after, --workers and --no-progress may be
@@ -310,16 +308,20 @@ def train(config: PlannerConfig, run_dir: Path, run: Run, args: Args, argv: list
                 if last or it % config.checkpoint_freq == 0:
                     run.checkpoint()
                     if args.stop_after is not None and it >= args.stop_after and not last:
-                        say(f"stopped at iteration {it} (checkpoint saved); continue with: "
-                            f"python train_planner.py --resume {shlex.quote(shown(run_dir))}")
+                        say(
+                            f"stopped at iteration {it} (checkpoint saved); continue with: "
+                            f"python train_planner.py --resume {shlex.quote(shown(run_dir))}"
+                        )
                         return 0
     except KeyboardInterrupt:
         if run.saved_iteration is None:  # nothing to resume from: leave no folder behind
             shutil.rmtree(run_dir, ignore_errors=True)
             print(f"interrupted before the first checkpoint: {shown(run_dir)} removed")
         else:
-            print(f"interrupted; the checkpoint at iteration {run.saved_iteration} continues "
-                  f"with: python train_planner.py --resume {shlex.quote(shown(run_dir))}")
+            print(
+                f"interrupted; the checkpoint at iteration {run.saved_iteration} continues "
+                f"with: python train_planner.py --resume {shlex.quote(shown(run_dir))}"
+            )
         return 130
     finally:
         writer.close()
@@ -339,8 +341,10 @@ def finish(config: PlannerConfig, run_dir: Path, run: Run) -> None:
     }
     save_json(run_dir / "summary.json", summary)
     best = shown(run_dir / "best" / "value_net.npz")
-    print(f"done: {shown(run_dir)} trained to iteration {run.trainer.iteration} "
-          f"({duration(run.wall_seconds)}, evaluations {duration(run.eval_seconds)})")
+    print(
+        f"done: {shown(run_dir)} trained to iteration {run.trainer.iteration} "
+        f"({duration(run.wall_seconds)}, evaluations {duration(run.eval_seconds)})"
+    )
     print(f"best network: {best} (mean win rate {run.best_score:.1%})")
     others = " ".join([shlex.quote(best)] * (config.players[0] - 1))
     print(f"play against it: python play.py --opponents {others}")
@@ -357,9 +361,11 @@ def main(argv: list[str] | None = None) -> int:
         args, given = parse_args(argv)
         config, run_dir, saved = prepare(args, given)
         if saved is not None and saved["trainer"]["iteration"] >= config.iterations:
-            print(f"{shown(run_dir)} is already complete at iteration "
-                  f"{saved['trainer']['iteration']}: nothing done; to train it further: "
-                  f"--resume {shown(run_dir)} --iterations N")
+            print(
+                f"{shown(run_dir)} is already complete at iteration "
+                f"{saved['trainer']['iteration']}: nothing done; to train it further: "
+                f"--resume {shown(run_dir)} --iterations N"
+            )
             return 0
         run = Run(config, run_dir, saved)
     except ValueError as e:
@@ -376,9 +382,12 @@ def main(argv: list[str] | None = None) -> int:
         "table": "games at the evaluation tables in turn (the table method)",
         "exact-table": "games at the evaluation table (the exact-table method)",
     }[config.method]
-    print(f"{what}: {config.iterations - start} iterations of {config.games_per_iteration} "
-          f"{games}, hold {config.hold}; evaluation every {config.eval_freq} iterations "
-          f"against {tables}", flush=True)
+    print(
+        f"{what}: {config.iterations - start} iterations of {config.games_per_iteration} "
+        f"{games}, hold {config.hold}; evaluation every {config.eval_freq} iterations "
+        f"against {tables}",
+        flush=True,
+    )
     return train(config, run_dir, run, args, argv)
 
 

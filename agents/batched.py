@@ -237,8 +237,9 @@ class BatchedSmartBot(SmartBot):
             _first(lost),
             np.where(
                 rolls_short.any(axis=1),
-                np.where(rolls_short, _both(left) * NUM_ACTIONS + np.arange(NUM_ACTIONS), 10**9)
-                .argmin(axis=1),
+                np.where(
+                    rolls_short, _both(left) * NUM_ACTIONS + np.arange(NUM_ACTIONS), 10**9
+                ).argmin(axis=1),
                 _first(mask & ~banks),
             ),
         )
@@ -261,9 +262,10 @@ class BatchedOptimalBot(OptimalBot):
         own = scores[np.arange(k), current]
         others = scores.copy()
         others[np.arange(k), current] = -1
-        pair = table.score_index[own // 100] * table.pairs + table.score_index[
-            others.max(axis=1) // 100
-        ]
+        pair = (
+            table.score_index[own // 100] * table.pairs
+            + table.score_index[others.max(axis=1) // 100]
+        )
         totals, left = games.hold_results(idx)
         level = np.minimum(totals // STEP, table.levels - 1)
         cell = pair[:, None] * table.levels + level

@@ -241,8 +241,13 @@ def seat_record(
     players = len(others) + 1
     seatings = schedule(players, players, -(-games // players) * players)[:games]
     results = run(
-        [learner, *others], seatings, rules, seed, max_turns=max_turns,
-        on_progress=on_progress, batched=False,
+        [learner, *others],
+        seatings,
+        rules,
+        seed,
+        max_turns=max_turns,
+        on_progress=on_progress,
+        batched=False,
     )
     wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
     return {

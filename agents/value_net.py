@@ -135,8 +135,9 @@ class FeatureSpec:
         p = self.check(positions)
         b, n = p.shape
         if self.table and n != len(self.table) + 1:
-            raise ValueError(f"a net of the table {self.table} values {len(self.table) + 1} "
-                             f"players, not {n}")
+            raise ValueError(
+                f"a net of the table {self.table} values {len(self.table) + 1} players, not {n}"
+            )
         x = np.zeros((b, self.max_players, self.per_seat), dtype=np.float32)
         x[:, :n, 0] = 1.0
         x[:, :n, 1] = p > 0
@@ -260,14 +261,19 @@ def average_nets(nets: Sequence[ValueNet]) -> ValueNet:
         return w
 
     if len(nets[0].weights) == 1:  # no hidden layer: the logits are linear, average them
-        return ValueNet(spec, [np.mean([first_layer(net) for net in nets], axis=0)],
-                        [np.mean([net.biases[0] for net in nets], axis=0)])
+        return ValueNet(
+            spec,
+            [np.mean([first_layer(net) for net in nets], axis=0)],
+            [np.mean([net.biases[0] for net in nets], axis=0)],
+        )
     weights = [np.concatenate([first_layer(net) for net in nets], axis=1)]
     for layer in range(1, len(nets[0].weights) - 1):
         weights.append(_block_diagonal([net.weights[layer] for net in nets]))
     weights.append(np.concatenate([net.weights[-1] for net in nets]) / len(nets))
-    biases = [np.concatenate([net.biases[layer] for net in nets])
-              for layer in range(len(nets[0].biases) - 1)]
+    biases = [
+        np.concatenate([net.biases[layer] for net in nets])
+        for layer in range(len(nets[0].biases) - 1)
+    ]
     biases.append(np.mean([net.biases[-1] for net in nets], axis=0))
     return ValueNet(spec, weights, biases)
 

@@ -98,8 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         scores = np.r_[0, np.arange(rules.entry, rules.target, 100)]
         sampler = np.random.default_rng(args.seed)
         gap = max(
-            value_difference(a, b, sampler.choice(scores, size=(10_000, n)))
-            for n in args.players
+            value_difference(a, b, sampler.choice(scores, size=(10_000, n))) for n in args.players
         )
     gaps = result["value_gaps"]
     print(

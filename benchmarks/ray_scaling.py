@@ -62,7 +62,12 @@ def measure(blocks: int, per_game_games: int, seed: int) -> tuple[dict, dict]:
             for name, (seatings, batched) in games.items():
                 start = time.perf_counter()
                 results = tour.run(
-                    BOTS, seatings, Rules(), seed, workers=cpus, batched=batched,
+                    BOTS,
+                    seatings,
+                    Rules(),
+                    seed,
+                    workers=cpus,
+                    batched=batched,
                     ray=ray_tools.LOCAL if on_ray else None,
                 )
                 rates[name, where, cpus] = len(seatings) / (time.perf_counter() - start)

@@ -61,7 +61,9 @@ def vector_steps_per_second(opponent: str, num_envs: int, seconds: float) -> flo
     bot = make_batched_policy(opponent)
     bot.prepare(Rules())  # the optimal solution: solved or loaded before timing
     env = gym.make_vec(
-        "FiveThousand-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
+        "FiveThousand-v0",
+        num_envs=num_envs,
+        vectorization_mode="vector_entry_point",
         opponents=bot,
     )
     env.reset(seed=0)
@@ -126,8 +128,9 @@ def main() -> None:
         target = 20_000.0 if "optimal" not in names else None
         rows.append((f"batched games/s, {label}", batched, target, ""))
         rows.append((f"  per-game games/s, {label} (reference)", single, None, ""))
-    table = Table(title=f"batched 5000, one core ({platform.machine()}, Python "
-                  f"{platform.python_version()})")
+    table = Table(
+        title=f"batched 5000, one core ({platform.machine()}, Python {platform.python_version()})"
+    )
     for column in ("measure", "value", "target", "met"):
         table.add_column(column)
     for name, value, target, unit in rows:

@@ -42,8 +42,9 @@ def time_bot(client: TestClient, bot: str, moves: int, seed: int) -> list[float]
         seed += 1
         while view["status"] != "over" and len(times) < moves:
             if view["status"] == "you":
-                view = client.post(f"/api/games/{view['id']}/move",
-                                   json={"action": greedy(view)}).json()
+                view = client.post(
+                    f"/api/games/{view['id']}/move", json={"action": greedy(view)}
+                ).json()
                 continue
             start = time.perf_counter()
             view = client.post(f"/api/games/{view['id']}/step", json={"steps": 1}).json()

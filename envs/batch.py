@@ -402,9 +402,7 @@ def decide(
     else:
         actions = np.array([policy.act(games.game_at(int(g)), rng) for g in idx], dtype=np.int64)
     if actions.shape != idx.shape:
-        raise ValueError(
-            f"{policy.name} returned {actions.shape} actions for {len(idx)} games"
-        )
+        raise ValueError(f"{policy.name} returned {actions.shape} actions for {len(idx)} games")
     if not games.are_legal(idx, actions).all():
         bad = int(np.flatnonzero(~games.are_legal(idx, actions))[0])
         raise IllegalMoveError(
@@ -521,9 +519,10 @@ def play_games(
     n_players = len(policies) if seat_policy is None else seat_policy.shape[1]
     if seat_policy is None:
         seat_policy = np.broadcast_to(np.arange(n_players), (n_games, n_players))
-    if seat_policy.shape != (n_games, n_players) or not (
-        (seat_policy >= 0) & (seat_policy < len(policies))
-    ).all():
+    if (
+        seat_policy.shape != (n_games, n_players)
+        or not ((seat_policy >= 0) & (seat_policy < len(policies))).all()
+    ):
         raise ValueError(f"seat_policy must be ({n_games}, players) indices into the policies")
     for policy in policies:
         policy.check_game(n_players, rules)

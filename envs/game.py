@@ -277,12 +277,12 @@ def bank_outcome(scores: Sequence[int], banker: int, total: int, rules: Rules) -
     new = before[banker] + total
     if new <= rules.target:
         # A bump: every *other* seat on the new score drops to 0 (R9).
-        bumped = () if new == rules.target else tuple(
-            p for p, x in enumerate(before) if p != banker and x == new
+        bumped = (
+            ()
+            if new == rules.target
+            else tuple(p for p, x in enumerate(before) if p != banker and x == new)
         )
-        after = tuple(
-            new if p == banker else 0 if p in bumped else x for p, x in enumerate(before)
-        )
+        after = tuple(new if p == banker else 0 if p in bumped else x for p, x in enumerate(before))
         winner = banker if new == rules.target else None
         return BankOutcome(banker, total, True, "", after, winner, bumped)
     # Overshoot: the banker keeps their score; the total is a gift, or lost (R9).

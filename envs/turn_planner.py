@@ -164,9 +164,10 @@ class TurnPlan:
         j = np.arange(top + 1)[:, None] + ch.steps  # level after option o
         banks = self.bank[j] > self.W[j, ch.dice_left]
         # The first best option of each class: the smallest index among its best ones.
-        best = self.option_values == np.maximum.reduceat(self.option_values, ch.starts, axis=1)[
-            :, ch.option_class
-        ]
+        best = (
+            self.option_values
+            == np.maximum.reduceat(self.option_values, ch.starts, axis=1)[:, ch.option_class]
+        )
         index = np.where(best, np.arange(len(ch.steps)), len(ch.steps))
         chosen = np.minimum.reduceat(index, ch.starts, axis=1)  # (top + 1, classes)
         n = len(self.scores)
@@ -176,9 +177,7 @@ class TurnPlan:
         bank_vectors = self.ends[np.maximum(self.bank_end, 0)]
         for i in range(top, -1, -1):
             o = chosen[i]
-            vec = np.where(
-                banks[i, o][:, None], bank_vectors[j[i, o]], p[j[i, o], ch.dice_left[o]]
-            )
+            vec = np.where(banks[i, o][:, None], bank_vectors[j[i, o]], p[j[i, o], ch.dice_left[o]])
             p[i] = ch.class_matrix_t @ vec + bust_part
         return p
 

@@ -18,8 +18,11 @@ def test_measure_plays_each_agent_against_each_bot_only():
 def test_report_shows_whole_names_says_what_it_means_and_what_next():
     out = io.StringIO()
     console = Console(file=out, width=80)  # a narrow terminal
-    rates = {(label, bot): "49% ±5%" for label in ("demo_quick (new)", "ppo-2p (shipped)")
-             for bot in demo.BOTS}
+    rates = {
+        (label, bot): "49% ±5%"
+        for label in ("demo_quick (new)", "ppo-2p (shipped)")
+        for bot in demo.BOTS
+    }
     model = "checkpoints/demo_quick/best/model.zip"
     demo.report(console, rates, model, "checkpoints/demo_quick")
     text = out.getvalue()

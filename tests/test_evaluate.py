@@ -249,9 +249,10 @@ def test_plot_of_0_and_100_percent_win_rates_and_outputs_after_it(tmp_path):
     assert [a["win_rate"] for a in summary["agents"]] == [1.0, 0.0]
     for a in summary["agents"]:
         assert a["ci95_low"] <= a["win_rate"] <= a["ci95_high"]
-    assert paths["plot"].stat().st_size > 5000 and "| smart | 10 | 100.0%" in paths[
-        "markdown"
-    ].read_text()
+    assert (
+        paths["plot"].stat().st_size > 5000
+        and "| smart | 10 | 100.0%" in paths["markdown"].read_text()
+    )
     # A summary from elsewhere whose bounds cross the rate still draws (clipped bars).
     summary["agents"][0]["ci95_high"] = 0.9999999999999999
     summary["agents"][1]["ci95_low"] = 1e-17

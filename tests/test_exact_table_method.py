@@ -150,8 +150,10 @@ def test_a_run_starts_from_a_network_of_no_table_with_its_values(tmp_path):
     "changes, message",
     [
         ({"eval_tables": ["random,smart"]}, "deterministic scripted ones"),
-        ({"players": [3, 4], "eval_tables": ["smart,turn-ev", "smart,turn-ev,smart"]},
-         "learns one table"),
+        (
+            {"players": [3, 4], "eval_tables": ["smart,turn-ev", "smart,turn-ev,smart"]},
+            "learns one table",
+        ),
         ({"rollouts": 2}, "targets of the table method"),
         ({"players": [4]}, "--players must name them"),
         ({"sweeps": 0}, "sweeps must be"),

@@ -615,24 +615,49 @@ def test_a_dice_state_round_trips_exactly():
     ("scores", "roll", "held", "bank", "expect"),
     [
         # R6: all five dice held, five come back; R8: entering with 1500
-        ([0, 0], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], True,
-         {"points": 1500, "turn_total": 1500, "dice_left": 5, "scores": (1500, 0)}),
+        (
+            [0, 0],
+            [1, 2, 3, 4, 5],
+            [1, 2, 3, 4, 5],
+            True,
+            {"points": 1500, "turn_total": 1500, "dice_left": 5, "scores": (1500, 0)},
+        ),
         # R8: 250 ends in 50, no banking on it; 3 dice would be rolled
-        ([700, 1000], [1, 1, 2, 3, 5], [1, 1, 5], False,
-         {"turn_total": 250, "dice_left": 2, "why_no_bank": "ends in 50"}),
+        (
+            [700, 1000],
+            [1, 1, 2, 3, 5],
+            [1, 1, 5],
+            False,
+            {"turn_total": 250, "dice_left": 2, "why_no_bank": "ends in 50"},
+        ),
         # R8: not entered, 200 is under the entry
-        ([0, 0], [1, 1, 2, 3, 4], [1, 1], False,
-         {"dice_left": 3, "why_no_bank": "is under the 500 needed to enter"}),
+        (
+            [0, 0],
+            [1, 1, 2, 3, 4],
+            [1, 1],
+            False,
+            {"dice_left": 3, "why_no_bank": "is under the 500 needed to enter"},
+        ),
         # R9: landing on the opponent's score bumps them to 0
         ([800, 1000], [1, 1, 2, 3, 4], [1, 1], True, {"scores": (1000, 0), "bumped": (1,)}),
         # R9: exactly the target wins
         ([4800, 4700], [1, 1, 2, 3, 4], [1, 1], True, {"scores": (5000, 4700), "winner": 0}),
         # R9: overshoot, the gift would take the only candidate past 5000: lost
-        ([4800, 4700], [1, 1, 1, 2, 3], [1, 1, 1], True,
-         {"scores": (4800, 4700), "overshoot": True, "lost": True, "lost_candidate": 1}),
+        (
+            [4800, 4700],
+            [1, 1, 1, 2, 3],
+            [1, 1, 1],
+            True,
+            {"scores": (4800, 4700), "overshoot": True, "lost": True, "lost_candidate": 1},
+        ),
         # R9: overshoot, gift to the lowest opponent with at least 500
-        ([4800, 3000], [1, 1, 1, 2, 3], [1, 1, 1], True,
-         {"scores": (4800, 4100), "gift_to": 1, "winner": None}),
+        (
+            [4800, 3000],
+            [1, 1, 1, 2, 3],
+            [1, 1, 1],
+            True,
+            {"scores": (4800, 4100), "gift_to": 1, "winner": None},
+        ),
     ],
 )
 def test_each_move_says_what_it_leads_to(scores, roll, held, bank, expect):

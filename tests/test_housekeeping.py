@@ -15,9 +15,20 @@ def test_a_test_session_removes_its_solver_cache(tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     env.pop("FIVETHOUSAND_CACHE", None)
     subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "tests/test_rules.py"],
-        cwd=ROOT, env=env, check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_rules.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
     )
     assert not list(tmp_path.glob("fivethousand-test-cache-*"))
 

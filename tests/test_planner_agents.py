@@ -26,9 +26,7 @@ SNAPSHOT_2P = ROOT / "checkpoints" / "ppo_2p_free_seed1" / "snapshots" / "step77
 SMALL = Rules(target=2000, entry=300)  # a shrunken game: small nets, quick plans
 
 
-def random_net(
-    rules: Rules = SMALL, hidden=(32, 32), seed: int = 0, players: int = 8, table=()
-):
+def random_net(rules: Rules = SMALL, hidden=(32, 32), seed: int = 0, players: int = 8, table=()):
     """An untrained value net with numpy weights (no torch): any values, as a net may
     have, so near-ties are as likely as in a trained one."""
     spec = FeatureSpec(rules, max_players=players, table=tuple(table))
@@ -342,6 +340,4 @@ def test_exporting_a_planner_needs_a_value_net(tmp_path, capsys):
     assert export.main([str(broken), "-o", str(tmp_path / "y.onnx")]) == 2
     err = capsys.readouterr().err.strip()
     assert "cannot load a value net" in err and err.count("\n") == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [snapshot_like.name, broken.name]
-    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([snapshot_like.name, broken.name])

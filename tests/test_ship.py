@@ -302,8 +302,11 @@ def planner_run(
     cfg.update(config or {})
     spec = FeatureSpec()
     rng = np.random.default_rng(0)
-    net = ValueNet(spec, [rng.normal(0, 0.05, (spec.size, 8)), rng.normal(0, 1, (8, 8))],
-                   [np.zeros(8), np.zeros(8)])
+    net = ValueNet(
+        spec,
+        [rng.normal(0, 0.05, (spec.size, 8)), rng.normal(0, 1, (8, 8))],
+        [np.zeros(8), np.zeros(8)],
+    )
     for sub in ("best", "latest", "tb"):
         (folder / sub).mkdir(parents=True)
     net.save(folder / "best" / "value_net.npz")
@@ -315,8 +318,13 @@ def planner_run(
             "games": it * 20,
             "wall_seconds": 30.0 * it,
             "results": {
-                label: {"win_rate": rate, "ci95": [rate - 0.05, rate + 0.05], "games": 100,
-                        "fair_share": 1 / players[0], "mean_turns": 40.0}
+                label: {
+                    "win_rate": rate,
+                    "ci95": [rate - 0.05, rate + 0.05],
+                    "games": 100,
+                    "fair_share": 1 / players[0],
+                    "mean_turns": 40.0,
+                }
             },
             "mean_win_rate": rate,
             "exact_error": 0.01 / it if 2 in players else None,
@@ -327,12 +335,23 @@ def planner_run(
     (folder / "command.txt").write_text(f"python train_planner.py --players {players[0]}\n")
     (folder / "evals.json").write_text(json.dumps(evals))
     (folder / "best" / "eval.json").write_text(json.dumps(evals[-1]))
-    state = {"trainer": {"iteration": 20}, "evals": evals, "best_score": 0.45,
-             "wall_seconds": 600.0, "eval_seconds": 60.0}
+    state = {
+        "trainer": {"iteration": 20},
+        "evals": evals,
+        "best_score": 0.45,
+        "wall_seconds": 600.0,
+        "eval_seconds": 60.0,
+    }
     (folder / "latest" / "state.pkl").write_bytes(pickle.dumps(state))
     if finished:
-        summary = {"iterations": 20, "games": 400, "wall_seconds": 600.0, "eval_seconds": 60.0,
-                   "best_mean_win_rate": 0.45, "last_eval": evals[-1]}
+        summary = {
+            "iterations": 20,
+            "games": 400,
+            "wall_seconds": 600.0,
+            "eval_seconds": 60.0,
+            "best_mean_win_rate": 0.45,
+            "last_eval": evals[-1],
+        }
         (folder / "summary.json").write_text(json.dumps(summary))
     return folder
 
@@ -355,8 +374,14 @@ def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
     shipped = out / "planner-x"
     outputs = [f"{stem}.{ext}" for stem in evaluations for ext in ("json", "md", "png")]
     assert sorted(p.name for p in shipped.iterdir()) == sorted(
-        ["MODEL_CARD.md", "config.json", "learning_curve.json", "learning_curve.png",
-         "value_net.npz", *outputs]
+        [
+            "MODEL_CARD.md",
+            "config.json",
+            "learning_curve.json",
+            "learning_curve.png",
+            "value_net.npz",
+            *outputs,
+        ]
     )
     assert (shipped / "value_net.npz").read_bytes() == (run / "best" / "value_net.npz").read_bytes()
     card = (shipped / "MODEL_CARD.md").read_text()
@@ -449,8 +474,9 @@ def test_a_planner_run_ships_averaged_with_another_net(tmp_path):
     shipped = ValueNet.load(out / "avg" / "value_net.npz")
     expected = average_nets([ValueNet.load(run / "best" / "value_net.npz"), ValueNet.load(other)])
     assert shipped.hidden == expected.hidden == (16,)
-    for a, b in zip(shipped.weights + shipped.biases, expected.weights + expected.biases,
-                    strict=True):
+    for a, b in zip(
+        shipped.weights + shipped.biases, expected.weights + expected.biases, strict=True
+    ):
         np.testing.assert_array_equal(a, b)
     card = (out / "avg" / "MODEL_CARD.md").read_text()
     assert "hidden layers [16]" in card
@@ -481,13 +507,27 @@ def test_a_planner_run_ships_the_weight_average_of_its_last_networks(tmp_path):
     other = planner_run(tmp_path / "other_run", [3]) / "best" / "value_net.npz"
     out = tmp_path / "checkpoints"
     out.mkdir()
-    args = [str(run), "--name", "swa", "--out", str(out), "--games", "3", "--workers", "1",
-            "--model", "latest", "--weight-average-from", "18"]
+    args = [
+        str(run),
+        "--name",
+        "swa",
+        "--out",
+        str(out),
+        "--games",
+        "3",
+        "--workers",
+        "1",
+        "--model",
+        "latest",
+        "--weight-average-from",
+        "18",
+    ]
     assert ship.main([*args, "--average-with", str(other)]) == 0
     shipped = ValueNet.load(out / "swa" / "value_net.npz")
     expected = average_nets([weight_average(nets[1:]), ValueNet.load(other)])
-    for a, b in zip(shipped.weights + shipped.biases, expected.weights + expected.biases,
-                    strict=True):
+    for a, b in zip(
+        shipped.weights + shipped.biases, expected.weights + expected.biases, strict=True
+    ):
         np.testing.assert_array_equal(a, b)
     card = (out / "swa" / "MODEL_CARD.md").read_text()
     assert "networks of iterations 18 to 20 averaged weight by weight" in card
@@ -513,8 +553,22 @@ def test_a_weight_average_of_networks_the_run_lacks_is_refused_first(
         iteration_nets(run, [17, 18, 19, 20])
     out = tmp_path / "checkpoints"
     out.mkdir()
-    assert ship.main([str(run), "--name", "p", "--out", str(out), "--model", model,
-                      "--weight-average-from", first]) == 2
+    assert (
+        ship.main(
+            [
+                str(run),
+                "--name",
+                "p",
+                "--out",
+                str(out),
+                "--model",
+                model,
+                "--weight-average-from",
+                first,
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
     assert list(out.iterdir()) == []
@@ -534,8 +588,12 @@ def test_averaging_with_what_is_no_fitting_value_net_is_refused_first(
     run = planner_run(tmp_path / "planner_run", [3])
     out = tmp_path / "checkpoints"
     out.mkdir()
-    assert ship.main([str(run), "--name", "p", "--out", str(out), "--average-with",
-                      str(ship.ROOT / other)]) == 2
+    assert (
+        ship.main(
+            [str(run), "--name", "p", "--out", str(out), "--average-with", str(ship.ROOT / other)]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
     assert list(out.iterdir()) == []

@@ -14,8 +14,14 @@ import sweep  # noqa: E402
 import train  # noqa: E402
 
 TINY = [
-    "n_timesteps=2048", "n_envs=4", "n_steps=128", "batch_size=256", "eval_freq=1024",
-    "checkpoint_freq=1024", "eval_episodes=10", "eval_opponents=[smart]",
+    "n_timesteps=2048",
+    "n_envs=4",
+    "n_steps=128",
+    "batch_size=256",
+    "eval_freq=1024",
+    "checkpoint_freq=1024",
+    "eval_episodes=10",
+    "eval_opponents=[smart]",
 ]
 
 

@@ -84,8 +84,9 @@ def test_the_run_folder_records_what_was_done(tmp_path):
     # every checkpointed iteration's network is kept (checkpoint every 2 iterations)
     kept = sorted(p.name for p in (run / "networks").iterdir())
     assert kept == ["iteration_0002.npz", "iteration_0004.npz"]
-    for a, b in zip(weights(run / "networks" / kept[-1]), weights(run / "latest" / "value_net.npz"),
-                    strict=True):
+    for a, b in zip(
+        weights(run / "networks" / kept[-1]), weights(run / "latest" / "value_net.npz"), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
 
 

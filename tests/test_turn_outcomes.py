@@ -74,8 +74,7 @@ def test_scripted_turns_agree_with_sampled_turns(bot, scores):
     for _ in range(n):
         game = Game(len(scores), rules, seed=rng)
         game.state.scores = list(scores)
-        play(game, [policy] + [None] * (len(scores) - 1), rng,
-             until=lambda g: g.state.current != 0)
+        play(game, [policy] + [None] * (len(scores) - 1), rng, until=lambda g: g.state.current != 0)
         s = game.state
         key = ("win", s.winner) if s.winner is not None else tuple(s.scores[1:] + s.scores[:1])
         seen[key] = seen.get(key, 0) + 1

@@ -96,7 +96,12 @@ def _check_bank_batch(cases, rules):
             bool(out.lost[j]),
         )
         assert got == (
-            want.scores, want.winner, bool(want.bumped), want.overshoot, want.gift_to, want.lost
+            want.scores,
+            want.winner,
+            bool(want.bumped),
+            want.overshoot,
+            want.gift_to,
+            want.lost,
         ), (s, b, t)
 
 
@@ -172,8 +177,14 @@ def run_recorded(env, steps: int, seed: int, illegal_every: int = 0):
             rec.outcome(
                 g,
                 (
-                    "outcome", reward[g], term[g], trunc[g], last.copy(),
-                    bool(fin["illegal_action"][g]), int(fin["turns"][g]), int(fin["winner"][g]),
+                    "outcome",
+                    reward[g],
+                    term[g],
+                    trunc[g],
+                    last.copy(),
+                    bool(fin["illegal_action"][g]),
+                    int(fin["turns"][g]),
+                    int(fin["winner"][g]),
                 ),
             )
             rec.logs[g].append(("decide", obs[g].copy(), env.unwrapped.action_masks()[g]))
@@ -244,8 +255,13 @@ def test_replay_through_game(n_players, hold, opponents):
     max_turns = 6 * n_players
     bots = [make_batched_policy(o) for o in opponents]
     env = make_env(
-        12, n_players=n_players, opponents=bots, hold=hold, target=1500,
-        learner_seat="random", max_turns=max_turns,
+        12,
+        n_players=n_players,
+        opponents=bots,
+        hold=hold,
+        target=1500,
+        learner_seat="random",
+        max_turns=max_turns,
     )
     logs = run_recorded(env, steps=60, seed=n_players)
     plain = [make_policy(o) for o in opponents]
@@ -265,8 +281,13 @@ def test_rich_observation_replays_bit_for_bit(n_players, hold, opponents):
     rules = Rules(hold=hold, target=1500)
     max_turns = 6 * n_players
     env = make_env(
-        8, n_players=n_players, opponents=[make_batched_policy(o) for o in opponents],
-        hold=hold, target=1500, learner_seat="random", max_turns=max_turns,
+        8,
+        n_players=n_players,
+        opponents=[make_batched_policy(o) for o in opponents],
+        hold=hold,
+        target=1500,
+        learner_seat="random",
+        max_turns=max_turns,
         obs_encoding="rich",
     )
     assert env.observation_space.shape == (8, ObsSpec("rich", n_players, rules).size)
@@ -447,6 +468,7 @@ def test_batched_twins():
     assert type(batched(make_policy("turn-ev"))) is BatchedTurnEVBot
     assert type(batched(make_policy("smart"))) is BatchedSmartBot
     assert type(make_batched_policy("optimal")) is BatchedOptimalBot
+
     class Custom(SmartBot):  # a subclass may decide differently: no twin for it
         name = "custom"
 
@@ -483,8 +505,14 @@ def test_play_batch_replays_and_wins_like_the_per_game_driver():
 
     bots = [make_batched_policy(n) for n in names]
     play_batch(
-        games, np.arange(400), bots, np.broadcast_to(np.arange(2), (400, 2)),
-        np.random.default_rng(1), max_turns=1000, on_roll=on_roll, on_act=on_act,
+        games,
+        np.arange(400),
+        bots,
+        np.broadcast_to(np.arange(2), (400, 2)),
+        np.random.default_rng(1),
+        max_turns=1000,
+        on_roll=on_roll,
+        on_act=on_act,
     )
     for g in range(0, 400, 20):
         game = Game(2, rules)

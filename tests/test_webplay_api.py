@@ -64,7 +64,7 @@ def test_a_whole_game_against_a_bot_and_its_replay(tmp_path):
     frames = c.get(f"/api/games/{view['id']}/replay").json()["frames"]
     assert frames[0]["kind"] == "start" and frames[-1]["scores"] == view["scores"]
     assert "won with exactly 5000" in frames[-1]["text"]
-    assert [f["text"] for f in frames[1:]][-len(view["log"]):] == [x["text"] for x in view["log"]]
+    assert [f["text"] for f in frames[1:]][-len(view["log"]) :] == [x["text"] for x in view["log"]]
     saved = json.loads((tmp_path / f"{view['id']}.json").read_text())
     assert saved["format"] == FORMAT and saved["game"]["state"]["winner"] == view["winner"]
     assert not list(tmp_path.glob(".tmp-*"))  # atomic saves leave no temporary file
@@ -197,8 +197,13 @@ def test_requests_out_of_turn_and_unknown_games(tmp_path):
         r = c.post(f"/api/games/{gid}/step", json={"steps": steps})
         assert r.status_code == 422 and "steps" in r.json()["error"]
     assert c.post(f"/api/games/{gid}/rematch").status_code == 409
-    for method, path in [("GET", ""), ("GET", "/hint"), ("GET", "/replay"), ("POST", "/step"),
-                         ("POST", "/rematch")]:
+    for method, path in [
+        ("GET", ""),
+        ("GET", "/hint"),
+        ("GET", "/replay"),
+        ("POST", "/step"),
+        ("POST", "/rematch"),
+    ]:
         for other in ("nope", gid[:-1] + ("A" if gid[-1] != "A" else "B"), "..%2Fsecrets"):
             r = c.request(method, f"/api/games/{other}{path}")
             assert r.status_code == 404 and r.json()["error"] in ("no such game", "Not Found")
@@ -351,7 +356,7 @@ def test_hints_estimated_for_more_players_or_unavailable(tmp_path):
 def test_the_page_and_the_bot_list(tmp_path):
     c = client(tmp_path)
     page = c.get("/")
-    assert page.status_code == 200 and "<script src=\"/static/app.js\">" in page.text
+    assert page.status_code == 200 and '<script src="/static/app.js">' in page.text
     assert c.get("/static/app.js").status_code == 200
     keys = [b["key"] for b in c.get("/api/bots").json()["bots"]]
     assert {"smart", "optimal", "planner-2p", "ppo-2p", "ppo-4p"} <= set(keys)

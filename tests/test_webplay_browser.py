@@ -70,8 +70,9 @@ def shots(tmp_path_factory) -> Path:
 
 def api(base: str, path: str, body: dict | None = None) -> dict:
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        base + path, data=data, headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req) as r:
         return json.loads(r.read())
 
@@ -127,8 +128,9 @@ def test_a_whole_game_by_clicking(server, browser, shots):
         if decisions == 2:  # a hint: best move and win probability (exact, 2 players)
             page.click("#hint-btn")
             # The first hint may solve the 2-player game (seconds, once per cache).
-            expect(page.locator("#hint-text")).to_contain_text("Your win probability",
-                                                                timeout=60_000)
+            expect(page.locator("#hint-text")).to_contain_text(
+                "Your win probability", timeout=60_000
+            )
             expect(page.locator("#hint-note")).to_contain_text("exact")
             assert page.evaluate("parseFloat(getComputedStyle($('hint-bar')).width)") > 0
             page.screenshot(path=str(shots / "webplay.png"))

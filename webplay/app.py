@@ -199,10 +199,20 @@ def create_app(
                     what = bank_preview(move.bank, web.names)
                 else:
                     what = f"roll {count_dice(move.dice_left)}"
-                why = f"can't bank {move.turn_total}: it {move.why_no_bank}" if (
-                    move.why_no_bank) else ""
-                moves.append({"action": move.action, "banks": move.banks,
-                              "turn_total": move.turn_total, "text": what, "why_no_bank": why})
+                why = (
+                    f"can't bank {move.turn_total}: it {move.why_no_bank}"
+                    if (move.why_no_bank)
+                    else ""
+                )
+                moves.append(
+                    {
+                        "action": move.action,
+                        "banks": move.banks,
+                        "turn_total": move.turn_total,
+                        "text": what,
+                        "why_no_bank": why,
+                    }
+                )
         last = game.last_event
         if game.n_players == 2:
             hint = "exact"
@@ -290,8 +300,9 @@ def create_app(
         with lock:
             web = get(gid)
             if web.status() != "you":
-                raise HTTPException(409, "it is not your move" if not web.over else
-                                    "the game is over")
+                raise HTTPException(
+                    409, "it is not your move" if not web.over else "the game is over"
+                )
             before = web.to_dict()
             try:
                 event = web.act(req.action)
@@ -305,8 +316,7 @@ def create_app(
         with lock:
             web = get(gid)
             if web.status() != "wait":
-                raise HTTPException(409, "it is your move" if not web.over else
-                                    "the game is over")
+                raise HTTPException(409, "it is your move" if not web.over else "the game is over")
             before = web.to_dict()
             events = web.advance(policies(web), (req or StepRequest()).steps)
             commit(web, before)
@@ -324,9 +334,13 @@ def create_app(
         game = web.game
         policy = hint_policy(web)
         if policy is None:
-            return {"available": False, "note": (
-                f"no hint for {game.n_players} players under the hold rule "
-                f"'{game.rules.hold}': no shipped planner values such a table")}
+            return {
+                "available": False,
+                "note": (
+                    f"no hint for {game.n_players} players under the hold rule "
+                    f"'{game.rules.hold}': no shipped planner values such a table"
+                ),
+            }
         values = policy.action_values(game)
         best = max(values, key=values.__getitem__)  # the first of equal values
         roll = game.state.roll
@@ -343,9 +357,17 @@ def create_app(
             chances = [float(p) for p in np.asarray(policy.win_probabilities(game))]
             note = f"an estimate by the trained planner {policy.name}, not exact"
             source, exact = policy.name, False
-        return {"available": True, "action": best, "marked": marked, "bank": banks,
-                "text": text, "chances": chances, "exact": exact, "source": source,
-                "note": note}
+        return {
+            "available": True,
+            "action": best,
+            "marked": marked,
+            "bank": banks,
+            "text": text,
+            "chances": chances,
+            "exact": exact,
+            "source": source,
+            "note": note,
+        }
 
     @app.post("/api/games/{gid}/rematch", status_code=201)
     def rematch(gid: str) -> dict:
@@ -360,8 +382,11 @@ def create_app(
     def replay(gid: str) -> dict:
         with lock:
             web = get(gid)
-            return {"id": web.id, "names": web.names, "human": web.human,
-                    "frames": replay_frames(web)}
+            return {
+                "id": web.id,
+                "names": web.names,
+                "human": web.human,
+                "frames": replay_frames(web),
+            }
 
     return app
-

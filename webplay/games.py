@@ -32,8 +32,20 @@ from webplay.bots import Catalogue
 log = logging.getLogger("webplay")
 
 FORMAT, VERSION = "fivethousand-rl web game", 1
-FIELDS = ("format", "version", "id", "bots", "human", "seed", "created", "updated", "game",
-          "dice", "bot_rng", "log")
+FIELDS = (
+    "format",
+    "version",
+    "id",
+    "bots",
+    "human",
+    "seed",
+    "created",
+    "updated",
+    "game",
+    "dice",
+    "bot_rng",
+    "log",
+)
 HUMAN = "you"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{20,64}")
 MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big is no save
@@ -56,9 +68,7 @@ def _is_int(value: object) -> bool:
 class WebGame:
     """One game: the engine's Game, who sits where, the bots' generator and the log."""
 
-    def __init__(
-        self, gid: str, bots: list[str | None], human: int, seed: int, game: Game
-    ) -> None:
+    def __init__(self, gid: str, bots: list[str | None], human: int, seed: int, game: Game) -> None:
         self.id = gid
         self.bots = bots  # catalogue key per seat; None at the human's seat
         self.human = human
@@ -89,7 +99,7 @@ class WebGame:
         return self.game.state.phase == OVER
 
     def status(self) -> str:
-        """"you" (the human's decision is due), "over", or "wait" (a roll or a bot's
+        """ "you" (the human's decision is due), "over", or "wait" (a roll or a bot's
         decision is next: the client asks for a step)."""
         s = self.game.state
         if s.phase == OVER:
@@ -160,8 +170,9 @@ class WebGame:
         missing = [k for k in FIELDS if k not in data]
         unknown = sorted(set(data) - set(FIELDS), key=str)
         if missing or unknown:
-            raise ValueError(f"missing field {missing[0]!r}" if missing else
-                             f"unknown field {unknown[0]!r}")
+            raise ValueError(
+                f"missing field {missing[0]!r}" if missing else f"unknown field {unknown[0]!r}"
+            )
         if data["version"] != VERSION or not _is_int(data["version"]):
             raise ValueError(f"version {data['version']!r}: this server reads version {VERSION}")
         gid, bots, human, seed = data["id"], data["bots"], data["human"], data["seed"]
@@ -206,10 +217,13 @@ def replay(web: WebGame, events: object, on_frame: Callable[[dict], None] | None
     game = web.game
     for number, event in enumerate(events, 1):
         try:
-            if not isinstance(event, dict) or set(event) not in ({"roll", "player"},
-                                                                  {"act", "player"}):
-                raise ValueError("an event is {'roll': dice, 'player': seat} or "
-                                 "{'act': action, 'player': seat}")
+            if not isinstance(event, dict) or set(event) not in (
+                {"roll", "player"},
+                {"act", "player"},
+            ):
+                raise ValueError(
+                    "an event is {'roll': dice, 'player': seat} or {'act': action, 'player': seat}"
+                )
             if not _is_int(event["player"]) or event["player"] != game.state.current:
                 raise ValueError(f"it is seat {game.state.current}'s step")
             if "roll" in event:
@@ -261,8 +275,7 @@ def frame(game: Game, event: Event | None, names: list[str]) -> dict:
 
 def replay_frames(web: WebGame) -> list[dict]:
     """Every step of `web` from its start, as frames (the replay view)."""
-    fresh = WebGame(web.id, web.bots, web.human, web.seed, Game(web.game.n_players,
-                                                                 web.game.rules))
+    fresh = WebGame(web.id, web.bots, web.human, web.seed, Game(web.game.n_players, web.game.rules))
     frames = [frame(fresh.game, None, fresh.names)]
     replay(fresh, web.log, frames.append)
     return frames
@@ -290,8 +303,7 @@ class Store:
         try:
             if path.stat().st_size > MAX_SAVE_BYTES:
                 raise ValueError(f"larger than {MAX_SAVE_BYTES} bytes")
-            web = WebGame.from_dict(json.loads(path.read_text(encoding="utf-8")),
-                                    self.catalogue)
+            web = WebGame.from_dict(json.loads(path.read_text(encoding="utf-8")), self.catalogue)
             if web.id != path.stem:
                 raise ValueError("its id is not its file name")
         except Exception as e:  # whatever is wrong with one file, the others still load

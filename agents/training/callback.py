@@ -38,8 +38,12 @@ def evaluate(policy: Policy, config: TrainConfig) -> dict[str, dict]:
     others = config.players - 1
     return {
         name: seat_record(
-            policy, [make_policy(name)] * others, config.rules, seed,
-            config.eval_episodes, max_turns=config.max_turns,
+            policy,
+            [make_policy(name)] * others,
+            config.rules,
+            seed,
+            config.eval_episodes,
+            max_turns=config.max_turns,
         )
         for name in config.eval_pool
     }
@@ -188,6 +192,7 @@ class RunCallback(BaseCallback):
         if self.on_eval and self.unreported:
             self.on_eval(*self.unreported)
         self.unreported = None
+
     def checkpoint(self) -> None:
         self.state.wall_seconds += time.time() - self.wall_start
         self.wall_start = time.time()

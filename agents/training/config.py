@@ -187,6 +187,7 @@ CHOICES = {
     "activation": ("relu", "tanh"),
 }
 
+
 def check_bounds(config: Any, bounds: dict) -> None:
     """Each numeric field of `config` named in `bounds` finite and within its rule, or a
     one-line ValueError naming it."""

@@ -236,7 +236,6 @@ class PlannerConfig:
                 f"{models[0]}: use --workers 1"
             )
 
-
     def _check_exact_table(self) -> None:
         if len(self.tables) != 1:
             raise ValueError(
@@ -708,9 +707,15 @@ class ValueIteration:
             if sweep:
                 self._next_net()
             targets = dict(
-                zip(bots, bot_turn_targets(self.net, [self.outcomes[k] for k in bots],
-                                           np.array([k[1] for k in bots], dtype=np.int64)),
-                    strict=True)
+                zip(
+                    bots,
+                    bot_turn_targets(
+                        self.net,
+                        [self.outcomes[k] for k in bots],
+                        np.array([k[1] for k in bots], dtype=np.int64),
+                    ),
+                    strict=True,
+                )
             )
             plans = _in_workers(cfg, self.net, _worker_plan, [p for p, _ in planners])
             targets.update(zip(planners, plans, strict=True))
@@ -812,8 +817,9 @@ class ValueIteration:
         self.rng.bit_generator.state = state["rng"]
         self.buffer = {_key(key): int(it) for key, it in state["buffer"]}
         self.outcomes = {
-            (tuple(p), agent): TurnOutcomes(tuple(p), np.array(ends, dtype=np.int64),
-                                            np.array(probs), np.array(wins))
+            (tuple(p), agent): TurnOutcomes(
+                tuple(p), np.array(ends, dtype=np.int64), np.array(probs), np.array(wins)
+            )
             for p, agent, ends, probs, wins in state.get("outcomes", [])
         }
         self.samples = [(tuple(p), np.array(t)) for p, t in state.get("samples", [])]
@@ -864,7 +870,11 @@ def evaluate(
     out = {}
     for table in cfg.tables:
         record = seat_record(
-            net.planner(name="learner"), table, cfg.rules, seed, cfg.eval_games,
+            net.planner(name="learner"),
+            table,
+            cfg.rules,
+            seed,
+            cfg.eval_games,
             on_progress=on_progress,
         )
         out[table_label(table)] = {**record, "fair_share": 1 / (len(table) + 1)}
