@@ -41,7 +41,7 @@ from pathlib import Path
 import evaluate
 from agents import make_policy
 from agents import tournament as tour
-from agents.value_net import ValueNet, average_nets, weight_average
+from agents.value_net import ValueNet, average_nets, iteration_net, weight_average
 from envs.rules import HOLD_VARIANTS, Rules
 
 ROOT = Path(__file__).resolve().parent
@@ -310,7 +310,7 @@ def iteration_nets(run: Path, first: int | None, last: int) -> list[Path]:
         raise ShipError(
             f"--weight-average-from must be 1 to {last} (the model's iteration), got {first}"
         )
-    paths = [run / "networks" / f"iteration_{i:04d}.npz" for i in range(first, last + 1)]
+    paths = [iteration_net(run, i) for i in range(first, last + 1)]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
         raise ShipError(f"--weight-average-from: {run / 'networks'} lacks {', '.join(missing)}")

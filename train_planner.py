@@ -41,6 +41,7 @@ from agents.training.value_iteration import (
     exact_error,
     table_label,
 )
+from agents.value_net import iteration_net
 
 ROOT = Path(__file__).resolve().parent
 
@@ -179,11 +180,6 @@ def save_net(net, path: Path) -> None:
     """Save a network through a temporary file, then rename (never half written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     net.save(path.with_name(path.stem + ".tmp.npz")).replace(path)
-
-
-def iteration_net(run_dir: Path, iteration: int) -> Path:
-    """Where a run keeps the network it had after `iteration`."""
-    return run_dir / "networks" / f"iteration_{iteration:04d}.npz"
 
 
 class Run:

@@ -313,6 +313,11 @@ def planner_for(value_fn, spec: FeatureSpec, name: str) -> PlannerBot:
     return PlannerBot(value_fn, players=spec.players, rules=spec.rules, name=name)
 
 
+def iteration_net(run_dir: Path, iteration: int) -> Path:
+    """Where a planner run keeps the network it had after `iteration`."""
+    return Path(run_dir) / "networks" / f"iteration_{iteration:04d}.npz"
+
+
 def agent_name(path: str | Path) -> str:
     """How tables name a value net's planner: checkpoints/planner-2p/value_net.npz ->
     "planner-2p" (the shipped agent's folder), RUN/best/value_net.npz -> "RUN", other

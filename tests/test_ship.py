@@ -460,6 +460,11 @@ def test_a_planner_run_that_cannot_be_shipped_is_refused_first(
     assert list(out.iterdir()) == []
 
 
+def assert_same_net(a, b) -> None:
+    for x, y in zip(a.weights + a.biases, b.weights + b.biases, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
 def test_a_planner_run_ships_averaged_with_another_net(tmp_path):
     """--average-with: the shipped network is the run's averaged with the named net
     (agents.value_net.average_nets), and the card says so."""
@@ -474,10 +479,7 @@ def test_a_planner_run_ships_averaged_with_another_net(tmp_path):
     shipped = ValueNet.load(out / "avg" / "value_net.npz")
     expected = average_nets([ValueNet.load(run / "best" / "value_net.npz"), ValueNet.load(other)])
     assert shipped.hidden == expected.hidden == (16,)
-    for a, b in zip(
-        shipped.weights + shipped.biases, expected.weights + expected.biases, strict=True
-    ):
-        np.testing.assert_array_equal(a, b)
+    assert_same_net(shipped, expected)
     card = (out / "avg" / "MODEL_CARD.md").read_text()
     assert "hidden layers [16]" in card
     assert f"the average of the run's best network and `{other}`" in card
@@ -485,13 +487,13 @@ def test_a_planner_run_ships_averaged_with_another_net(tmp_path):
 
 def iteration_nets(run, iterations) -> list:
     """Networks of a fake planner run's iterations, kept where train_planner.py keeps them."""
-    from agents.value_net import ValueNet
+    from agents.value_net import ValueNet, iteration_net
 
     base = ValueNet.load(run / "latest" / "value_net.npz")
     nets = []
     for i in iterations:
         net = ValueNet(base.spec, [w * (1 + i / 10) for w in base.weights], base.biases)
-        net.save(run / "networks" / f"iteration_{i:04d}.npz")
+        net.save(iteration_net(run, i))
         nets.append(net)
     return nets
 
@@ -507,28 +509,12 @@ def test_a_planner_run_ships_the_weight_average_of_its_last_networks(tmp_path):
     other = planner_run(tmp_path / "other_run", [3]) / "best" / "value_net.npz"
     out = tmp_path / "checkpoints"
     out.mkdir()
-    args = [
-        str(run),
-        "--name",
-        "swa",
-        "--out",
-        str(out),
-        "--games",
-        "3",
-        "--workers",
-        "1",
-        "--model",
-        "latest",
-        "--weight-average-from",
-        "18",
-    ]
+    args = [str(run), "--name", "swa", "--out", str(out), "--games", "3", "--workers", "1",
+            "--model", "latest", "--weight-average-from", "18"]  # fmt: skip
     assert ship.main([*args, "--average-with", str(other)]) == 0
     shipped = ValueNet.load(out / "swa" / "value_net.npz")
     expected = average_nets([weight_average(nets[1:]), ValueNet.load(other)])
-    for a, b in zip(
-        shipped.weights + shipped.biases, expected.weights + expected.biases, strict=True
-    ):
-        np.testing.assert_array_equal(a, b)
+    assert_same_net(shipped, expected)
     card = (out / "swa" / "MODEL_CARD.md").read_text()
     assert "networks of iterations 18 to 20 averaged weight by weight" in card
     assert f"the average of that mean and `{other}`" in card
