@@ -253,13 +253,14 @@ def test_the_shipped_multi_player_planner_exports_and_gives_the_hints_of_big_tab
     [
         ("planner-3p", ("smart", "turn-ev"), 4),
         ("planner-4p", ("smart", "turn-ev", "threshold:350"), 3),
+        ("planner-6p", ("smart", "turn-ev", "smart", "turn-ev", "threshold:350"), 4),
     ],
 )
 def test_the_shipped_table_planners_export_and_play_their_table_only(
     tmp_path, name, table, other_size
 ):
-    """planner-3p and planner-4p (issue 11, item 4): nets of one standard table,
-    averaged with planner-multi's (ship.py --average-with); the exported bot chooses
+    """planner-3p, planner-4p and planner-6p (issue 11, item 4): nets of one standard
+    table (the first two averaged with planner-multi's); the exported bot chooses
     their actions, they play games of their table's size only, and hints never come
     from them."""
     from agents.value_net import ValueNet, shipped_planner
