@@ -709,10 +709,12 @@ def averaged_line(args: argparse.Namespace, iteration: int) -> str:
             "of ship.py)"
         )
     if args.average_with:
-        others = ", ".join(f"`{path}`" for path in args.average_with)
+        nets = [own, *(f"`{path}`" for path in args.average_with)]
+        listed = ", ".join(nets[:-1]) + " and " + nets[-1]
+        together = "both" if len(nets) == 2 else f"all {len(nets)}"
         lines += (
-            f"\n- shipped as the average of {own} and {others}: one network of both side "
-            "by side, whose logits are the mean of theirs "
+            f"\n- shipped as the average of {listed}: one network of {together} "
+            "side by side, whose logits are the mean of theirs "
             "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
         )
     return lines

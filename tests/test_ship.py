@@ -465,24 +465,36 @@ def assert_same_net(a, b) -> None:
         np.testing.assert_array_equal(x, y)
 
 
-def test_a_planner_run_ships_averaged_with_another_net(tmp_path):
-    """--average-with: the shipped network is the run's averaged with the named net
-    (agents.value_net.average_nets), and the card says so."""
+@pytest.mark.parametrize(
+    "others, wording",
+    [
+        (1, "the average of the run's best network and `{0}`: one network of both"),
+        (2, "the average of the run's best network, `{0}` and `{1}`: one network of all 3"),
+    ],
+)
+def test_a_planner_run_ships_averaged_with_other_nets(tmp_path, others, wording):
+    """--average-with (repeatable): the shipped network is the run's averaged with the
+    named nets (agents.value_net.average_nets), and the card names them all."""
     from agents.value_net import ValueNet, average_nets
 
     run = planner_run(tmp_path / "planner_run", [3])
-    other = planner_run(tmp_path / "other_run", [3]) / "best" / "value_net.npz"
+    paths = [
+        planner_run(tmp_path / f"other_{i}", [3]) / "best" / "value_net.npz" for i in range(others)
+    ]
     out = tmp_path / "checkpoints"
     out.mkdir()
     args = [str(run), "--name", "avg", "--out", str(out), "--games", "3", "--workers", "1"]
-    assert ship.main([*args, "--average-with", str(other)]) == 0
+    for path in paths:
+        args += ["--average-with", str(path)]
+    assert ship.main(args) == 0
     shipped = ValueNet.load(out / "avg" / "value_net.npz")
-    expected = average_nets([ValueNet.load(run / "best" / "value_net.npz"), ValueNet.load(other)])
-    assert shipped.hidden == expected.hidden == (16,)
+    nets = [ValueNet.load(path) for path in [run / "best" / "value_net.npz", *paths]]
+    expected = average_nets(nets)
+    assert shipped.hidden == expected.hidden == (8 * (others + 1),)
     assert_same_net(shipped, expected)
     card = (out / "avg" / "MODEL_CARD.md").read_text()
-    assert "hidden layers [16]" in card
-    assert f"the average of the run's best network and `{other}`" in card
+    assert f"hidden layers [{8 * (others + 1)}]" in card
+    assert wording.format(*paths) in card
 
 
 def iteration_nets(run, iterations) -> list:
