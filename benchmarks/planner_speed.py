@@ -1,6 +1,6 @@
 """Decision time of the exact turn planner (agents.planner), on one core.
 
-    python benchmarks/planner_speed.py [--games 200]
+    python benchmarks/planner_speed.py [--games 200] [--net PATH.npz ...]
 
 The planner plays itself through the driver; every decision is timed. "cached" is the
 bot as it plays (a plan per turn start, reused by the turn's later decisions and by
@@ -8,7 +8,9 @@ later games); "planning" clears the cache before every decision, so each one pla
 its turn from scratch (every reachable turn end valued, the turn solved). Target
 (issue 11): median decision <= 2 ms. The value functions are the exact 2-player
 solution and a hand-made one (each player's share of score + 100) for 4 players; a
-network's forward pass comes on top of "planning".
+network's forward pass comes on top of "planning": --net adds lines for a value net's
+planner (a shipped agent's value_net.npz), seated at its own table if it learned one
+(the bots after it), else playing itself at each table size it values.
 """
 
 from __future__ import annotations
@@ -54,11 +56,14 @@ class Timed(Policy):
         return action
 
 
-def decision_ms(bot: PlannerBot, n_players: int, rules: Rules, games: int, cold: bool):
+def decision_ms(bot: PlannerBot, n_players: int, rules: Rules, games: int, cold: bool, table=()):
+    """Median, mean and 90th percentile of the bot's decision times (ms), and their
+    count; the bot fills every seat, or the first with the `table`'s bots after it."""
     timed = Timed(bot, cold)
+    seats = [timed, *table] if table else [timed] * n_players
     for g in range(games):
         game = Game(n_players, rules, seed=[7, g], first_player=g % n_players)
-        play(game, [timed] * n_players, np.random.default_rng(g))
+        play(game, seats, np.random.default_rng(g))
     ms = np.array(timed.seconds) * 1e3
     return np.median(ms), ms.mean(), np.percentile(ms, 90), len(ms)
 
@@ -66,21 +71,48 @@ def decision_ms(bot: PlannerBot, n_players: int, rules: Rules, games: int, cold:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200, help="games per line")
+    parser.add_argument(
+        "--net", nargs="+", default=[], metavar="PATH", help="value nets (.npz) to time too"
+    )
+    parser.add_argument(
+        "--players", nargs="+", type=int, default=[4], help="table sizes of a --net without a table"
+    )
     args = parser.parse_args(argv)
+    free, all_ = Rules(), Rules(hold="all")
     setups = [
-        ("2 players, exact values, free", 2, Rules(), None),
-        ("2 players, exact values, all", 2, Rules(hold="all"), None),
-        ("4 players, share values, free", 4, Rules(), share),
+        ("2 players, exact values, free", 2, free, lambda: PlannerBot.exact(free), ()),
+        ("2 players, exact values, all", 2, all_, lambda: PlannerBot.exact(all_), ()),
+        ("4 players, share values, free", 4, free, lambda: PlannerBot(share), ()),
     ]
+    try:
+        setups += [setup for path in args.net for setup in net_setups(path, args.players)]
+    except (OSError, ValueError) as err:
+        parser.error(f"--net: {err}")
     print(f"{'setup':32} {'mode':9} {'median ms':>9} {'mean ms':>8} {'p90 ms':>7} {'decisions':>9}")
-    for label, n, rules, values in setups:
+    for label, n, rules, make_bot, table in setups:
         for cold in (False, True):
-            bot = PlannerBot.exact(rules) if values is None else PlannerBot(values)
             games = args.games if not cold else max(1, args.games // 4)
-            median, mean, p90, count = decision_ms(bot, n, rules, games, cold)
+            median, mean, p90, count = decision_ms(make_bot(), n, rules, games, cold, table)
             mode = "planning" if cold else "cached"
             print(f"{label:32} {mode:9} {median:9.3f} {mean:8.3f} {p90:7.3f} {count:9d}")
     return 0
+
+
+def net_setups(path: str, players: list[int]) -> list:
+    """Lines for one value net: at its own table if it learned one, else playing itself
+    at each of `players` table sizes."""
+    from agents import make_policy
+    from agents.value_net import ValueNet, agent_name
+
+    net = ValueNet.load(path)
+    name, rules = agent_name(path), net.spec.rules
+    if net.spec.table:
+        table = tuple(make_policy(bot) for bot in net.spec.table)
+        return [(f"{name} at its table", len(table) + 1, rules, lambda: net.planner(name), table)]
+    unknown = sorted(set(players) - set(net.spec.players))
+    if unknown:
+        raise ValueError(f"{path} values tables of {list(net.spec.players)} players, not {unknown}")
+    return [(f"{name}, {n} players", n, rules, lambda: net.planner(name), ()) for n in players]
 
 
 if __name__ == "__main__":
