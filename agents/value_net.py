@@ -222,6 +222,8 @@ class ValueNet:
     @classmethod
     def load(cls, path: str | Path) -> ValueNet:
         try:
+            if Path(path).is_file() and not zipfile.is_zipfile(path):  # numpy would say "pickled"
+                raise ValueError("not an .npz archive")
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))
                 if meta.get("kind") != KIND:

@@ -255,10 +255,16 @@ def test_bad_positions_are_refused_in_one_line(positions):
 def test_bad_files_and_configs_are_refused_in_one_line(tmp_path):
     junk = tmp_path / "junk.npz"
     np.savez(junk, a=np.zeros(3))
-    for path in (junk, tmp_path / "missing.npz"):
+    text = tmp_path / "notes.npz"
+    text.write_text("not an archive\n")
+    for path, why in [
+        (junk, "meta is not a file"),
+        (tmp_path / "missing.npz", "No such file"),
+        (text, "not an .npz archive"),
+    ]:
         with pytest.raises(ValueError, match="cannot load a value net") as e:
             ValueNet.load(path)
-        assert "\n" not in str(e.value)
+        assert "\n" not in str(e.value) and why in str(e.value)
     for bad in ({"players": [1]}, {"epsilon": 2.0}, {"opponent_share": 0.5}, {"iterations": 0}):
         with pytest.raises(ValueError) as e:
             PlannerConfig(**bad).validate()
