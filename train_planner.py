@@ -132,6 +132,8 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
         config.validate()
         config.run_name = config.run_name or default_run_name(config)
         check_plain_name(config.run_name)
+        if config.buffer_from:
+            buffer_source(config, runs)  # refused here, before the run's folder exists
         run_dir = runs / config.run_name
         if run_dir.exists():
             raise ValueError(
@@ -151,6 +153,23 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
         config.workers = args.config.workers
     config.validate(check_init=False)  # the saved state holds the weights
     return config, run_dir, read_state(run_dir)
+
+
+SAME_GAME = ("method", "hold", "target", "entry", "players", "eval_tables")
+
+
+def buffer_source(config: PlannerConfig, runs: Path) -> dict:
+    """The saved state of the run `config.buffer_from` names, checked to have met the
+    positions of this run's game (same method, rules, table sizes and tables)."""
+    source = find_run(config.buffer_from, runs)
+    theirs = dataclasses.asdict(read_config(source))
+    for key in SAME_GAME:
+        if theirs[key] != getattr(config, key):
+            raise ValueError(
+                f"--buffer-from {config.buffer_from}: that run's {key} is {theirs[key]!r}, "
+                f"this run's {getattr(config, key)!r}"
+            )
+    return read_state(source)
 
 
 def read_config(run_dir: Path) -> PlannerConfig:
@@ -201,6 +220,8 @@ class Run:
                 ) from None
             self.evals, self.best_score = saved["evals"], saved["best_score"]
             self.wall_seconds, self.eval_seconds = saved["wall_seconds"], saved["eval_seconds"]
+        elif config.buffer_from:
+            self.trainer.adopt_buffer(buffer_source(config, run_dir.parent)["trainer"])
         self.saved_iteration = self.trainer.iteration if saved is not None else None
         self.solution = self.yardstick()
         self.clock = time.monotonic()

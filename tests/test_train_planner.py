@@ -69,6 +69,44 @@ def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, method)
     assert [e["iteration"] for e in evals[0]] == [2, 4]
 
 
+def buffered(run) -> dict:
+    """The buffer of a run's latest state: key -> iteration last seen."""
+    trainer = train_planner.read_state(run)["trainer"]
+    return {json.dumps(key): it for key, it in trainer["buffer"]}, trainer["outcomes"]
+
+
+def test_a_new_run_can_start_from_another_runs_buffer(tmp_path):
+    assert train(tmp_path, "--run-name", "first", "--stop-after", "2", *EXACT_TABLE) == 0
+    first, first_ends = buffered(tmp_path / "first")
+    assert first and first_ends
+    argv = ["--run-name", "again", "--iterations", "1", "--checkpoint-freq", "1", "--seed", "5"]
+    argv += ["--buffer-from", "first", "--learning-rate", "0.01"]
+    assert train(tmp_path, *argv, *EXACT_TABLE) == 0
+    again, again_ends = buffered(tmp_path / "again")
+    assert set(first) <= set(again)  # every position the first run met, and its own games'
+    assert len(again) > len(first)
+    assert [e[:2] for e in first_ends] == [e[:2] for e in again_ends][: len(first_ends)]
+    assert train_planner.read_config(tmp_path / "again").buffer_from == "first"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--buffer-from", "nowhere"], "no run to resume at nowhere"),
+        (["--buffer-from", "first", "--eval-tables", "threshold:350"], "that run's eval_tables"),
+        (["--buffer-from", "first", "--method", "self-play", "--sweeps", "1"], "that run's method"),
+    ],
+)
+def test_a_buffer_from_another_game_is_refused_with_nothing_written(
+    tmp_path, capsys, argv, message
+):
+    assert train(tmp_path, "--run-name", "first", "--stop-after", "2", *EXACT_TABLE) == 0
+    assert train(tmp_path, "--run-name", "second", *EXACT_TABLE, *argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+    assert not (tmp_path / "second").exists()
+
+
 def test_the_run_folder_records_what_was_done(tmp_path):
     assert train(tmp_path, "--run-name", "r", "--seed", "3") == 0
     run = tmp_path / "r"

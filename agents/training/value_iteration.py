@@ -139,6 +139,12 @@ class PlannerConfig:
     init: str = ""
     """Start from this value network (.npz, same rules and hidden sizes; a relative path
     is read from the repository's root) instead of random weights; empty: random."""
+    buffer_from: str = ""
+    """Start the buffer from this run's latest state (a run folder, or a run's name under
+    the runs folder): the positions it met and, for the exact-table method, the bots'
+    turn ends it computed. A new run with other settings (a bigger --init network, a
+    smaller learning rate) then fine-tunes on every position the earlier run saw instead
+    of the few its first games meet. Same method, rules and tables; empty: none."""
     workers: int = 1
     """Processes playing the "table" method's games and rollouts (the results do not
     depend on it)."""
@@ -815,6 +821,15 @@ class ValueIteration:
         self.model.load_state_dict(saved["model"])
         self.opt.load_state_dict(saved["opt"])
         self.rng.bit_generator.state = state["rng"]
+        self.adopt_buffer(state)
+        self.iteration = int(state["iteration"])
+        self.net = to_value_net(self.model, self.spec)
+        self.planner.value_fn = self.net
+        self.planner.clear_cache()
+
+    def adopt_buffer(self, state: dict) -> None:
+        """Take the buffered positions (and the bots' turn ends, the table samples) of a
+        ``state_dict``: a resume's, or another run's for ``buffer_from``."""
         self.buffer = {_key(key): int(it) for key, it in state["buffer"]}
         self.outcomes = {
             (tuple(p), agent): TurnOutcomes(
@@ -823,10 +838,6 @@ class ValueIteration:
             for p, agent, ends, probs, wins in state.get("outcomes", [])
         }
         self.samples = [(tuple(p), np.array(t)) for p, t in state.get("samples", [])]
-        self.iteration = int(state["iteration"])
-        self.net = to_value_net(self.model, self.spec)
-        self.planner.value_fn = self.net
-        self.planner.clear_cache()
 
 
 def _plain(key: tuple) -> list:
