@@ -260,7 +260,7 @@ def test_the_shipped_table_planners_export_and_play_their_table_only(
     tmp_path, name, table, other_size
 ):
     """planner-3p, planner-4p and planner-6p (issue 11, item 4): nets of one standard
-    table (the first two averaged with planner-multi's); the exported bot chooses
+    table (the first two made from averages with planner-multi's); the exported bot chooses
     their actions, they play games of their table's size only, and hints never come
     from them."""
     from agents.value_net import ValueNet, shipped_planner
