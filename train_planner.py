@@ -119,9 +119,10 @@ def default_run_name(config: PlannerConfig) -> str:
     return f"{prefix}_{config.hold}_seed{config.seed}"
 
 
-def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | None]:
-    """The run's config and folder, and for --resume its saved state; everything checked
-    before any work or any write (ValueError: one line for the user)."""
+def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | None, dict | None]:
+    """The run's config and folder, for --resume its saved state, and for --buffer-from
+    the trainer state whose buffer it starts from; everything checked before any work or
+    any write (ValueError: one line for the user)."""
     if args.stop_after is not None and args.stop_after < 1:
         raise ValueError(f"--stop-after must be positive, got {args.stop_after}")
     runs = Path(args.checkpoints) if args.checkpoints else ROOT / "checkpoints"
@@ -132,14 +133,13 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
         config.validate()
         config.run_name = config.run_name or default_run_name(config)
         check_plain_name(config.run_name)
-        if config.buffer_from:
-            buffer_source(config, runs)  # refused here, before the run's folder exists
+        buffer = buffer_source(config, runs)["trainer"] if config.buffer_from else None
         run_dir = runs / config.run_name
         if run_dir.exists():
             raise ValueError(
                 f"{run_dir} exists: --resume {run_dir} to continue it, or pick another --run-name"
             )
-        return config, run_dir, None
+        return config, run_dir, None, buffer
     if fixed := sorted(given - RESUME_FLAGS):
         raise ValueError(
             f"--resume continues a run as configured; it takes only --iterations, "
@@ -152,7 +152,7 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
     if "--workers" in given:  # the samples do not depend on it
         config.workers = args.config.workers
     config.validate(check_init=False)  # the saved state holds the weights
-    return config, run_dir, read_state(run_dir)
+    return config, run_dir, read_state(run_dir), None
 
 
 SAME_GAME = ("method", "hold", "target", "entry", "players", "eval_tables")
@@ -161,7 +161,11 @@ SAME_GAME = ("method", "hold", "target", "entry", "players", "eval_tables")
 def buffer_source(config: PlannerConfig, runs: Path) -> dict:
     """The saved state of the run `config.buffer_from` names, checked to have met the
     positions of this run's game (same method, rules, table sizes and tables)."""
-    source = find_run(config.buffer_from, runs)
+    try:
+        source = find_run(config.buffer_from, runs)
+    except ValueError:
+        there = config.buffer_from
+        raise ValueError(f"--buffer-from {there}: no run there (no config.json)") from None
     theirs = dataclasses.asdict(read_config(source))
     for key in SAME_GAME:
         if theirs[key] != getattr(config, key):
@@ -205,7 +209,11 @@ class Run:
     """A run in progress: the trainer, its folder, what it has done (evaluations, the
     best score, time spent), TensorBoard and the progress bar."""
 
-    def __init__(self, config: PlannerConfig, run_dir: Path, saved: dict | None) -> None:
+    def __init__(
+        self, config: PlannerConfig, run_dir: Path, saved: dict | None, buffer: dict | None = None
+    ) -> None:
+        """`saved`: the run's own state, to resume; `buffer`: another run's trainer state
+        whose buffer a new run starts from (--buffer-from)."""
         self.config, self.run_dir = config, run_dir
         self.trainer = ValueIteration(config, fresh=saved is None)
         self.evals: list[dict] = []
@@ -220,8 +228,8 @@ class Run:
                 ) from None
             self.evals, self.best_score = saved["evals"], saved["best_score"]
             self.wall_seconds, self.eval_seconds = saved["wall_seconds"], saved["eval_seconds"]
-        elif config.buffer_from:
-            self.trainer.adopt_buffer(buffer_source(config, run_dir.parent)["trainer"])
+        elif buffer is not None:
+            self.trainer.adopt_buffer(buffer)
         self.saved_iteration = self.trainer.iteration if saved is not None else None
         self.solution = self.yardstick()
         self.clock = time.monotonic()
@@ -376,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args, given = parse_args(argv)
-        config, run_dir, saved = prepare(args, given)
+        config, run_dir, saved, buffer = prepare(args, given)
         if saved is not None and saved["trainer"]["iteration"] >= config.iterations:
             print(
                 f"{shown(run_dir)} is already complete at iteration "
@@ -384,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"--resume {shown(run_dir)} --iterations N"
             )
             return 0
-        run = Run(config, run_dir, saved)
+        run = Run(config, run_dir, saved, buffer)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -69,8 +69,9 @@ def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, method)
     assert [e["iteration"] for e in evals[0]] == [2, 4]
 
 
-def buffered(run) -> dict:
-    """The buffer of a run's latest state: key -> iteration last seen."""
+def buffered(run) -> tuple[dict, list]:
+    """The buffer of a run's latest state (key -> iteration last seen) and the bots'
+    turn ends it holds."""
     trainer = train_planner.read_state(run)["trainer"]
     return {json.dumps(key): it for key, it in trainer["buffer"]}, trainer["outcomes"]
 
@@ -92,7 +93,7 @@ def test_a_new_run_can_start_from_another_runs_buffer(tmp_path):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--buffer-from", "nowhere"], "no run to resume at nowhere"),
+        (["--buffer-from", "nowhere"], "--buffer-from nowhere: no run there"),
         (["--buffer-from", "first", "--eval-tables", "threshold:350"], "that run's eval_tables"),
         (["--buffer-from", "first", "--method", "self-play", "--sweeps", "1"], "that run's method"),
     ],
