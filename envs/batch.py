@@ -66,7 +66,6 @@ ROLL_ID: dict[tuple[int, ...], int] = {roll: i for i, roll in enumerate(ROLLS)}
 NO_ROLL = len(ROLLS)
 _N_IDS = NO_ROLL + 1
 
-ROLL_LEN = np.array([len(r) for r in ROLLS] + [0], dtype=np.int64)
 ROLL_BUST = np.array([ROLL_INFO[r].bust for r in ROLLS] + [False])
 # ROLL_DICE[id] is the sorted roll padded with zeros (for recording and display).
 ROLL_DICE = np.zeros((_N_IDS, NUM_DICE), dtype=np.int64)
@@ -231,14 +230,7 @@ def bank_batch(
         lands = gets & (received == rules.target)
         winner[over[lands]] = candidate[lands]
     overshoot = ~fits
-    return BankBatch(
-        scores=after,
-        winner=winner,
-        bumped=bumped,
-        overshoot=overshoot,
-        gift_to=gift_to,
-        lost=overshoot & (gift_to < 0),
-    )
+    return BankBatch(after, winner, bumped, overshoot, gift_to, lost=overshoot & (gift_to < 0))
 
 
 # ------------------------------------------------------------------ many games
@@ -295,8 +287,7 @@ class BatchGames:
 
     def decision_key(self, idx: np.ndarray) -> np.ndarray:
         """Each game's row in ``self.decisions`` (no legal action where none is due)."""
-        entered = self.scores[idx, self.current[idx]] > 0
-        return self.decisions.key(self.roll[idx], entered, self.turn_total[idx])
+        return self.decisions.key(self.roll[idx], self.entered(idx), self.turn_total[idx])
 
     def legal_mask(self, idx: np.ndarray) -> np.ndarray:
         """(len(idx), 64) bool: the legal actions of each game's pending roll (all False
@@ -555,7 +546,5 @@ def play_games(
                 next_game += refill.size
                 live = np.concatenate([live, refill])
             running = live
-            if not live.size:
-                break
         _one_round(games, live, policies, seats, rng, None, None, None)
     return GameResults(winner, turns, scores)

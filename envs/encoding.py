@@ -219,9 +219,8 @@ ENCODINGS = {"compact": encode, "rich": encode_rich}
 
 
 # ---------------------------------------------------------------- the model contract
-def _fields(encoding: str, n_players: int, rules: Rules) -> list[tuple[str, int]]:
-    """The named parts of an observation vector, in order, with their lengths."""
-    n = n_players
+def _fields(encoding: str, n: int, rules: Rules) -> list[tuple[str, int]]:
+    """The named parts of an observation vector (`n` players), in order, with their lengths."""
     fields = [
         ("scores", n),
         ("entered", n),

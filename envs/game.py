@@ -219,17 +219,6 @@ def _gift_candidate(scores: Sequence[int], banker: int, rules: Rules) -> int | N
     return candidate
 
 
-def gift_recipient(scores: list[int], banker: int, total: int, rules: Rules) -> int | None:
-    """Who receives an overshooting `total` banked by `banker` (R9): the other player
-    with the lowest score among those with at least the entry score, ties to the first
-    in turn order after the banker; None if nobody qualifies or the gift would take the
-    recipient past the target (the points are lost)."""
-    recipient = _gift_candidate(scores, banker, rules)
-    if recipient is None or scores[recipient] + total > rules.target:
-        return None
-    return recipient
-
-
 class BankOutcome(NamedTuple):
     """What banking `total` does (R8, R9); made by ``bank_outcome``.
 
@@ -286,16 +275,15 @@ def bank_outcome(scores: Sequence[int], banker: int, total: int, rules: Rules) -
         winner = banker if new == rules.target else None
         return BankOutcome(banker, total, True, "", after, winner, bumped)
     # Overshoot: the banker keeps their score; the total is a gift, or lost (R9).
-    recipient = gift_recipient(list(before), banker, total, rules)
-    if recipient is None:
-        candidate = _gift_candidate(before, banker, rules)
+    recipient = _gift_candidate(before, banker, rules)
+    if recipient is None or before[recipient] + total > rules.target:
         why = (
             f"nobody else has {rules.entry} or more"
-            if candidate is None
+            if recipient is None
             else f"it would take them past {rules.target}"
         )
         return BankOutcome(
-            banker, total, True, "", before, overshoot=True, lost_why=why, lost_candidate=candidate
+            banker, total, True, "", before, overshoot=True, lost_why=why, lost_candidate=recipient
         )
     gifted = before[recipient] + total
     after = tuple(gifted if p == recipient else x for p, x in enumerate(before))

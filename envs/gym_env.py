@@ -117,13 +117,10 @@ class FiveThousandEnv(gym.Env):
                 f"need {n_players - 1} opponents for {n_players} players, got {len(opponents)}"
             )
         self.opponents = [resolve_policy(o) for o in opponents]
-        self._opponent_specs = list(opponents)  # how each was named (for get_state)
+        self.opponent_specs = list(opponents)  # how each was named (name, path or Policy)
         for policy in self.opponents:  # trained models must fit this game
             policy.check_game(n_players, self.rules)
-        self.opponent_pool: list[tuple[Any, float]] = []
-        self._pool_specs: list[Any] = []
-        for spec, weight in opponent_pool or []:
-            self.add_opponent(spec, weight)
+        self.set_opponent_pool(opponent_pool or [])
         self.obs_spec = ObsSpec(obs_encoding, n_players, self.rules)  # checks the name
         self.learner_seat_option = learner_seat
         self.max_turns = max_turns
@@ -155,12 +152,12 @@ class FiveThousandEnv(gym.Env):
             self.learner_seat = int(rng.integers(self.n_players))
         # Seat k after the learner is played by opponents[k - 1], or, with a pool, by
         # a member drawn for this game in proportion to its weight.
-        opponents, specs = self.opponents, self._opponent_specs
+        opponents, specs = self.opponents, self.opponent_specs
         if self.opponent_pool:
             weights = np.array([w for _, w in self.opponent_pool], dtype=float)
             picks = rng.choice(len(weights), size=self.n_players - 1, p=weights / weights.sum())
             opponents = [self.opponent_pool[i][0] for i in picks]
-            specs = [self._pool_specs[i] for i in picks]
+            specs = [self.pool_specs[i] for i in picks]
         self._seat_policy = [None] * self.n_players
         self._seat_specs = [None] * self.n_players
         for k, (policy, spec) in enumerate(zip(opponents, specs, strict=True), start=1):
@@ -185,10 +182,10 @@ class FiveThousandEnv(gym.Env):
             if isinstance(action, bool | np.bool_):
                 raise TypeError
             action = operator.index(action)
+            if not 0 <= action < NUM_ACTIONS:
+                raise TypeError
         except TypeError:
             raise ValueError(f"action must be an integer in 0..63, got {action!r}") from None
-        if not 0 <= action < NUM_ACTIONS:
-            raise ValueError(f"action must be an integer in 0..63, got {action!r}")
         if self._done:
             raise RuntimeError("the episode is over: call reset() before step()")
         game = self.game
@@ -198,11 +195,12 @@ class FiveThousandEnv(gym.Env):
             if self.illegal_action == "raise":
                 raise
             self._done = True
-            info = self._info()
-            info["illegal_action"] = True
-            return self._observation(), -1.0, True, False, info
+            return self._observation(), -1.0, True, False, {**self._info(), "illegal_action": True}
         self._advance()
-        reward, terminated, truncated = self._outcome()
+        s = game.state
+        terminated = s.phase == OVER
+        reward = (1.0 if s.winner == self.learner_seat else -1.0) if terminated else 0.0
+        truncated = not terminated and s.turns >= self.max_turns
         self._done = terminated or truncated
         if self.render_mode == "human":
             self.render()
@@ -216,23 +214,13 @@ class FiveThousandEnv(gym.Env):
         policy = resolve_policy(spec)
         policy.check_game(self.n_players, self.rules)
         self.opponent_pool.append((policy, float(weight)))
-        self._pool_specs.append(spec)
+        self.pool_specs.append(spec)
 
     def set_opponent_pool(self, pool: Sequence[tuple[Any, float]]) -> None:
         """Replace the opponent pool (used from the next reset)."""
-        self.opponent_pool, self._pool_specs = [], []
+        self.opponent_pool, self.pool_specs = [], []  # and how each member was named
         for spec, weight in pool:
             self.add_opponent(spec, weight)
-
-    @property
-    def opponent_specs(self) -> list[Any]:
-        """How each fixed opponent was named (a bot name, a path or a Policy)."""
-        return list(self._opponent_specs)
-
-    @property
-    def pool_specs(self) -> list[Any]:
-        """How each member of the opponent pool was named, in the pool's order."""
-        return list(self._pool_specs)
 
     def opponent_names(self) -> list[str]:
         """Names of the policies in the seats around the learner this game."""
@@ -256,8 +244,8 @@ class FiveThousandEnv(gym.Env):
     def set_state(self, state: dict) -> None:
         """Restore a state saved by ``get_state``."""
         # The seats keep the opponents they had, even one that has left the pool since.
-        known = dict(zip(self._pool_specs, (p for p, _ in self.opponent_pool), strict=True))
-        known.update(zip(self._opponent_specs, self.opponents, strict=True))
+        known = dict(zip(self.pool_specs, (p for p, _ in self.opponent_pool), strict=True))
+        known.update(zip(self.opponent_specs, self.opponents, strict=True))
         self.np_random.bit_generator.state = state["np_random"]
         self.learner_seat = state["learner_seat"]
         self._seat_specs = list(state["seat_specs"])
@@ -312,12 +300,6 @@ class FiveThousandEnv(gym.Env):
         if event.seat == self.learner_seat and type(event) is Rolled:
             self._learner_turns += event.turn_total == 0  # a turn's first roll
             self._learner_busts += event.bust
-
-    def _outcome(self) -> tuple[float, bool, bool]:
-        s = self.game.state
-        if s.phase == OVER:
-            return (1.0 if s.winner == self.learner_seat else -1.0), True, False
-        return 0.0, False, s.turns >= self.max_turns
 
     def _observation(self):
         obs = self.obs_spec.encode(self.game, self.learner_seat)

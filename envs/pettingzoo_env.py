@@ -73,14 +73,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.render_mode = render_mode
         self.possible_agents = [f"player_{i}" for i in range(n_players)]
         self.agents = self.possible_agents[:]
-        obs_space = spaces.Dict(
-            {
-                "observation": spaces.Box(
-                    OBS_LOW, self.obs_spec.high, (self.obs_spec.size,), np.float32
-                ),
-                "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
-            }
-        )
+        vector = spaces.Box(OBS_LOW, self.obs_spec.high, (self.obs_spec.size,), np.float32)
+        mask = spaces.Box(0, 1, (NUM_ACTIONS,), np.int8)
+        obs_space = spaces.Dict({"observation": vector, "action_mask": mask})
         self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
         self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
         self.np_random, _ = seeding.np_random(None)

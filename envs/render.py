@@ -45,11 +45,10 @@ def event_text(event: Event, names: Sequence[str]) -> str:
     """One event of the game in words, seats named by `names`."""
     who = names[event.seat]
     if isinstance(event, Rolled):
-        if not event.bust:
-            return f"{who} rolled {format_dice(event.dice)}"
-        return f"{who} rolled {format_dice(event.dice)}: bust" + (
-            f", lost {event.turn_total}" if event.turn_total else ""
-        )
+        text = f"{who} rolled {format_dice(event.dice)}"
+        if event.bust:
+            text += ": bust" + (f", lost {event.turn_total}" if event.turn_total else "")
+        return text
     assert isinstance(event, Moved)
     move = event.move
     if move.bank is not None:

@@ -31,11 +31,12 @@ mirror states, until the values no longer change (to 1e-12).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from envs.game import bank_outcome as game_bank_outcome
-from envs.rules import NUM_DICE, ROLL_INFO, Rules, roll_probabilities
+from envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
 
 STEP = 50  # every score and turn total is a multiple of 50
 
@@ -80,6 +81,7 @@ class OptionTables:
         return out
 
 
+@cache
 def option_tables(hold: str = "free") -> OptionTables:
     bust = np.zeros(NUM_DICE + 1)
     classes: list[tuple[float, int, tuple]] = []
@@ -190,11 +192,16 @@ class TwoPlayerSolution:
 
     def bank_value(self, own: int, opp: int, total: int) -> float:
         """Win probability after banking `total` now (R9), or -inf if not allowed (R8)."""
-        rules = self.rules
-        if total % 100 == 50 or total <= 0 or (own == 0 and total < rules.entry):
+        if not can_bank(own, total, self.rules.entry):
             return -np.inf
-        kind, x, y = bank_outcome(own, opp, total, rules)
-        return self._outcome_value(kind, x, y, own, opp)
+        kind, x, y = bank_outcome(own, opp, total, self.rules)
+        if kind == WIN:
+            return 1.0
+        if kind == LOSE:
+            return 0.0
+        if kind == PASS:
+            return self._pass_value(own, opp)
+        return 1.0 - float(self.V[self._index[x], self._index[y]])
 
     def roll_value(self, own: int, opp: int, total: int, dice: int) -> float:
         """Win probability of rolling `dice` dice on with turn total `total`."""
@@ -205,15 +212,6 @@ class TwoPlayerSolution:
 
     def _pass_value(self, own: int, opp: int) -> float:
         return 1.0 - float(self.V[self._index[opp], self._index[own]])
-
-    def _outcome_value(self, kind: int, x: int, y: int, own: int, opp: int) -> float:
-        if kind == WIN:
-            return 1.0
-        if kind == LOSE:
-            return 0.0
-        if kind == PASS:
-            return self._pass_value(own, opp)
-        return 1.0 - float(self.V[self._index[x], self._index[y]])
 
     @property
     def first_player_win_probability(self) -> float:

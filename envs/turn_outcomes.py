@@ -69,12 +69,6 @@ def _rolls() -> _Rolls:
     return _Rolls(np.array(ids), np.array(dice), np.array(probs), bust)
 
 
-@cache
-def _max_step(hold: str) -> int:
-    """The most levels (of 50 points) one hold can add."""
-    return int(option_tables(hold).steps.max())
-
-
 def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOutcomes:
     """The exact ends of the turn that `policy` plays from the turn start `scores` (in
     turn order from the mover). The policy must be deterministic (its choices may not
@@ -84,7 +78,7 @@ def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOu
     rolls = _rolls()
     # Past this level banking is lost (see ``envs.turn_planner.solve_turn``): such a
     # turn can only end as a bust does, whatever is chosen there.
-    size = rules.target // STEP + 1 + _max_step(rules.hold) + 1
+    size = rules.target // STEP + 1 + int(option_tables(rules.hold).steps.max()) + 1
     levels = np.repeat(np.arange(size), len(rolls.ids))
     games = BatchGames(len(levels), n, rules)
     games.scores[:] = scores

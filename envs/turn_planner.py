@@ -182,17 +182,6 @@ class TurnPlan:
         return p
 
 
-@cache
-def _one_blas_thread() -> None:
-    """A plan values a few hundred positions at once: numpy's BLAS threads cost more
-    than they give on matrices that small (measured: a plan 10 times slower with the
-    default threads on a busy 2-core machine), so the first plan limits BLAS to one
-    thread for the process."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1, user_api="blas")
-
-
 def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPlan:
     """Solve the turn of the player to move, from the turn start where the banked
     scores are `scores` (in turn order from the mover), against `value_fn`.

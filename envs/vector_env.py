@@ -19,6 +19,7 @@ loop needs no dummy step (which is also what Stable-Baselines3's VecEnv expects:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -38,6 +39,7 @@ from envs.batch import (
 )
 from envs.encoding import (
     _ROLL_FEATURE_TABLE,
+    _ROLL_FEATURES,
     ACTION_FEATURES,
     OBS_HIGH,
     OBS_LOW,
@@ -77,10 +79,9 @@ def rich_features(
     g, mask = idx[due], mask[due]
     own = scores[due, seat[due]]
     held, left = games.hold_results(g)  # (m, 32) each
-    total = np.concatenate([held, held], axis=1)  # the same hold, rolled on or banked
-    left = np.concatenate([left, left], axis=1)
     points = games.tables.points[games.roll[g]]
-    points = np.concatenate([points, points], axis=1)
+    # Actions a and a + 32 hold the same dice, then roll on or bank.
+    total, left, points = (np.concatenate([x, x], axis=1) for x in (held, left, points))
     need = target - own[:, None] - total
     rows, acts = np.nonzero(mask)  # every legal action, as (row of due, action)
     cells = block[due[rows], acts]  # (legal actions, ACTION_FEATURES), written back below
@@ -123,12 +124,10 @@ def rich_features(
 
 # The roll's part of the compact observation from slot 3N+3 on, by roll id (zeros: no
 # roll pending): dice / 5, a hole for "some action banks", then encoding's roll features.
-_ROLL_FEATURES = np.zeros(
-    (NO_ROLL + 1, 2 + len(next(iter(_ROLL_FEATURE_TABLE.values())))), dtype=np.float32
-)
+_ROLL_PART = np.zeros((NO_ROLL + 1, 2 + _ROLL_FEATURES), dtype=np.float32)
 for _i, _roll in enumerate(ROLLS):
-    _ROLL_FEATURES[_i, 0] = len(_roll) / NUM_DICE
-    _ROLL_FEATURES[_i, 2:] = _ROLL_FEATURE_TABLE[_roll]
+    _ROLL_PART[_i, 0] = len(_roll) / NUM_DICE
+    _ROLL_PART[_i, 2:] = _ROLL_FEATURE_TABLE[_roll]
 
 
 # The arrays of BatchGames that hold a game (saved and restored by get_state/set_state).
@@ -387,8 +386,7 @@ class FiveThousandVectorEnv(VectorEnv):
             if self.recorder is not None:
                 self.recorder("deal", idx, self.learner_seat[idx].copy())
             self._advance(idx)
-            games = self.games
-            idx = idx[games.roll[idx] == NO_ROLL]  # over, or stopped by the turn limit
+            idx = idx[self.games.roll[idx] == NO_ROLL]  # over, or stopped by the turn limit
         self._mask = self.games.legal_mask(self._all)
 
     def _advance(self, idx: np.ndarray) -> None:
@@ -401,7 +399,7 @@ class FiveThousandVectorEnv(VectorEnv):
             max_turns=self.max_turns,
             stop_seat=self.learner_seat,
             on_roll=self._on_roll,
-            on_act=self._on_act if self.recorder is not None else None,
+            on_act=partial(self.recorder, "act") if self.recorder is not None else None,
         )
 
     def _on_roll(
@@ -412,9 +410,6 @@ class FiveThousandVectorEnv(VectorEnv):
         self.learner_busts[idx[mine & ROLL_BUST[ids]]] += 1
         if self.recorder is not None:
             self.recorder("roll", idx, ROLL_DICE[ids])
-
-    def _on_act(self, idx: np.ndarray, actions: np.ndarray) -> None:
-        self.recorder("act", idx, actions)
 
     def _observe(self, idx: np.ndarray) -> Any:
         """The compact observation (``envs.encoding.encode``) of the games `idx` from
@@ -442,7 +437,7 @@ class FiveThousandVectorEnv(VectorEnv):
         out[:, 3 * n] = np.minimum(total / target, OBS_HIGH)
         out[:, 3 * n + 1] = np.maximum((target - scores[rows, current] - total) / target, OBS_LOW)
         out[:, 3 * n + 2] = total % 100 == 50
-        out[:, 3 * n + 3 :] = _ROLL_FEATURES[roll]
+        out[:, 3 * n + 3 :] = _ROLL_PART[roll]
         out[:, 3 * n + 4] = deciding & self._mask[idx, BANK_BIT:].any(axis=1)
         if self.obs_spec.encoding == "rich":
             out = np.concatenate([out, rich_features(g, idx, seat, self._mask[idx])], axis=1)
