@@ -5,6 +5,7 @@ package's ``make_policy`` is the policy resolver that the environments find thro
 from __future__ import annotations
 
 from agents.batched import (
+    BatchedOptimalBot,
     BatchedRandomBot,
     BatchedSmartBot,
     BatchedThresholdBot,
@@ -25,19 +26,13 @@ BOT_NAMES = (
 )
 
 
-def _optimal() -> Policy:
-    from agents.batched import BatchedOptimalBot  # the solution loads when first asked for
-
-    return BatchedOptimalBot()
-
-
 # The table-driven bots come with their batched side (``agents.batched``): they play one
 # game exactly as the per-game classes they extend, and many at once by table lookups.
 _SIMPLE = {
     "random": BatchedRandomBot,
     "smart": BatchedSmartBot,
     "turn-ev": BatchedTurnEVBot,
-    "optimal": _optimal,
+    "optimal": BatchedOptimalBot,  # its solution loads when first asked for
 }
 
 

@@ -39,9 +39,10 @@ def _both(a: np.ndarray) -> np.ndarray:
     return np.concatenate([a, a], axis=1)
 
 
-def _first(mask: np.ndarray) -> np.ndarray:
-    """Index of the first True of each row (0 if none)."""
-    return mask.argmax(axis=1)
+def _first(a: np.ndarray) -> np.ndarray:
+    """Per row, the index of the first True (0 if none), or the first action of the
+    highest value (a strict ``>`` scan in action order, as the per-game bots do)."""
+    return a.argmax(axis=1)
 
 
 def _max_key(mask: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -49,12 +50,6 @@ def _max_key(mask: np.ndarray, key: np.ndarray) -> np.ndarray:
     ``max([(key, action), ...])[1]``."""
     actions = np.arange(NUM_ACTIONS)
     return np.where(mask, key * NUM_ACTIONS + actions, -1).argmax(axis=1)
-
-
-def _first_best(values: np.ndarray) -> np.ndarray:
-    """Per row, the first action of the highest value (a strict ``>`` scan in action
-    order, as the per-game bots do)."""
-    return values.argmax(axis=1)
 
 
 class BatchedRandomBot(RandomBot):
@@ -80,26 +75,16 @@ class BatchedThresholdBot(ThresholdBot):
         return games.tables.best_bits[roll] | np.where(bank, BANK_BIT, 0)
 
 
-def _turn_points(games: BatchGames, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(legal mask, turn totals, expected turn points) per action, (k, 64) each: a bank
-    is worth its total, a roll the exact turn EV from there (``solve_turn_ev``)."""
+def _turn_points(games: BatchGames, idx: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(legal mask, turn totals, dice left, expected turn points) per action, (k, 64)
+    each: a bank is worth its total, a roll the exact turn EV (``solve_turn_ev``)."""
     mask = games.legal_mask(idx)
     totals, left = games.hold_results(idx)
     ev = _turn_ev(games.rules)
     entered = games.entered(idx).astype(np.int64)
     rolled = ev.value[entered[:, None], np.minimum(totals, ev.cap) // STEP, left]
     values = np.where(mask, np.concatenate([rolled, totals.astype(float)], axis=1), -np.inf)
-    return mask, _both(totals), values
-
-
-def _bank_results(games: BatchGames, idx: np.ndarray, mask: np.ndarray, totals: np.ndarray):
-    """``bank_batch`` of every legal banking action: (rows, columns) of those actions
-    in the (k, 64) grid, and the outcomes."""
-    rows, cols = np.nonzero(mask[:, BANK_BIT:])
-    cols = cols + BANK_BIT
-    g = idx[rows]
-    out = bank_batch(games.scores[g], games.current[g], totals[rows, cols], games.rules)
-    return rows, cols, out
+    return mask, _both(totals), _both(left), values
 
 
 class _TurnTables(NamedTuple):
@@ -138,8 +123,7 @@ def _turn_tables(rules: Rules, levels: int = 100) -> _TurnTables:
     ev = _turn_ev(rules)
     ids = len(moves.points)
     width = int(moves.points.max()) // STEP + 1
-    first_with = np.full((ids, width), -1, dtype=np.int64)
-    last_with = np.full((ids, width), -1, dtype=np.int64)
+    first_with, last_with = (np.full((ids, width), -1, dtype=np.int64) for _ in range(2))
     for bits in range(HOLD_ACTIONS - 1, -1, -1):  # descending: the smallest action last
         rows = np.flatnonzero(moves.legal[:, bits])
         first_with[rows, moves.points[rows, bits] // STEP] = bits | BANK_BIT
@@ -179,11 +163,11 @@ class BatchedTurnEVBot(TurnEVBot):
 
     @staticmethod
     def _act_full(games: BatchGames, idx: np.ndarray) -> np.ndarray:
-        mask, totals, values = _turn_points(games, idx)
+        mask, totals, _, values = _turn_points(games, idx)
         own = games.scores[idx, games.current[idx]]
         wins = mask & (own[:, None] + totals == games.rules.target)
         wins[:, :BANK_BIT] = False
-        return np.where(wins.any(axis=1), _first(wins), _first_best(values))
+        return np.where(wins.any(axis=1), _first(wins), _first(values))
 
 
 class BatchedSmartBot(SmartBot):
@@ -216,11 +200,13 @@ class BatchedSmartBot(SmartBot):
     def _act_full(self, games: BatchGames, idx: np.ndarray) -> np.ndarray:
         k = len(idx)
         target = games.rules.target
-        mask, totals, values = _turn_points(games, idx)
+        mask, totals, left, values = _turn_points(games, idx)
         own = games.scores[idx, games.current[idx]]
         banks = mask.copy()
         banks[:, :BANK_BIT] = False
-        rows, cols, out = _bank_results(games, idx, mask, totals)
+        rows, cols = np.nonzero(banks)  # bank_batch of every legal banking action
+        g = idx[rows]
+        out = bank_batch(games.scores[g], games.current[g], totals[rows, cols], games.rules)
         wins, bumps, lost = (np.zeros((k, NUM_ACTIONS), dtype=bool) for _ in range(3))
         wins[rows, cols] = out.winner == games.current[idx][rows]
         bumps[rows, cols] = out.bumped
@@ -230,23 +216,17 @@ class BatchedSmartBot(SmartBot):
         best_safe = np.where(safe_banks, totals, -1).max(axis=1)
         near = safe_banks.any(axis=1) & (target - own - best_safe <= self.ENDGAME)
         # The dead turn (every move overshoots): a lost bank, else the fewest dice.
-        _, left = games.hold_results(idx)
-        rolls_short = mask & ~banks & (_both(left) < NUM_DICE)
-        dead = np.where(
-            lost.any(axis=1),
-            _first(lost),
-            np.where(
-                rolls_short.any(axis=1),
-                np.where(
-                    rolls_short, _both(left) * NUM_ACTIONS + np.arange(NUM_ACTIONS), 10**9
-                ).argmin(axis=1),
-                _first(mask & ~banks),
-            ),
+        rolls_short = mask & ~banks & (left < NUM_DICE)
+        fewest = np.where(rolls_short, left * NUM_ACTIONS + np.arange(NUM_ACTIONS), 10**9)
+        dead = np.select(
+            [lost.any(axis=1), rolls_short.any(axis=1)],
+            [_first(lost), fewest.argmin(axis=1)],
+            _first(mask & ~banks),
         )
         return np.select(
             [wins.any(axis=1), bumps.any(axis=1), ~in_range.any(axis=1), near],
             [_first(wins), _max_key(bumps, totals), dead, _max_key(safe_banks, totals)],
-            _first_best(np.where(in_range, values, -np.inf)),
+            _first(np.where(in_range, values, -np.inf)),
         )
 
 
@@ -272,7 +252,7 @@ class BatchedOptimalBot(OptimalBot):
         values = np.concatenate(
             [table.roll.take(cell * (NUM_DICE + 1) + left), table.bank.take(cell)], axis=1
         )
-        return _first_best(np.where(games.legal_mask(idx), values, -np.inf))
+        return _first(np.where(games.legal_mask(idx), values, -np.inf))
 
 
 class _OptimalTable(NamedTuple):

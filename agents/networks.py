@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -35,12 +36,8 @@ LAYERS = {"state_layers": (128, 64), "scorer_layers": (64, 64), "critic_layers":
 
 
 def _mlp(sizes: list[int], activation: type[nn.Module], last_activation: bool) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for i in range(len(sizes) - 1):
-        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2 or last_activation:
-            layers.append(activation())
-    return nn.Sequential(*layers)
+    layers = [m for a, b in pairwise(sizes) for m in (nn.Linear(a, b), activation())]
+    return nn.Sequential(*(layers if last_activation else layers[:-1]))
 
 
 class ActionScoringNet(nn.Module):

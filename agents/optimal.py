@@ -91,8 +91,7 @@ def _save(path: Path, sol: TwoPlayerSolution) -> None:
             np.savez(f, meta=json.dumps(meta), scores=sol.scores, V=sol.V, W=sol.W)
         os.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
 
 
 _MEMORY: dict[Rules, TwoPlayerSolution] = {}

@@ -69,20 +69,19 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     ray = require_ray()
     if ray.is_initialized():
         return ray
-    # Workers must import this checkout: the package is installed in editable mode, and
-    # the working directory makes relative checkpoint paths mean the same there.
-    runtime_env = {"env_vars": {"PYTHONPATH": os.getcwd()}} if address in (None, LOCAL) else None
     try:
         if address in (None, LOCAL):
             # Ray starts its workers at nice 15: beside any other work on the machine (a
             # training, a test suite) they crawl (torch took 38 s to import, 2 s at 0).
             os.environ.setdefault("RAY_worker_niceness", "0")
+            # Workers must import this checkout (installed in editable mode); the working
+            # directory makes relative checkpoint paths mean the same there.
             ray.init(
                 num_cpus=num_cpus,
                 include_dashboard=False,
                 log_to_driver=False,
                 configure_logging=False,
-                runtime_env=runtime_env,
+                runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}},
             )
         else:
             if address != "auto":

@@ -26,7 +26,7 @@ import numpy as np
 
 from agents import make_policy
 from agents.base import Policy, check_output_path
-from envs.driver import play
+from agents.tournament import play_game
 from envs.game import Game
 from envs.render import count_dice
 from envs.rules import BANK_BIT, HOLD_VARIANTS, Rules
@@ -148,12 +148,10 @@ def measure(
         iterator = tqdm(iterator, desc="regret", unit="game")
     for g in iterator:
         my_seat = g % 2
-        dice_seed, policy_seed = np.random.SeedSequence([seed, 20_011, g]).spawn(2)
-        game = Game(2, rules, seed=np.random.default_rng(dice_seed))
         report.start_value += first if my_seat == 0 else 1.0 - first
         seats = audited if my_seat == 0 else audited[::-1]
-        play(game, seats, np.random.default_rng(policy_seed), max_turns=max_turns)
-        report.wins += game.state.winner == my_seat
+        winner, _ = play_game(seats, rules, [seed, 20_011, g], max_turns)
+        report.wins += winner == my_seat
     return report
 
 

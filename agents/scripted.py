@@ -60,26 +60,27 @@ class TurnEVBot(Policy):
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         s = game.state
-        ev = _turn_ev(game.rules)
-        entered = s.scores[s.current] > 0
-        best, best_value = None, -np.inf
-        for move in game.moves():
-            if move.banks:
-                if move.bank.winner == s.current:
-                    return move.action
-                value = move.turn_total
-            else:
-                value = ev.roll_value(entered, move.turn_total, move.dice_left)
-            if value > best_value:
-                best, best_value = move.action, value
-        return best
+        moves = game.moves()
+        win = _exact_win(moves, s.current)
+        return _most_points(moves, game.rules, s.scores[s.current] > 0) if win is None else win
 
 
-def _turn_points(move: Move, ev: TurnEV, entered: bool) -> float:
-    """The points the turn is expected to bank after `move` under points-maximizing play."""
-    if move.banks:
-        return move.turn_total
-    return ev.roll_value(entered, move.turn_total, move.dice_left)
+def _exact_win(moves: list[Move], me: int) -> int | None:
+    """The first banking action that wins the game for seat `me`, or None."""
+    return next((m.action for m in moves if m.banks and m.bank.winner == me), None)
+
+
+def _most_points(moves: list[Move], rules: Rules, entered: bool) -> int:
+    """The move after which the turn is expected to bank the most points under
+    points-maximizing play (the first of equals)."""
+    ev = _turn_ev(rules)
+
+    def points(move: Move) -> float:
+        if move.banks:
+            return move.turn_total
+        return ev.roll_value(entered, move.turn_total, move.dice_left)
+
+    return max(moves, key=points).action
 
 
 class SmartBot(Policy):
@@ -101,13 +102,12 @@ class SmartBot(Policy):
         me = s.current
         banked = s.scores[me]
         moves = game.moves()
-        banks = [m for m in moves if m.banks]
         # 1. An exact win.
-        for m in banks:
-            if m.bank.winner == me:
-                return m.action
+        win = _exact_win(moves, me)
+        if win is not None:
+            return win
         # 2. A bump (the biggest on offer).
-        bumps = [(m.turn_total, m.action) for m in banks if m.bank.bumped]
+        bumps = [(m.turn_total, m.action) for m in moves if m.banks and m.bank.bumped]
         if bumps:
             return max(bumps)[1]
         in_range = [m for m in moves if banked + m.turn_total < target]
@@ -118,14 +118,7 @@ class SmartBot(Policy):
         if safe_banks and target - banked - max(safe_banks)[0] <= self.ENDGAME:
             return max(safe_banks)[1]
         # 4. Otherwise maximize the turn's expected points.
-        ev = _turn_ev(game.rules)
-        entered = banked > 0
-        best, best_value = None, -np.inf
-        for m in in_range:
-            value = _turn_points(m, ev, entered)
-            if value > best_value:
-                best, best_value = m.action, value
-        return best
+        return _most_points(in_range, game.rules, banked > 0)
 
     @staticmethod
     def _dead_turn(moves: list[Move]) -> int:

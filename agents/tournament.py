@@ -176,33 +176,26 @@ def run(
     elif batched and not is_batched(policies):
         slow = next(p.name for p in policies if not is_batched([p]))
         raise ValueError(f"{slow} has no batched side (act_batch): play it per game")
-    if batched:
-        size = BLOCK
-        tasks = [(i // size, seatings[i : i + size]) for i in range(0, len(seatings), size)]
-        play_task = _play_block_task
-    else:
-        size = chunk_size
-        tasks = [seatings[i : i + size] for i in range(0, len(seatings), size)]
-        play_task = _play_chunk
-    results: list[GameResult] = []
+    size = BLOCK if batched else chunk_size
+    chunks = [seatings[i : i + size] for i in range(0, len(seatings), size)]
+    tasks = list(enumerate(chunks)) if batched else chunks  # a block's number: its seed
+    play_task = _play_block_task if batched else _play_chunk
+    initargs = (list(specs), rules, seed, max_turns)
     if ray is None and ((workers or os.cpu_count() or 1) <= 1 or len(tasks) == 1):
         _init_worker(policies, rules, seed, max_turns)
-        for task in tasks:
-            if batched:  # progress as the games end, not per block
-                results.extend(_play_block(*task, on_progress=on_progress))
-            else:
-                results.extend(_play_chunk(task))
-                if on_progress:
-                    on_progress(len(task))
-        return sorted(results, key=lambda r: r.game)
-    initargs = (list(specs), rules, seed, max_turns)
-    if ray is None:
+        if batched:  # progress as the games end, not per block
+            done = [_play_block(*task, on_progress=on_progress) for task in tasks]
+            on_progress = None  # told already, game by game
+        else:
+            done = map(_play_chunk, tasks)
+    elif ray is None:
         done = _in_processes(initargs, play_task, tasks, workers)
     else:
         from agents import ray_tools  # Ray itself is imported only there, when called
 
         ray_tools.connect(ray)
         done = ray_tools.map_on_actors(_init_worker, initargs, play_task, tasks, workers)
+    results: list[GameResult] = []
     for task_results in done:
         results.extend(task_results)
         if on_progress:
@@ -275,8 +268,6 @@ def summarize(names: Sequence[str], results: Sequence[GameResult], players: int)
     """Per-agent win rates with Wilson intervals, game lengths, the pairwise matrix (2
     players) and ratings fitted to all the games (``ratings``)."""
     n = len(names)
-    games = [0] * n
-    wins = [0] * n
     turns = [0] * n
     seat_wins = [[0] * players for _ in range(n)]
     seat_games = [[0] * players for _ in range(n)]
@@ -287,11 +278,9 @@ def summarize(names: Sequence[str], results: Sequence[GameResult], players: int)
         winner = r.agents[r.winner_seat] if r.winner_seat is not None else None
         truncated += winner is None
         for seat, a in enumerate(r.agents):
-            games[a] += 1
             turns[a] += r.turns
             seat_games[a][seat] += 1
             if seat == r.winner_seat:
-                wins[a] += 1
                 seat_wins[a][seat] += 1
         if players == 2:
             a, b = r.agents
@@ -299,6 +288,7 @@ def summarize(names: Sequence[str], results: Sequence[GameResult], players: int)
             pair_games[b, a] += 1
             if winner is not None:
                 pair_wins[winner, b if winner == a else a] += 1
+    games, wins = [sum(s) for s in seat_games], [sum(s) for s in seat_wins]
     fitted = ratings(n, results)
     agents = []
     for a, name in enumerate(names):
@@ -355,11 +345,10 @@ def _game_groups(n: int, results: Sequence[GameResult]) -> list[tuple[np.ndarray
             continue
         key = tuple(sorted(r.agents))
         wins.setdefault(key, np.zeros(n))[r.agents[r.winner_seat]] += 1
-    groups = []
-    for key in sorted(wins):
-        seats = np.bincount(np.asarray(key, dtype=int), minlength=n).astype(float)
-        groups.append((seats, wins[key]))
-    return groups
+    return [
+        (np.bincount(np.asarray(key, dtype=int), minlength=n).astype(float), wins[key])
+        for key in sorted(wins)
+    ]
 
 
 def luce_fit(

@@ -44,10 +44,8 @@ def env_steps_per_second(env_id: str, seconds: float, masked: bool, **kwargs) ->
     env.action_space.seed(0)
     rng = np.random.default_rng(0)
     masks = env.unwrapped.action_masks if masked else None
-    steps = 0
-    start = time.perf_counter()
-    deadline = start + seconds
-    while True:
+
+    def thousand_steps(_: int) -> None:
         for _ in range(1000):
             if masks is not None:
                 legal = np.flatnonzero(masks())
@@ -57,10 +55,8 @@ def env_steps_per_second(env_id: str, seconds: float, masked: bool, **kwargs) ->
             _, _, terminated, truncated, _ = env.step(action)
             if terminated or truncated:
                 env.reset()
-        steps += 1000
-        now = time.perf_counter()
-        if now >= deadline:
-            return steps / (now - start)
+
+    return 1000 * per_second(seconds, thousand_steps)
 
 
 def per_second(seconds: float, one: Callable[[int], object]) -> float:
@@ -73,9 +69,12 @@ def per_second(seconds: float, one: Callable[[int], object]) -> float:
     return count / (time.perf_counter() - start)
 
 
-def engine_games_per_second(seconds: float, bot: str = "threshold:350") -> float:
-    """Whole games/s of the raw engine, `bot` against itself, two players."""
-    players = [make_policy(bot), make_policy(bot)]
+def engine_games_per_second(seconds: float, names=("threshold:350", "threshold:350")) -> float:
+    """Whole games/s of the raw engine (``envs.driver.play``, one game at a time), two
+    players: the bots `names`."""
+    players = [make_policy(name) for name in names]
+    for player in players:
+        player.prepare(Rules())  # the optimal solution: solved or loaded before timing
     rng = np.random.default_rng(0)
     return per_second(seconds, lambda games: play(Game(2, seed=games), players, rng))
 

@@ -16,7 +16,6 @@ import argparse
 import json
 import platform
 import sys
-import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -26,11 +25,9 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402, F401 - registers FiveThousand-v0
-from agents import make_policy  # noqa: E402
 from agents.batched import BatchedRandomBot, make_batched_policy  # noqa: E402
+from benchmarks.speed import engine_games_per_second, env_steps_per_second, per_second  # noqa: E402
 from envs.batch import play_games  # noqa: E402
-from envs.driver import play  # noqa: E402
-from envs.game import Game  # noqa: E402
 from envs.rules import Rules  # noqa: E402
 
 MATCHES = (
@@ -39,21 +36,6 @@ MATCHES = (
     ("smart", "threshold:350"),
     ("optimal", "smart"),
 )
-
-
-def blackjack_steps_per_second(seconds: float) -> float:
-    """Steps/s of Blackjack-v1 made with gym.make, random actions, resets included."""
-    env = gym.make("Blackjack-v1")
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for _ in range(1000):
-            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-            if terminated or truncated:
-                env.reset()
-        steps += 1000
-    return steps / (time.perf_counter() - start)
 
 
 def vector_steps_per_second(opponent: str, num_envs: int, seconds: float) -> float:
@@ -71,35 +53,17 @@ def vector_steps_per_second(opponent: str, num_envs: int, seconds: float) -> flo
     games, rows = env.unwrapped.games, np.arange(num_envs)
     for _ in range(5):  # warm up (tables are built on first use)
         env.step(learner.act_batch(games, rows, rng))
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        env.step(learner.act_batch(games, rows, rng))
-        steps += num_envs
-    return steps / (time.perf_counter() - start)
+    return num_envs * per_second(seconds, lambda _: env.step(learner.act_batch(games, rows, rng)))
 
 
 def batched_games_per_second(names: tuple[str, str], seconds: float, width: int) -> float:
     """Whole games/s, every seat batched, `width` games at a time (2 players)."""
     bots = [make_batched_policy(n) for n in names]
     play_games(width, bots, Rules(), np.random.default_rng(0), width=width)  # warm up
-    n, done, start = 4 * width, 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        play_games(n, bots, Rules(), np.random.default_rng(done), width=width)
-        done += n
-    return done / (time.perf_counter() - start)
-
-
-def per_game_games_per_second(names: tuple[str, str], seconds: float) -> float:
-    """The same games one at a time through envs.driver.play (the per-game engine)."""
-    bots = [make_policy(n) for n in names]
-    for bot in bots:
-        bot.prepare(Rules())
-    rng = np.random.default_rng(0)
-    done, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        play(Game(2, seed=done), bots, rng)
-        done += 1
-    return done / (time.perf_counter() - start)
+    n = 4 * width
+    return n * per_second(
+        seconds, lambda i: play_games(n, bots, Rules(), np.random.default_rng(i * n), width=width)
+    )
 
 
 def main() -> None:
@@ -112,7 +76,7 @@ def main() -> None:
     console = Console()
     rows = []  # (measure, value, target, unit)
     with console.status("Blackjack-v1 (reference)..."):
-        blackjack = blackjack_steps_per_second(args.seconds)
+        blackjack = env_steps_per_second("Blackjack-v1", args.seconds, masked=False)
     rows.append(("Blackjack-v1 steps/s (reference, gym.make)", blackjack, None, ""))
     for opponent, target in (("threshold:350", 30.0), ("optimal", 15.0)):
         with console.status(f"vector env, {opponent} opponents..."):
@@ -124,7 +88,7 @@ def main() -> None:
         with console.status(f"batched games, {label}..."):
             batched = batched_games_per_second(names, args.seconds, args.width)
         with console.status(f"per-game games, {label}..."):
-            single = per_game_games_per_second(names, args.seconds)
+            single = engine_games_per_second(args.seconds, names)
         target = 20_000.0 if "optimal" not in names else None
         rows.append((f"batched games/s, {label}", batched, target, ""))
         rows.append((f"  per-game games/s, {label} (reference)", single, None, ""))

@@ -368,6 +368,26 @@ def test_batched_tournament_is_reproducible_per_seed_whatever_the_workers(monkey
     assert [r.game for r in one] == list(range(len(seatings)))
 
 
+@pytest.mark.parametrize(("batched", "workers"), [(True, 1), (False, 1), (True, 2), (False, 2)])
+def test_progress_is_told_of_every_game(monkeypatch, batched, workers):
+    # Progress bars (evaluate.py) and ship.py's timing read on_progress: every path of
+    # tour.run must report each finished game exactly once.
+    monkeypatch.setattr(tour, "BLOCK", 50)
+    seatings = tour.schedule(2, 2, 120)
+    told: list[int] = []
+    results = tour.run(
+        ["smart", "turn-ev"],
+        seatings,
+        Rules(),
+        seed=4,
+        workers=workers,
+        on_progress=told.append,
+        chunk_size=50,
+        batched=batched,
+    )
+    assert len(results) == 120 and sum(told) == 120 and all(n > 0 for n in told)
+
+
 def test_batched_bots_by_name_play_per_game_exactly_as_the_plain_bots():
     # make_policy's names are the batched classes; one game at a time they are the bots
     # they extend, to the last die (the per-game path's results are unchanged).
