@@ -110,20 +110,8 @@ class SweepArgs:
 
 
 # What a sweep is (saved in sweep.json, restored by --resume).
-SWEEP_FLAGS = (
-    "preset",
-    "params",
-    "grid",
-    "sample",
-    "samples",
-    "seeds",
-    "asha",
-    "grace_period",
-    "reduction_factor",
-    "sweep_seed",
-    "cpus_per_trial",
-    "max_concurrent",
-)
+SWEEP_FLAGS = ("preset", "params", "grid", "sample", "samples", "seeds", "asha", "grace_period")
+SWEEP_FLAGS += ("reduction_factor", "sweep_seed", "cpus_per_trial", "max_concurrent")
 RESUME_FLAGS = {"--resume", "--ray", "--checkpoints", "--no-progress", "--progress", "--cpus"}
 
 
@@ -206,14 +194,11 @@ class Space:
         ends (or choices), so that no trial fails on a bad value; the base config."""
         base = self.base()
         values = dataclasses.asdict(base)
-        extremes = {key: args for key, (_, args) in self.sample.items()}
-        points = itertools.product(*self.grid.values(), self.seeds)
-        for point in points:
+        for point in itertools.product(*self.grid.values(), self.seeds):
             values.update(zip([*self.grid, "seed"], point, strict=True))
-            for key, ends in extremes.items():
+            for key, (_, ends) in self.sample.items():
                 for end in ends:
-                    config = make_config({**values, key: end, "run_name": "check"})
-                    config.validate()
+                    make_config({**values, key: end, "run_name": "check"}).validate()
             make_config({**values, "run_name": "check"}).validate()
         return base
 
@@ -222,12 +207,9 @@ class Space:
         space: dict = {key: tune.grid_search(values) for key, values in self.grid.items()}
         space["seed"] = tune.grid_search(self.seeds)
         for key, (kind, args) in self.sample.items():
-            if kind == "choice":
-                space[key] = tune.choice(args)
-            elif kind == "randint":
-                space[key] = tune.randint(args[0], args[1] + 1)  # Tune's high is excluded
-            else:
-                space[key] = getattr(tune, kind)(*args)
+            if kind == "randint":
+                args = [args[0], args[1] + 1]  # Tune's high is excluded
+            space[key] = tune.choice(args) if kind == "choice" else getattr(tune, kind)(*args)
         return space
 
 
@@ -340,9 +322,6 @@ def make_tuner(args: SweepArgs, space: Space, folder: Path, base: TrainConfig):
             reduction_factor=args.reduction_factor,
         )
     progress = TrialProgress(space.trials, show=args.progress)
-    run_config = tune.RunConfig(
-        name="tune", storage_path=str(folder), callbacks=[progress], verbose=0
-    )
     if args.resume:
         tuner = tune.Tuner.restore(
             str(folder / "tune"), trainable, resume_unfinished=True, resume_errored=True
@@ -361,7 +340,9 @@ def make_tuner(args: SweepArgs, space: Space, folder: Path, base: TrainConfig):
                 trial_name_creator=trial_name,
                 trial_dirname_creator=trial_name,
             ),
-            run_config=run_config,
+            run_config=tune.RunConfig(
+                name="tune", storage_path=str(folder), callbacks=[progress], verbose=0
+            ),
         )
     return tuner, progress
 

@@ -282,13 +282,9 @@ class Run:
         # Every iteration's network is kept too: a mean of the last ones' weights is a
         # smoother value function than any one of them (ship.py --weight-average-from).
         save_net(self.trainer.net, iteration_net(self.run_dir, self.trainer.iteration))
-        state = {
-            "trainer": self.trainer.state_dict(),
-            "evals": self.evals,
-            "best_score": self.best_score,
-            "wall_seconds": self.elapsed(),
-            "eval_seconds": self.eval_seconds,
-        }
+        trainer = self.trainer.state_dict()
+        self.elapsed()  # wall_seconds up to now
+        state = {"trainer": trainer, **{key: getattr(self, key) for key in STATE_KEYS[1:]}}
         atomic_write(latest / "state.pkl", lambda tmp: Path(tmp).write_bytes(pickle.dumps(state)))
         save_json(self.run_dir / "evals.json", self.evals)
         self.saved_iteration = self.trainer.iteration

@@ -28,9 +28,8 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
+from agents.training.checkpoint import MONITOR_FIELDS
 from envs.vector_env import FiveThousandVectorEnv
-
-_MONITOR = ("rewards", "needs_reset", "episode_returns", "episode_lengths", "total_steps")
 
 
 class BatchedVecEnv(VecEnv):
@@ -92,17 +91,15 @@ class BatchedVecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         rows = list(self._get_indices(indices))
-        if attr_name in _MONITOR:
+        if attr_name in MONITOR_FIELDS:
             return [self._monitor(attr_name, i) for i in rows]
-        value = getattr(self.env, attr_name)
-        return [value] * len(rows)
+        return [getattr(self.env, attr_name)] * len(rows)
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        rows = list(self._get_indices(indices))
-        if attr_name not in _MONITOR:
+        if attr_name not in MONITOR_FIELDS:
             setattr(self.env, attr_name, value)
             return
-        for i in rows:
+        for i in self._get_indices(indices):
             if attr_name == "rewards":
                 self.ep_return[i], self.ep_length[i] = float(sum(value)), len(value)
             elif attr_name == "total_steps":
@@ -127,7 +124,7 @@ class BatchedVecEnv(VecEnv):
         return [False] * len(list(self._get_indices(indices)))
 
     def has_attr(self, attr_name: str) -> bool:
-        return attr_name in _MONITOR or hasattr(self.env, attr_name)
+        return attr_name in MONITOR_FIELDS or hasattr(self.env, attr_name)
 
     def action_masks(self) -> np.ndarray:
         """(num_envs, 64) bool: every game's legal actions."""

@@ -87,9 +87,8 @@ class RunCallback(BaseCallback):
         )
 
     def _on_step(self) -> bool:
-        for info, done in zip(self.locals["infos"], self.locals["dones"], strict=True):
-            if done:
-                self.episodes.append(info)
+        infos, dones = self.locals["infos"], self.locals["dones"]
+        self.episodes += [info for info, done in zip(infos, dones, strict=True) if done]
         self.reporter.update(self.num_timesteps)
         return True
 
@@ -154,8 +153,7 @@ class RunCallback(BaseCallback):
         path = self.run_dir / "snapshots" / f"step{steps}.npz"
         path.parent.mkdir(exist_ok=True)
         NumpyScorer.from_policy(self.model.policy, name=f"snapshot@{steps}").save(path)
-        kept = (self.state.snapshots + [str(path)])[-self.config.max_snapshots :]
-        self.state.snapshots = kept
+        self.state.snapshots = (self.state.snapshots + [str(path)])[-self.config.max_snapshots :]
         self.training_env.env_method("set_opponent_pool", self.state.opponent_pool(self.config))
 
     def evaluate(self, steps: int, final: bool = False) -> None:

@@ -212,8 +212,7 @@ def check_plain_name(name: str) -> None:
         )
 
 
-FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
-TYPES = get_type_hints(TrainConfig)  # the annotations, as types (not strings)
+TYPES = get_type_hints(TrainConfig)  # every field's annotation, as a type (not a string)
 
 
 def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
@@ -257,8 +256,8 @@ def make_config(values: dict[str, Any]) -> TrainConfig:
 
 def coerce(name: str, value: Any) -> Any:
     """A config value of the right type for field `name`, or a one-line ValueError."""
-    if name not in FIELDS:
-        raise ValueError(f"unknown config key {name!r}; known: {', '.join(sorted(FIELDS))}")
+    if name not in TYPES:
+        raise ValueError(f"unknown config key {name!r}; known: {', '.join(sorted(TYPES))}")
     kind = TYPES[name]
     if kind in (list[str], list[int]):
         items = list(value) if isinstance(value, list | tuple) else [value]
@@ -361,10 +360,8 @@ def load_preset(preset: str) -> TrainConfig:
 def default_run_name(config: TrainConfig) -> str:
     """{preset}_{hold}_seed{seed} ("quick" for both "quick" and "path/to/quick.yaml"),
     custom_{players}p_{hold}_seed{seed} without a preset."""
-    if not config.preset:
-        prefix = f"custom_{config.players}p"
-    else:
-        prefix = config.preset if is_preset_name(config.preset) else Path(config.preset).stem
+    prefix = config.preset if is_preset_name(config.preset) else Path(config.preset).stem
+    prefix = prefix if config.preset else f"custom_{config.players}p"
     name = f"{prefix}_{config.hold}_seed{config.seed}"
     if not PLAIN_NAME.fullmatch(name):  # a preset file with an odd name
         raise ValueError(

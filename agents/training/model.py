@@ -34,21 +34,14 @@ def make_vec_env(config: TrainConfig):
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     kind = config.vec_env_kind
-    if kind == "batched":
-        return make_batched_env(config)
-    fns = [partial(make_env, config) for _ in range(config.n_envs)]
-    vec = SubprocVecEnv(fns) if kind == "subproc" else DummyVecEnv(fns)
-    vec.seed(config.seed)
-    return vec
+    if kind == "batched":  # one vector env: make_env's game and options, every game at once
+        from agents.training.batched_env import BatchedVecEnv
+        from envs.vector_env import FiveThousandVectorEnv
 
-
-def make_batched_env(config: TrainConfig):
-    """The n_envs games as one batched vector env (the same game and options as
-    make_env's, every game stepped at once), in SB3's VecEnv."""
-    from agents.training.batched_env import BatchedVecEnv
-    from envs.vector_env import FiveThousandVectorEnv
-
-    vec = BatchedVecEnv(FiveThousandVectorEnv(config.n_envs, **env_options(config)))
+        vec = BatchedVecEnv(FiveThousandVectorEnv(config.n_envs, **env_options(config)))
+    else:
+        fns = [partial(make_env, config) for _ in range(config.n_envs)]
+        vec = SubprocVecEnv(fns) if kind == "subproc" else DummyVecEnv(fns)
     vec.seed(config.seed)
     return vec
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
 
 from agents.training.config import TrainConfig
 
@@ -176,9 +175,6 @@ class Reporter:
     def update(self, steps: int, doing: str | None = None, left: str | None = None) -> None:
         if self.bar is None:
             return
-        fields: dict[str, Any] = {"completed": min(steps, self.total)}  # never "2,048/1,000"
-        if doing is not None:
-            fields["description"] = doing
-        if left is not None:
-            fields["left"] = left
-        self.bar.update(self.task, **fields)
+        # None (description or left): keep the current one; never "2,048/1,000".
+        kept = {} if left is None else {"left": left}
+        self.bar.update(self.task, completed=min(steps, self.total), description=doing, **kept)

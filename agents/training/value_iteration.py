@@ -48,6 +48,7 @@ and ``load_state_dict`` for an exact resume; ``evaluate`` plays the evaluation t
 
 from __future__ import annotations
 
+import functools
 import io
 import signal
 import time
@@ -342,13 +343,9 @@ def turn_targets(positions: Sequence[tuple[int, ...]], rules: Rules, value_fn) -
 
 
 # ---------------------------------------------------------------- the table method
-_BOTS: dict[str, Policy] = {}  # the bots of the tables, built once per process
-
-
+@functools.cache  # the bots of the tables, built once per process
 def _bot(name: str) -> Policy:
-    if name not in _BOTS:
-        _BOTS[name] = make_policy(name)
-    return _BOTS[name]
+    return make_policy(name)
 
 
 def _table_game(
@@ -390,9 +387,7 @@ def table_returns(
     play(game, policies, rng, on_event=record)
     if game.state.winner is None:
         return []
-    outcome = np.zeros(n)
-    outcome[(game.state.winner - seat - 1) % n] = 1.0
-    out, ret = [], outcome
+    out, ret = [], np.eye(n)[(game.state.winner - seat - 1) % n]  # the outcome: the winner, one-hot
     for t in range(len(after) - 1, -1, -1):
         if t < len(planned):  # the planner had another turn: bootstrap from its plan
             ret = (1 - lam) * planned[t] + lam * ret
@@ -546,17 +541,15 @@ def bot_turn_targets(net: ValueNet, outcomes: Sequence[TurnOutcomes], agents: np
     """Each bot turn's value under `net` (every player's win probability, mover's order):
     the expectation of the net over its exact ends, where the agent's index is one less
     than at the turn start. All the ends go through the network in a few big batches."""
+    sizes = [len(o.positions) for o in outcomes]
     ends = np.concatenate([o.positions for o in outcomes])
-    after = np.repeat(np.asarray(agents) - 1, [len(o.positions) for o in outcomes])
+    after = np.repeat(np.asarray(agents) - 1, sizes)
     chunk = 50_000
     values = np.concatenate(
         [net(ends[i : i + chunk], after[i : i + chunk]) for i in range(0, len(ends), chunk)]
     )
-    out, at = [], 0
-    for o in outcomes:
-        out.append(o.value(values[at : at + len(o.positions)]))
-        at += len(o.positions)
-    return out
+    parts = np.split(values, np.cumsum(sizes)[:-1])
+    return [o.value(v) for o, v in zip(outcomes, parts, strict=True)]
 
 
 def target_gap(net: ValueNet, keys: Sequence[tuple[tuple[int, ...], int]], targets) -> float:
@@ -591,14 +584,6 @@ def torch_net(spec: FeatureSpec, hidden: Sequence[int], seed: int):
         width = h
     layers.append(torch.nn.Linear(width, spec.max_players))
     return torch.nn.Sequential(*layers)
-
-
-def torch_logits(model, x: np.ndarray, mask: np.ndarray):
-    """The torch forward pass: masked logits (absent seats at -inf)."""
-    import torch
-
-    out = model(torch.as_tensor(x))
-    return out.masked_fill(~torch.as_tensor(mask), float("-inf"))
 
 
 def load_weights(model: torch.nn.Sequential, net: ValueNet) -> None:
@@ -709,20 +694,12 @@ class ValueIteration:
         self.outcomes.update(zip(new, ends, strict=True))
         bots = [k for k in keys if k[1]]
         planners = [k for k in keys if not k[1]]
+        turns = [self.outcomes[k] for k in bots]
+        agents = np.array([k[1] for k in bots], dtype=np.int64)
         for sweep in range(cfg.sweeps):
             if sweep:
                 self._next_net()
-            targets = dict(
-                zip(
-                    bots,
-                    bot_turn_targets(
-                        self.net,
-                        [self.outcomes[k] for k in bots],
-                        np.array([k[1] for k in bots], dtype=np.int64),
-                    ),
-                    strict=True,
-                )
-            )
+            targets = dict(zip(bots, bot_turn_targets(self.net, turns, agents), strict=True))
             plans = _in_workers(cfg, self.net, _worker_plan, [p for p, _ in planners])
             targets.update(zip(planners, plans, strict=True))
             if not sweep:  # how far the values are from their own targets (Bellman residual)
@@ -823,9 +800,7 @@ class ValueIteration:
         self.rng.bit_generator.state = state["rng"]
         self.adopt_buffer(state)
         self.iteration = int(state["iteration"])
-        self.net = to_value_net(self.model, self.spec)
-        self.planner.value_fn = self.net
-        self.planner.clear_cache()
+        self._next_net()
 
     def adopt_buffer(self, state: dict) -> None:
         """Take the buffered positions (and the bots' turn ends, the table samples) of a
@@ -872,22 +847,13 @@ def table_label(table: Sequence[str]) -> str:
     return f"{len(table) + 1}p:{','.join(names)}"
 
 
-def evaluate(
-    net: ValueNet, cfg: PlannerConfig, on_progress: Callable[[int], None] | None = None
-) -> dict[str, dict]:
+def evaluate(net: ValueNet, cfg: PlannerConfig) -> dict[str, dict]:
     """Win rate of the net's planner at each evaluation table, its seat rotating game by
     game (agents.tournament); the same seeds every time."""
     seed = cfg.seed + (10_007 << 32)  # other games than training's
     out = {}
     for table in cfg.tables:
-        record = seat_record(
-            net.planner(name="learner"),
-            table,
-            cfg.rules,
-            seed,
-            cfg.eval_games,
-            on_progress=on_progress,
-        )
+        record = seat_record(net.planner(name="learner"), table, cfg.rules, seed, cfg.eval_games)
         out[table_label(table)] = {**record, "fair_share": 1 / (len(table) + 1)}
     return out
 
