@@ -63,26 +63,19 @@ def label_agents(specs: list[str], policies: list[Policy] | None = None) -> list
     as typed instead; the same agent seated again gets #2, #3..."""
     short = [p.name for p in policies] if policies is not None else [s.strip() for s in specs]
     ids = [_identity(s) for s in specs]
-    owners: dict[str, set[str]] = {}
-    for name, ident in zip(short, ids, strict=True):
-        owners.setdefault(name, set()).add(ident)
+    owners = Counter(name for name, _ in set(zip(short, ids, strict=True)))  # agents per name
     labels = [
-        spec.strip() if len(owners[name]) > 1 else name
-        for spec, name in zip(specs, short, strict=True)
+        spec.strip() if owners[name] > 1 else name for spec, name in zip(specs, short, strict=True)
     ]
-    taken: dict[str, set[str]] = {}
-    for label, ident in zip(labels, ids, strict=True):
-        taken.setdefault(label, set()).add(ident)
     # A typed spec may still meet another agent's short name: then the full path.
+    taken = Counter(label for label, _ in set(zip(labels, ids, strict=True)))
     labels = [
-        ident if len(taken[label]) > 1 else label for label, ident in zip(labels, ids, strict=True)
+        ident if taken[label] > 1 else label for label, ident in zip(labels, ids, strict=True)
     ]
-    seen: Counter = Counter()
-    out = []
-    for label, ident in zip(labels, ids, strict=True):
-        seen[ident] += 1
-        out.append(label if seen[ident] == 1 else f"{label}#{seen[ident]}")
-    return out
+    return [  # the n-th seat of the same agent
+        label if (n := ids[: i + 1].count(ident)) == 1 else f"{label}#{n}"
+        for i, (label, ident) in enumerate(zip(labels, ids, strict=True))
+    ]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -359,17 +352,11 @@ def plot(summary: dict, path: str) -> None:
         constrained_layout=True,
     )
     ax = axes[0][0]
-    rates = [a["win_rate"] for a in agents]
+    rates = np.array([a["win_rate"] for a in agents])
+    low, high = (np.array([a[k] for a in agents]) for k in ("ci95_low", "ci95_high"))
     # Clipped: matplotlib refuses negative error bars, and interval bounds rounded
     # elsewhere (an older JSON) can cross the rate at 0% and 100%.
-    err = np.clip(
-        [
-            [a["win_rate"] - a["ci95_low"] for a in agents],
-            [a["ci95_high"] - a["win_rate"] for a in agents],
-        ],
-        0.0,
-        None,
-    )
+    err = np.clip([rates - low, high - rates], 0.0, None)
     ax.barh([a["agent"] for a in agents], rates, xerr=err, color="tab:blue", capsize=3)
     ax.axvline(1 / summary["players"], color="grey", ls="--", lw=1, label="fair share")
     ax.set_xlabel("win rate (95% Wilson interval)")
@@ -377,17 +364,13 @@ def plot(summary: dict, path: str) -> None:
     ax.legend(loc="lower right")
     if pairwise:
         names = [a["agent"] for a in reversed(agents)]
-        grid = np.full((len(names), len(names)), np.nan)
-        for i, row in enumerate(names):
-            for j, col in enumerate(names):
-                if col in pairwise[row]:
-                    grid[i, j] = pairwise[row][col]["win_rate"]
+        diagonal = {"win_rate": np.nan}  # no cell: an agent does not play itself
+        grid = np.array([[pairwise[r].get(c, diagonal)["win_rate"] for c in names] for r in names])
         ax2 = axes[0][1]
         image = ax2.imshow(grid, cmap="RdBu", vmin=0, vmax=1)
-        for i in range(len(names)):
-            for j in range(len(names)):
-                if not np.isnan(grid[i, j]):
-                    ax2.text(j, i, f"{grid[i, j]:.0%}", ha="center", va="center", fontsize=8)
+        for (i, j), rate in np.ndenumerate(grid):
+            if not np.isnan(rate):
+                ax2.text(j, i, f"{rate:.0%}", ha="center", va="center", fontsize=8)
         ax2.set_xticks(range(len(names)), names, rotation=45, ha="right")
         ax2.set_yticks(range(len(names)), names)
         ax2.set_title("row's win rate against column")

@@ -116,21 +116,21 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
 
     def write(tmp: Path) -> dict:
         write_onnx(Actor().eval(), policy.spec.size, tmp)
-        meta = metadata(checkpoint, out, policy.spec.to_dict(), config)
-        metadata_path(tmp).write_text(json.dumps(meta, indent=2))
-        ExportedBot(tmp)  # loads back, or fails loudly now
-        return meta
+        return metadata(checkpoint, out, policy.spec.to_dict(), config)
 
-    return write_aside(out, write)
+    return write_aside(out, write, ExportedBot)
 
 
-def write_aside(out: Path, write) -> dict:
-    """`write(tmp)` writes the bot and its metadata at a temporary path, then both are
-    moved to `out`; a failure or Ctrl-C leaves no partial file."""
+def write_aside(out: Path, write, load) -> dict:
+    """`write(tmp)` writes the bot at a temporary path and returns its metadata, written
+    beside it; `load(tmp)` loads both back, or fails loudly now; then both are moved to
+    `out`. A failure or Ctrl-C leaves no partial file."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".partial.onnx")  # moved into place once complete
     try:
         meta = write(tmp)
+        metadata_path(tmp).write_text(json.dumps(meta, indent=2))
+        load(tmp)
         tmp.replace(out)
         metadata_path(tmp).replace(metadata_path(out))
     finally:
@@ -151,12 +151,9 @@ def export_planner(checkpoint: Path, out: Path, config: dict) -> dict:
         import onnx
 
         onnx.save(value_net_graph(net), str(tmp))
-        meta = planner_metadata(net, checkpoint, out, config)
-        metadata_path(tmp).write_text(json.dumps(meta, indent=2))
-        exported_planner(tmp)  # loads back, or fails loudly now
-        return meta
+        return planner_metadata(net, checkpoint, out, config)
 
-    return write_aside(out, write)
+    return write_aside(out, write, exported_planner)
 
 
 def value_net_graph(net: ValueNet):
@@ -289,16 +286,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if meta["kind"] == "planner":
         spec = meta[VALUE_NET_ATTRIBUTE]["spec"]
-        print(
-            f"exported {out} and {metadata_path(out)} (a planner for 2 to "
-            f"{spec['max_players']} players, value net features v{spec['version']})"
-        )
-        return 0
-    spec = meta[OBS_SPEC_ATTRIBUTE]
-    print(
-        f"exported {out} and {metadata_path(out)} "
-        f"({spec['n_players']} players, {spec['encoding']} observation v{spec['version']})"
-    )
+        what = f"a planner for 2 to {spec['max_players']} players, value net features"
+    else:
+        spec = meta[OBS_SPEC_ATTRIBUTE]
+        what = f"{spec['n_players']} players, {spec['encoding']} observation"
+    print(f"exported {out} and {metadata_path(out)} ({what} v{spec['version']})")
     return 0
 
 

@@ -77,25 +77,20 @@ def stages(run: Path) -> list[dict]:
         summary = read_json_object(summary_file) if summary_file.is_file() else {}
         if not summary and (run / "latest" / "state.pkl").is_file():  # still in progress
             summary = _progress(run / "latest" / "state.pkl")
-        commands = run / "command.txt"
-        out.insert(
-            0,
-            {
-                "run": run,
-                "config": config,
-                "summary": summary,
-                "commands": commands.read_text().strip().splitlines() if commands.is_file() else [],
-            },
-        )
-        parent = Path(str(config["init_from"])) if config.get("init_from") else None
-        if parent is not None and not parent.is_absolute():
-            parent = ROOT / parent
-        run = parent.parent.parent if parent is not None else None
+        out.insert(0, {"run": run, "config": config, "summary": summary, "commands": commands(run)})
+        init_from = config.get("init_from")  # relative to the repository, or absolute
+        run = (ROOT / str(init_from)).parent.parent if init_from else None
     offset = 0
     for stage in out:  # steps of each stage counted after those of the stages before
         stage["offset"] = offset
         offset += stage["summary"].get("steps", 0)
     return out
+
+
+def commands(run: Path) -> list[str]:
+    """The commands that made `run`, from its command.txt ([] without one)."""
+    path = run / "command.txt"
+    return path.read_text().strip().splitlines() if path.is_file() else []
 
 
 def _progress(state_file: Path) -> dict:
@@ -130,10 +125,8 @@ def learning_curve(runs: list[tuple[Path, int]], path: Path) -> list[dict]:
         name = tag.removeprefix("eval/win_rate/")
         steps = sorted(series[tag])
         ax.plot(steps, [series[tag][s] for s in steps], marker="o", ms=3, label=f"vs {name}")
-        low, high = (
-            series.get(f"eval/ci95_low/{name}", {}),
-            series.get(f"eval/ci95_high/{name}", {}),
-        )
+        low = series.get(f"eval/ci95_low/{name}", {})
+        high = series.get(f"eval/ci95_high/{name}", {})
         if low and high:
             ax.fill_between(steps, [low[s] for s in steps], [high[s] for s in steps], alpha=0.2)
     ax.set_xlabel("training steps (learner decisions)")
@@ -229,7 +222,7 @@ def check_args(args: argparse.Namespace) -> dict:
     if not os.access(root, os.W_OK | os.X_OK):
         raise ShipError(f"--out {args.out} is not writable")
     run = Path(args.run).resolve()
-    planner = is_planner_run(run)
+    planner = (run / "latest" / VALUE_NET).is_file()  # a run of train_planner.py
     model = run / args.model / (VALUE_NET if planner else "model.zip")
     if not model.is_file() or not (run / "config.json").is_file():
         raise ShipError(f"{run} is not a finished training run (no {model})")
@@ -289,11 +282,6 @@ def check_args(args: argparse.Namespace) -> dict:
 
 
 # ------------------------------------------------------------- planner runs
-def is_planner_run(run: Path) -> bool:
-    """A run of train_planner.py: it keeps its latest network as latest/value_net.npz."""
-    return (run / "latest" / VALUE_NET).is_file()
-
-
 def model_iteration(run: Path, model: str, summary: dict) -> int:
     """The iteration after which a planner run had its `model` ("best" or "latest")."""
     if model == "best" and (run / "best" / "eval.json").is_file():
@@ -371,14 +359,13 @@ def planner_stages(run: Path) -> list[dict]:
             raise ShipError(f"cannot read {evals_file}: {e}") from None
         if not isinstance(evals, list) or not all(isinstance(e, dict) for e in evals):
             raise ShipError(f"{evals_file} is not a list of evaluations")
-    commands = run / "command.txt"
     return [
         {
             "run": run,
             "config": config,
             "summary": summary,
             "evals": evals,
-            "commands": commands.read_text().strip().splitlines() if commands.is_file() else [],
+            "commands": commands(run),
             "offset": 0,
         }
     ]
@@ -392,13 +379,11 @@ def _planner_progress(state_file: Path, config: dict) -> dict:
         seconds = float(state["wall_seconds"])
     except Exception as e:  # a truncated or foreign pickle fails in many ways
         raise ShipError(f"cannot read {state_file}: {e!r}") from None
-    games = iterations * int(config.get("games_per_iteration", 0))
-    evals = float(state.get("eval_seconds", 0.0))
     return {
         "iterations": iterations,
-        "games": games,
+        "games": iterations * int(config.get("games_per_iteration", 0)),
         "wall_seconds": seconds,
-        "eval_seconds": evals,
+        "eval_seconds": float(state.get("eval_seconds", 0.0)),
     }
 
 
@@ -527,21 +512,31 @@ def relabel(value, old: str, new: str):
 
 def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     """Write the shipped agent into the empty folder `out`, named as if it were
-    `inputs["target"]`; False if the evaluation failed."""
-    if inputs["planner"]:
-        return build_planner(args, inputs, out)
-    run, config, history = inputs["run"], inputs["config"], inputs["history"]
-    final = inputs["target"]
-    shutil.copy(inputs["model"], out / "model.zip")
+    `inputs["target"]`: the model (a planner's value_net.npz, else model.zip), config.json,
+    learning_curve.*, an evaluation at each table size the run was trained at, and the
+    model card; False if an evaluation failed."""
+    run, history, sizes = inputs["run"], inputs["history"], inputs["sizes"]
+    final, hold, png = inputs["target"], inputs["config"]["hold"], out / "learning_curve.png"
+    model = VALUE_NET if inputs["planner"] else "model.zip"
+    if inputs["network"] is None:
+        shutil.copy(inputs["model"], out / model)
+    else:
+        inputs["network"].save(out / model)
     shutil.copy(run / "config.json", out / "config.json")
-    curve = learning_curve([(h["run"], h["offset"]) for h in history], out / "learning_curve.png")
+    runs = [(h["run"], h["offset"]) for h in history]
+    curve = (
+        planner_curve(history[-1]["evals"], png) if inputs["planner"] else learning_curve(runs, png)
+    )
     (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
-    done = evaluation_files(args, "model.zip", final, out, config["players"], config["hold"])
-    if done is None:
-        return False
-    evaluation, command = done
-    agent = _shown(final / "model.zip")
-    (out / "MODEL_CARD.md").write_text(card(args, inputs, agent, command, evaluation))
+    evaluations = []
+    for n in sizes:
+        stem = "evaluation" if len(sizes) == 1 else f"evaluation-{n}p"  # or one of several
+        done = evaluation_files(args, model, final, out, n, hold, stem)
+        if done is None:
+            return False
+        evaluations.append((n, stem, *done))
+    write_card = planner_card if inputs["planner"] else card
+    (out / "MODEL_CARD.md").write_text(write_card(args, inputs, evaluations))
     return True
 
 
@@ -552,7 +547,7 @@ def evaluation_files(
     out: Path,
     players: int,
     hold: str,
-    stem: str = "evaluation",
+    stem: str,
 ) -> tuple[dict, str] | None:
     """Evaluate `out/model` at a table of `players` (evaluate.py, the opponents of
     ``opponents``) and write out/STEM.json, .md and .png, the agent named as it will be
@@ -572,33 +567,6 @@ def evaluation_files(
     (out / f"{stem}.md").write_text(evaluate.markdown(evaluation))
     evaluate.plot(evaluation, str(out / f"{stem}.png"))
     return evaluation, command
-
-
-def evaluation_stem(players: int, sizes: list[int]) -> str:
-    """evaluation (one table size), or evaluation-4p (one of several)."""
-    return "evaluation" if len(sizes) == 1 else f"evaluation-{players}p"
-
-
-def build_planner(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
-    """A planner run shipped: value_net.npz, config.json, learning_curve.*, an
-    evaluation at each table size it was trained at, and the model card."""
-    run, config, final = inputs["run"], inputs["config"], inputs["target"]
-    if inputs["network"] is None:
-        shutil.copy(inputs["model"], out / VALUE_NET)
-    else:
-        inputs["network"].save(out / VALUE_NET)
-    shutil.copy(run / "config.json", out / "config.json")
-    curve = planner_curve(inputs["history"][-1]["evals"], out / "learning_curve.png")
-    (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
-    evaluations = []
-    for n in inputs["sizes"]:
-        stem = evaluation_stem(n, inputs["sizes"])
-        done = evaluation_files(args, VALUE_NET, final, out, n, config["hold"], stem)
-        if done is None:
-            return False
-        evaluations.append((n, stem, *done))
-    (out / "MODEL_CARD.md").write_text(planner_card(args, inputs, evaluations))
-    return True
 
 
 def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
@@ -626,9 +594,8 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
         if isinstance(error, (int, float))
         else ""
     )
-    hidden, averaged = config.get("hidden"), averaged_line(args, inputs["iteration"])
-    if inputs["network"] is not None:
-        hidden = list(inputs["network"].hidden)
+    hidden = config.get("hidden") if inputs["network"] is None else list(inputs["network"].hidden)
+    averaged = averaged_line(args, iterations)
     tables = "".join(
         f"""
 ### {n} players
@@ -773,9 +740,11 @@ def init_line(config: dict) -> str:
         return line
 
 
-def card(args: argparse.Namespace, inputs: dict, agent: str, command: str, evaluation: dict) -> str:
+def card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     """The model card: what the agent is, how it was trained, how it plays."""
     run, config, history = inputs["run"], inputs["config"], inputs["history"]
+    [(_, _, evaluation, command)] = evaluations  # a PPO model plays one table size
+    agent = _shown(inputs["target"] / "model.zip")
     players = config["players"]
     summary = history[-1]["summary"]
     best_eval = {}
