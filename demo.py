@@ -143,8 +143,7 @@ def train_and_evaluate(seed: int, games: int, workers: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
+    argv = sys.argv[1:] if argv is None else argv
     if "--watch" not in argv:
         parser = argparse.ArgumentParser(
             description="Train a small agent, then evaluate it.",

@@ -97,15 +97,14 @@ def choices(game: Game, names: list[str] | None = None) -> list[tuple[int, str]]
     names = names or [f"player {i}" for i in range(game.n_players)]
     out = []
     for move in sorted(game.moves(), key=lambda m: (m.action & ~BANK_BIT, m.banks)):
-        head = f"hold {format_dice(move.held):<11} -> {move.turn_total:>4}"
         if move.bank is not None:
-            preview = bank_preview(move.bank, names, game.rules.target)
-            out.append((move.action, f"{head}, {preview}"))
-        elif move.why_no_bank:
-            why = f"can't bank: {move.turn_total} {move.why_no_bank}"
-            out.append((move.action, f"{head}, roll {count_dice(move.dice_left)}  ({why})"))
+            what = bank_preview(move.bank, names, game.rules.target)
         else:
-            out.append((move.action, f"{head}, roll {count_dice(move.dice_left)}"))
+            what = f"roll {count_dice(move.dice_left)}"
+            if move.why_no_bank:
+                what += f"  (can't bank: {move.turn_total} {move.why_no_bank})"
+        head = f"hold {format_dice(move.held):<11} -> {move.turn_total:>4}"
+        out.append((move.action, f"{head}, {what}"))
     return out
 
 
@@ -254,14 +253,12 @@ class Session:
                 self.say(render_text(game, names))
             return
         self.log.append({"act": event.move.action, "player": event.seat})
+        move = move_text(event.roll, event.move.action)
         if event.seat == self.human:
-            self.say(f"You {move_text(event.roll, event.move.action)}.")
+            self.say(f"You {move}.")
         else:
-            name = names[event.seat]
-            move = move_text(event.roll, event.move.action)
-            self.say(f"{name} rolled {format_dice(event.roll)}, {move}.")
-            if self.delay:
-                time.sleep(self.delay)
+            self.say(f"{names[event.seat]} rolled {format_dice(event.roll)}, {move}.")
+            time.sleep(self.delay)
         if event.move.banks:
             self.say(f"  {event_text(event, names)}")
             if game.state.phase != OVER:  # the final board comes once, at the end of play()
@@ -369,10 +366,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_str(value: object) -> bool:
-    return isinstance(value, str)
-
-
 def _one_line(error: Exception) -> str:
     return " ".join(str(error).split())
 
@@ -409,7 +402,9 @@ def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Sess
     game.set_dice_state(data["dice"])
     players, human, seed = data["players"], data["human"], data["seed"]
     n = game.n_players
-    if not (isinstance(players, list) and len(players) == n and all(map(_is_str, players))):
+    if not (
+        isinstance(players, list) and len(players) == n and all(isinstance(p, str) for p in players)
+    ):
         raise ValueError(f"players must be a list of {n} names, one per seat of its game")
     if not _is_int(human) or not 0 <= human < n or players[human] != HUMAN:
         raise ValueError(f"human must be the seat (0..{n - 1}) whose player is {HUMAN!r}")
@@ -421,27 +416,20 @@ def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Sess
     if problem:
         raise ValueError(f"bot_rng: {problem}")
     log = data["log"]
-    replayed = _replay_log(log, game.rules, n)
+    if not isinstance(log, list):
+        raise ValueError("log must be a list of events")
+    replayed = Game(n, game.rules)
+    for number, event in enumerate(log, 1):
+        try:
+            _apply_event(replayed, event)
+        except ValueError as e:
+            raise ValueError(f"log event {number}: {e}") from None
     if replayed.state != game.state:
         raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
     session = Session(game, players, human, seed, hint, delay, ask, say)
     session.rng.bit_generator.state = data["bot_rng"]
     session.log = [dict(event) for event in log]
     return session
-
-
-def _replay_log(log: object, rules: Rules, n_players: int) -> Game:
-    """The game that the events of `log` make from the start; ValueError naming the
-    first event that does not fit."""
-    if not isinstance(log, list):
-        raise ValueError("log must be a list of events")
-    game = Game(n_players, rules)
-    for number, event in enumerate(log, 1):
-        try:
-            _apply_event(game, event)
-        except ValueError as e:
-            raise ValueError(f"log event {number}: {e}") from None
-    return game
 
 
 def _apply_event(game: Game, event: object) -> None:
@@ -508,8 +496,7 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
             say(f"{names[event['player']]} rolled {format_dice(roll)}, {move}.")
         if s.turns > turns or s.phase == OVER:
             say(f"  {event_text(game.last_event, names)}")
-        if delay:
-            time.sleep(delay)
+        time.sleep(delay)
     recorded = data.get("winner")
     if s.phase == OVER:
         if recorded is not None and recorded != s.winner:
@@ -576,13 +563,10 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
             n = len(args.opponents) + 1
             if not 0 <= args.seat < n:
                 raise ValueError(f"--seat must be 0..{n - 1}")
-            seed = (
-                args.seed
-                if args.seed is not None
-                else int(np.random.SeedSequence().entropy % 2**32)
-            )
-            players = list(args.opponents)
-            players.insert(args.seat, HUMAN)
+            seed = args.seed
+            if seed is None:
+                seed = int(np.random.SeedSequence().entropy % 2**32)
+            players = [*args.opponents[: args.seat], HUMAN, *args.opponents[args.seat :]]
             dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
             game = Game(n, Rules(hold=args.hold), seed=dice)
             session = Session(game, players, args.seat, seed, args.hint, args.delay, ask, say)

@@ -91,31 +91,27 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         too_big = declared is not None and (not declared.isdigit() or int(declared) > self.limit)
-        chunks: list[bytes] = []
-        size = 0
-        more = not too_big
-        while more:  # read the body first (it is small), so a lying client is caught too
+        body = bytearray()
+        more = True
+        # Read the body first (it is small), so a lying client is caught too.
+        while more and not too_big:
             message = await receive()
             if message["type"] != "http.request":
                 break
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
+            body += message.get("body", b"")
             more = message.get("more_body", False)
-            too_big = size > self.limit
-            if too_big:
-                break
+            too_big = len(body) > self.limit
         if too_big:
             response = _error(413, f"the request body is over {self.limit} bytes")
             await response(scope, receive, send)
             return
-        body = b"".join(chunks)
         sent = False
 
         async def replay() -> dict:
             nonlocal sent
             if not sent:
                 sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
             return await receive()
 
         await self.app(scope, replay, send)
@@ -152,7 +148,6 @@ def create_app(
 
     app = FastAPI(title="5000", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
-    app.state.catalogue = catalogue
     app.add_middleware(BodyLimit, limit=max_body)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -199,11 +194,7 @@ def create_app(
                     what = bank_preview(move.bank, web.names)
                 else:
                     what = f"roll {count_dice(move.dice_left)}"
-                why = (
-                    f"can't bank {move.turn_total}: it {move.why_no_bank}"
-                    if (move.why_no_bank)
-                    else ""
-                )
+                why = move.why_no_bank and f"can't bank {move.turn_total}: it {move.why_no_bank}"
                 moves.append(
                     {
                         "action": move.action,

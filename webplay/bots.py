@@ -37,9 +37,6 @@ class Bot:
     about: str
     _policy: Policy | None = field(default=None, repr=False)
 
-    def to_dict(self) -> dict:
-        return {"key": self.key, "kind": self.kind, "about": self.about}
-
 
 class Catalogue:
     """The bots of this server, by key; ``policy(key)`` builds one the first time."""
@@ -62,20 +59,16 @@ class Catalogue:
     def __contains__(self, key: object) -> bool:
         return key in self.bots
 
-    def keys(self) -> list[str]:
-        return list(self.bots)
-
     def to_list(self) -> list[dict]:
-        return [bot.to_dict() for bot in self.bots.values()]
+        return [{"key": b.key, "kind": b.kind, "about": b.about} for b in self.bots.values()]
 
     def policy(self, key: str) -> Policy:
         """The policy of `key` (built once); ValueError (one line) if it cannot load."""
         bot = self.bots[key]
         with self._lock:
             if bot._policy is None:
-                policy = make_policy(bot.spec)
+                bot._policy = make_policy(bot.spec)
                 if bot.kind == "solver":
                     # The solver's progress bar is for terminals, not a server's log.
-                    policy.show_progress = False
-                bot._policy = policy
+                    bot._policy.show_progress = False
             return bot._policy

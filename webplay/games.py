@@ -18,13 +18,12 @@ import re
 import secrets
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from envs import driver
-from envs.game import DECIDE, OVER, Event, Game, Moved, Rolled, rng_state_problem
+from envs.game import OVER, Event, Game, Moved, Rolled, rng_state_problem
 from envs.render import event_text
 from envs.rules import BANK_BIT, Rules
 from webplay.bots import Catalogue
@@ -50,6 +49,7 @@ HUMAN = "you"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{20,64}")
 MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big is no save
 LOG_LINES = 80  # log lines sent with each view
+EVENT_KEYS = ({"roll", "player"}, {"act", "player"})  # a logged roll, a logged decision
 
 
 def new_id() -> str:
@@ -88,8 +88,7 @@ class WebGame:
     def new(cls, bots: list[str], seat: int, hold: str, seed: int | None = None) -> WebGame:
         """A new game: `bots` in turn order around the human's `seat`."""
         seed = secrets.randbits(63) if seed is None else seed
-        seats: list[str | None] = list(bots)
-        seats.insert(seat, None)
+        seats: list[str | None] = [*bots[:seat], None, *bots[seat:]]
         dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
         return cls(new_id(), seats, seat, seed, Game(len(seats), Rules(hold=hold), seed=dice))
 
@@ -101,10 +100,9 @@ class WebGame:
     def status(self) -> str:
         """ "you" (the human's decision is due), "over", or "wait" (a roll or a bot's
         decision is next: the client asks for a step)."""
-        s = self.game.state
-        if s.phase == OVER:
+        if self.over:
             return "over"
-        return "you" if s.phase == DECIDE and s.current == self.human else "wait"
+        return "you" if driver.decision_of(self.human)(self.game) else "wait"
 
     # ------------------------------------------------------------- play
     def note(self, event: Event) -> dict:
@@ -127,19 +125,14 @@ class WebGame:
         """Up to `steps` rolls and bot decisions, through the game driver; stops early
         at the human's decision or the end. Returns their frames."""
         frames: list[dict] = []
-        human = self.human
-
-        def until(game: Game) -> bool:
-            s = game.state
-            return len(frames) >= steps or (s.phase == DECIDE and s.current == human)
-
+        at_human = driver.decision_of(self.human)
         seats = [policies.get(i) for i in range(self.game.n_players)]
         driver.play(
             self.game,
             seats,
             self.bot_rng,
             max_turns=math.inf,  # as play.py: a person's game is not cut off (R11)
-            until=until,
+            until=lambda game: len(frames) >= steps or at_human(game),
             on_event=lambda game, event: frames.append(self.note(event)),
         )
         return frames
@@ -209,18 +202,16 @@ class WebGame:
         return web
 
 
-def replay(web: WebGame, events: object, on_frame: Callable[[dict], None] | None = None) -> None:
+def replay(web: WebGame, events: object) -> list[dict]:
     """Play the logged `events` on `web` (a game at its start) through the engine, which
-    checks every one; ValueError naming the first event that does not fit."""
+    checks every one; their frames, or ValueError naming the first event that does not fit."""
     if not isinstance(events, list):
         raise ValueError("log must be a list of events")
     game = web.game
+    frames = []
     for number, event in enumerate(events, 1):
         try:
-            if not isinstance(event, dict) or set(event) not in (
-                {"roll", "player"},
-                {"act", "player"},
-            ):
+            if not isinstance(event, dict) or set(event) not in EVENT_KEYS:
                 raise ValueError(
                     "an event is {'roll': dice, 'player': seat} or {'act': action, 'player': seat}"
                 )
@@ -237,9 +228,8 @@ def replay(web: WebGame, events: object, on_frame: Callable[[dict], None] | None
                 game.act(event["act"])
         except ValueError as e:
             raise ValueError(f"log event {number}: {one_line(e)}") from None
-        f = web.note(game.last_event)
-        if on_frame is not None:
-            on_frame(f)
+        frames.append(web.note(game.last_event))
+    return frames
 
 
 def frame(game: Game, event: Event | None, names: list[str]) -> dict:
@@ -276,9 +266,7 @@ def frame(game: Game, event: Event | None, names: list[str]) -> dict:
 def replay_frames(web: WebGame) -> list[dict]:
     """Every step of `web` from its start, as frames (the replay view)."""
     fresh = WebGame(web.id, web.bots, web.human, web.seed, Game(web.game.n_players, web.game.rules))
-    frames = [frame(fresh.game, None, fresh.names)]
-    replay(fresh, web.log, frames.append)
-    return frames
+    return [frame(fresh.game, None, fresh.names), *replay(fresh, web.log)]
 
 
 class StoreFull(Exception):
