@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from agents.optimal import OptimalBot
-from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot, _turn_ev
+from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
 from envs.batch import (
     HOLD_ACTIONS,
     BatchGames,
@@ -31,7 +31,7 @@ from envs.batch import (
 )
 from envs.policy import Policy
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
-from envs.solver import STEP, TwoPlayerSolution
+from envs.solver import STEP, TwoPlayerSolution, turn_ev_table
 
 
 def _both(a: np.ndarray) -> np.ndarray:
@@ -80,7 +80,7 @@ def _turn_points(games: BatchGames, idx: np.ndarray) -> tuple[np.ndarray, ...]:
     each: a bank is worth its total, a roll the exact turn EV (``solve_turn_ev``)."""
     mask = games.legal_mask(idx)
     totals, left = games.hold_results(idx)
-    ev = _turn_ev(games.rules)
+    ev = turn_ev_table(games.rules)
     entered = games.entered(idx).astype(np.int64)
     rolled = ev.value[entered[:, None], np.minimum(totals, ev.cap) // STEP, left]
     values = np.where(mask, np.concatenate([rolled, totals.astype(float)], axis=1), -np.inf)
@@ -120,7 +120,7 @@ class _TurnTables(NamedTuple):
 def _turn_tables(rules: Rules, levels: int = 100) -> _TurnTables:
     moves = move_tables(rules.hold)
     decisions = decision_tables(rules.hold, rules.entry)
-    ev = _turn_ev(rules)
+    ev = turn_ev_table(rules)
     ids = len(moves.points)
     width = int(moves.points.max()) // STEP + 1
     first_with, last_with = (np.full((ids, width), -1, dtype=np.int64) for _ in range(2))

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
 
 from envs.game import Game, Move
 from envs.policy import Policy
 from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, can_bank
-from envs.solver import TurnEV, solve_turn_ev
+from envs.solver import turn_ev_table
 
 
 class RandomBot(Policy):
@@ -46,11 +44,6 @@ class ThresholdBot(Policy):
         return best.bits
 
 
-@cache
-def _turn_ev(rules: Rules) -> TurnEV:
-    return solve_turn_ev(rules)
-
-
 class TurnEVBot(Policy):
     """Maximizes the expected points of the current turn, exactly (``solve_turn_ev``):
     it enters with 500 and otherwise ignores the scores, except that it always takes
@@ -73,7 +66,7 @@ def _exact_win(moves: list[Move], me: int) -> int | None:
 def _most_points(moves: list[Move], rules: Rules, entered: bool) -> int:
     """The move after which the turn is expected to bank the most points under
     points-maximizing play (the first of equals)."""
-    ev = _turn_ev(rules)
+    ev = turn_ev_table(rules)
 
     def points(move: Move) -> float:
         if move.banks:

@@ -31,13 +31,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import cache
 
 import numpy as np
 
 from envs.game import DECIDE, Game
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
-from envs.solver import TurnEV, solve_turn_ev
+from envs.solver import turn_ev_table
 
 # 2: slot 40 of the rich action features holds the turn-EV value (was always 0 in 1).
 OBS_VERSION = 2
@@ -158,7 +157,7 @@ def action_features(game: Game, seat: int) -> np.ndarray:
     rules = game.rules
     target = rules.target
     own = s.scores[seat]
-    turn_ev = _turn_ev(rules)
+    turn_ev = turn_ev_table(rules)
     entered = own > 0
     for move in game.moves():
         total = move.turn_total
@@ -197,11 +196,6 @@ def action_features(game: Game, seat: int) -> np.ndarray:
             row[Col.GIFTS] = 1.0
             row[Col.GIFT_WINS] = bank.winner == bank.gift_to
     return out
-
-
-@cache
-def _turn_ev(rules: Rules) -> TurnEV:
-    return solve_turn_ev(rules)
 
 
 def encode_rich(game: Game, seat: int) -> np.ndarray:

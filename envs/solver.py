@@ -143,6 +143,12 @@ class TurnEV:
         return float(self.value[1, 0, NUM_DICE])
 
 
+@cache
+def turn_ev_table(rules: Rules) -> TurnEV:
+    """``solve_turn_ev(rules)``, solved once per rules and shared by the bots and encoders."""
+    return solve_turn_ev(rules)
+
+
 def solve_turn_ev(rules: Rules | None = None, cap: int = 40_000) -> TurnEV:
     rules = rules or Rules()
     tab = option_tables(rules.hold)

@@ -45,7 +45,6 @@ from envs.encoding import (
     OBS_LOW,
     RICH_OBS_HIGH,
     Col,
-    _turn_ev,
     observation_size,
     score_bins,
 )
@@ -53,7 +52,7 @@ from envs.game import IllegalMoveError
 from envs.gym_env import FiveThousandEnv
 from envs.policy import resolve_policy
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
-from envs.solver import STEP
+from envs.solver import STEP, turn_ev_table
 
 
 def rich_features(
@@ -99,7 +98,7 @@ def rich_features(
     cells[:, Col.MAY_BANK] = games.may_bank(entered, t)
     cells[:, Col.ENDS_IN_50] = t % 100 == 50
     cells[:, Col.OWN_SCORE_AFTER] = own[rows] / target
-    ev = _turn_ev(rules)
+    ev = turn_ev_table(rules)
     rolled = ev.value[entered.astype(np.int64), np.minimum(t, ev.cap) // STEP, left[rows, acts]]
     banks = acts >= BANK_BIT
     cells[:, Col.TURN_EV] = np.minimum(np.where(banks, t, rolled) / 1000, RICH_OBS_HIGH)
