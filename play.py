@@ -41,7 +41,9 @@ from envs.game import (
     Event,
     Game,
     Rolled,
+    describe_action,
     format_dice,
+    is_int,
     rng_state_problem,
 )
 from envs.policy import Policy
@@ -314,8 +316,7 @@ class Session:
             self._optimal = OptimalBot()
         values = self._optimal.action_values(self.game)
         best = max(values, key=values.__getitem__)
-        held = [d for i, d in enumerate(self.game.state.roll) if best >> i & 1]
-        advice = f"hold {format_dice(held)} and {'bank' if best & BANK_BIT else 'roll on'}"
+        advice = describe_action(best, self.game.state.roll, rolling="roll on")
         return f"  hint: {advice} (win probability {values[best]:.1%} with optimal play)"
 
     def planner_hint(self) -> str:
@@ -331,8 +332,7 @@ class Session:
                 "(no shipped planner in checkpoints/ values such a table)"
             )
         best = planner.act(game, np.random.default_rng(0))  # a planner draws nothing
-        held = [d for i, d in enumerate(game.state.roll) if best >> i & 1]
-        advice = f"hold {format_dice(held)} and {'bank' if best & BANK_BIT else 'roll on'}"
+        advice = describe_action(best, game.state.roll, rolling="roll on")
         chances = planner.win_probabilities(game)
         odds = ", ".join(f"{n} {p:.1%}" for n, p in zip(self.names(), chances, strict=True))
         return (
@@ -359,11 +359,6 @@ def save(session: Session, path: str) -> None:
         "log": session.log,
     }
     Path(path).write_text(json.dumps(data))
-
-
-def _is_int(value: object) -> bool:
-    # JSON integers only: int() would take true, 2.5 and "3" and hide a corrupt file.
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _one_line(error: Exception) -> str:
@@ -396,7 +391,7 @@ def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Sess
         raise ValueError(f"missing field {missing[0]!r}")
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r}")
-    if data["version"] != VERSION or not _is_int(data["version"]):
+    if data["version"] != VERSION or not is_int(data["version"]):
         raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
     game = Game.from_json(json.dumps(data["game"]))
     game.set_dice_state(data["dice"])
@@ -406,11 +401,11 @@ def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Sess
         isinstance(players, list) and len(players) == n and all(isinstance(p, str) for p in players)
     ):
         raise ValueError(f"players must be a list of {n} names, one per seat of its game")
-    if not _is_int(human) or not 0 <= human < n or players[human] != HUMAN:
+    if not is_int(human) or not 0 <= human < n or players[human] != HUMAN:
         raise ValueError(f"human must be the seat (0..{n - 1}) whose player is {HUMAN!r}")
     if players.count(HUMAN) != 1:
         raise ValueError(f"exactly one seat is {HUMAN!r}")
-    if not _is_int(seed) or seed < 0:
+    if not is_int(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
     problem = rng_state_problem(np.random.PCG64(), data["bot_rng"])
     if problem:
@@ -438,15 +433,15 @@ def _apply_event(game: Game, event: object) -> None:
     if not isinstance(event, dict) or set(event) not in ({"roll", "player"}, {"act", "player"}):
         raise ValueError("an event is {'roll': dice, 'player': seat} or {'act': n, 'player': seat}")
     s = game.state
-    if event["player"] != s.current or not _is_int(event["player"]):
+    if event["player"] != s.current or not is_int(event["player"]):
         raise ValueError(f"it is seat {s.current}'s move, not {event['player']!r}'s")
     if "roll" in event:
         dice = event["roll"]
-        if not isinstance(dice, list) or not all(_is_int(d) for d in dice):
+        if not isinstance(dice, list) or not all(is_int(d) for d in dice):
             raise ValueError(f"a roll is a list of dice, not {dice!r}")
         game.roll(dice)
     else:
-        if not _is_int(event["act"]):
+        if not is_int(event["act"]):
             raise ValueError(f"an action is an integer, not {event['act']!r}")
         game.act(event["act"])
 

@@ -45,28 +45,29 @@ class IllegalMoveError(ValueError):
     """An action that the rules do not allow in the current state."""
 
 
-def _is_int(value: object) -> bool:
-    # JSON numbers only: int(True), int(2.7) and int("3") would hide a corrupt file.
+def is_int(value: object) -> bool:
+    """Whether a value read from a save is an integer (not a bool, float or string):
+    int(True), int(2.7) and int("3") would hide a corrupt file."""
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def _is_dice(value: object) -> bool:
-    return isinstance(value, list | tuple) and all(_is_int(d) for d in value)
+    return isinstance(value, list | tuple) and all(is_int(d) for d in value)
 
 
 # Every field of a saved state: (is its value well-typed?, what it should be, default
 # when absent; _REQUIRED means it may not be absent).
 _REQUIRED = object()
 _STATE_FIELDS: dict[str, tuple[Any, str, Any]] = {
-    "scores": (lambda v: isinstance(v, list) and all(map(_is_int, v)), "a list of ints", _REQUIRED),
-    "current": (_is_int, "an integer", _REQUIRED),
-    "turn_total": (_is_int, "an integer", _REQUIRED),
-    "dice_left": (_is_int, "an integer", _REQUIRED),
+    "scores": (lambda v: isinstance(v, list) and all(map(is_int, v)), "a list of ints", _REQUIRED),
+    "current": (is_int, "an integer", _REQUIRED),
+    "turn_total": (is_int, "an integer", _REQUIRED),
+    "dice_left": (is_int, "an integer", _REQUIRED),
     "roll": (lambda v: v is None or _is_dice(v), "null or a list of dice", _REQUIRED),
     "held": (lambda v: isinstance(v, list) and all(map(_is_dice, v)), "a list of dice lists", []),
     "phase": (lambda v: isinstance(v, str), "a string", _REQUIRED),
-    "winner": (lambda v: v is None or _is_int(v), "null or an integer", None),
-    "turns": (_is_int, "an integer", 0),
+    "winner": (lambda v: v is None or is_int(v), "null or an integer", None),
+    "turns": (is_int, "an integer", 0),
     # Saves written before events became records carry the last event's text: ignored.
     "last_event": (lambda v: isinstance(v, str), "a string", ""),
 }
@@ -347,7 +348,7 @@ def rng_state_problem(bit_generator: np.random.BitGenerator, state: object) -> s
         ):
             return "a PCG64 state has exactly state.state, state.inc, has_uint32, uinteger"
         for where, key, bits in words:
-            if not _is_int(where[key]) or not 0 <= where[key] < 2**bits:
+            if not is_int(where[key]) or not 0 <= where[key] < 2**bits:
                 return f"PCG64 {key} must be an integer in 0..2**{bits}-1, not {where[key]!r}"
     try:
         type(bit_generator)().state = state  # a scratch generator: numpy's own checks
@@ -376,10 +377,10 @@ class _DiceStream:
         codes, next_ = state["codes"], state["next"]
         if not isinstance(codes, list) or len(codes) > self.BATCH:
             return f"codes must be a list of at most {self.BATCH} rolls"
-        bad = next((c for c in codes if not _is_int(c) or not 0 <= c < 6**NUM_DICE), None)
+        bad = next((c for c in codes if not is_int(c) or not 0 <= c < 6**NUM_DICE), None)
         if bad is not None:
             return f"codes must be integers in 0..{6**NUM_DICE - 1}, not {bad!r}"
-        if not _is_int(next_) or not 0 <= next_ <= len(codes):
+        if not is_int(next_) or not 0 <= next_ <= len(codes):
             return f"next must be an integer in 0..{len(codes)}, not {next_!r}"
         return rng_state_problem(self.rng.bit_generator, state["rng"])
 

@@ -263,8 +263,9 @@ def format_dice(dice: Iterable[int]) -> str:
     return "[" + " ".join(str(int(d)) for d in dice) + "]"
 
 
-def describe_action(action: int, roll: Sequence[int]) -> str:
-    """Human-readable form of an action, e.g. ``hold [1 5] and bank``."""
+def describe_action(action: int, roll: Sequence[int], rolling: str = "roll") -> str:
+    """Human-readable form of an action, e.g. ``hold [1 5] and bank`` (`rolling`: the
+    words for rolling on, "roll" in menus, "roll on" in advice)."""
     dice = tuple(sorted(roll))
     held = [d for i, d in enumerate(dice) if action >> i & 1]
-    return f"hold {format_dice(held)} and {'bank' if action & BANK_BIT else 'roll'}"
+    return f"hold {format_dice(held)} and {'bank' if action & BANK_BIT else rolling}"

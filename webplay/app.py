@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from agents.value_net import CHECKPOINTS, shipped_planner
 from envs.game import BankOutcome, IllegalMoveError
 from envs.render import count_dice
-from envs.rules import BANK_BIT, format_dice
+from envs.rules import BANK_BIT, describe_action
 from webplay.bots import Catalogue
 from webplay.games import LOG_LINES, Store, StoreFull, WebGame, frame, one_line, replay_frames
 
@@ -337,8 +337,7 @@ def create_app(
         roll = game.state.roll
         marked = [i for i in range(len(roll)) if best >> i & 1]
         banks = bool(best & BANK_BIT)
-        held = format_dice(roll[i] for i in marked)
-        text = f"hold {held} and {'bank' if banks else 'roll on'}"
+        text = describe_action(best, roll, rolling="roll on")
         if game.n_players == 2:
             mine = float(values[best])
             chances = [mine if i == web.human else 1 - mine for i in range(2)]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from envs import driver
-from envs.game import OVER, Event, Game, Moved, Rolled, rng_state_problem
+from envs.game import OVER, Event, Game, Moved, Rolled, is_int, rng_state_problem
 from envs.render import event_text
 from envs.rules import BANK_BIT, Rules
 from webplay.bots import Catalogue
@@ -59,10 +59,6 @@ def new_id() -> str:
 
 def one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class WebGame:
@@ -166,14 +162,14 @@ class WebGame:
             raise ValueError(
                 f"missing field {missing[0]!r}" if missing else f"unknown field {unknown[0]!r}"
             )
-        if data["version"] != VERSION or not _is_int(data["version"]):
+        if data["version"] != VERSION or not is_int(data["version"]):
             raise ValueError(f"version {data['version']!r}: this server reads version {VERSION}")
         gid, bots, human, seed = data["id"], data["bots"], data["human"], data["seed"]
         if not isinstance(gid, str) or not ID_PATTERN.fullmatch(gid):
             raise ValueError("id must be a game id")
         saved = Game.from_json(json.dumps(data["game"]))  # the engine checks the position
         n = saved.n_players
-        if not _is_int(human) or not 0 <= human < n:
+        if not is_int(human) or not 0 <= human < n:
             raise ValueError(f"human must be a seat 0..{n - 1}")
         if not isinstance(bots, list) or len(bots) != n:
             raise ValueError(f"bots must be a list of {n} entries, one per seat")
@@ -182,7 +178,7 @@ class WebGame:
                 raise ValueError("bots must be null at the human's seat only")
             if key is not None and key not in catalogue:
                 raise ValueError(f"bot {key!r} is not offered by this server")
-        if not _is_int(seed) or seed < 0:
+        if not is_int(seed) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
         for name in ("created", "updated"):
             if not isinstance(data[name], int | float) or isinstance(data[name], bool):
@@ -215,15 +211,15 @@ def replay(web: WebGame, events: object) -> list[dict]:
                 raise ValueError(
                     "an event is {'roll': dice, 'player': seat} or {'act': action, 'player': seat}"
                 )
-            if not _is_int(event["player"]) or event["player"] != game.state.current:
+            if not is_int(event["player"]) or event["player"] != game.state.current:
                 raise ValueError(f"it is seat {game.state.current}'s step")
             if "roll" in event:
                 dice = event["roll"]
-                if not isinstance(dice, list) or not all(_is_int(d) for d in dice):
+                if not isinstance(dice, list) or not all(is_int(d) for d in dice):
                     raise ValueError("a roll is a list of dice")
                 game.roll(dice)
             else:
-                if not _is_int(event["act"]):
+                if not is_int(event["act"]):
                     raise ValueError("an action is an integer")
                 game.act(event["act"])
         except ValueError as e:
