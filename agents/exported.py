@@ -20,6 +20,7 @@ import numpy as np
 
 from agents.neural import OBS_SPEC_ATTRIBUTE, TrainedModel, first_line
 from agents.planner import PlannerBot
+from agents.value_net import FeatureSpec, ValueNet, planner_for
 from envs.encoding import ObsSpec
 from envs.game import Game
 
@@ -125,13 +126,11 @@ class ExportedBot(TrainedModel):
             )
         self.name = self.path.stem  # bots/ppo-2p.onnx -> "ppo-2p", as the file is named now
 
-    def logits(self, obs: np.ndarray) -> np.ndarray:
-        return self.session.run(None, {self.input_name: obs[None].astype(np.float32)})[0][0]
-
     def act(self, game: Game, rng: np.random.Generator) -> int:
         self.check(game)
-        obs = self.spec.encode(game, game.state.current)
-        return masked_choice(self.logits(obs), game.legal()[1])
+        obs = self.spec.encode(game, game.state.current)[None].astype(np.float32)
+        logits = self.session.run(None, {self.input_name: obs})[0][0]
+        return masked_choice(logits, game.legal()[1])
 
 
 class OnnxValueNet:
@@ -146,20 +145,13 @@ class OnnxValueNet:
     def logits(self, x: np.ndarray) -> np.ndarray:
         return self.session.run(None, {self.input_name: x})[0]
 
-    def __call__(self, positions: np.ndarray) -> np.ndarray:
-        from agents.value_net import masked_softmax
-
-        x, mask = self.spec.encode(positions)
-        n = int(mask[0].sum())
-        return masked_softmax(self.logits(x).astype(np.float64), mask)[:, :n]
+    __call__ = ValueNet.__call__  # the features, this graph's logits, the softmax
 
 
 def exported_planner(path: str | Path, threads: int = 1) -> PlannerBot:
     """The planner of an exported value network: it plays the tables and rules of its
     network's feature spec only, named as the file is (bots/planner-2p.onnx ->
     "planner-2p")."""
-    from agents.value_net import FeatureSpec, planner_for
-
     path = Path(path)
     meta = read_metadata(path)
     try:

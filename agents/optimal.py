@@ -106,7 +106,7 @@ def two_player_solution(
     if rules in _MEMORY:
         return _MEMORY[rules]
     path = _cache_path(rules)
-    sol = _load(path, rules) if path.exists() else None
+    sol = _load(path, rules)
     if sol is None:
         sol = _solve_with_progress(rules, show_progress)
         try:
@@ -124,11 +124,9 @@ def _solve_with_progress(rules: Rules, show: bool) -> TwoPlayerSolution:
 
     with Progress(transient=True) as bar:
         task = bar.add_task(f"solving 2-player 5000 ({rules.hold}, target {rules.target})", total=1)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        return solve_two_player(rules, progress=progress)
+        return solve_two_player(
+            rules, progress=lambda done, total: bar.update(task, completed=done, total=total)
+        )
 
 
 class OptimalBot(Policy):
@@ -180,7 +178,7 @@ def bank_thresholds(sol: TwoPlayerSolution) -> tuple[np.ndarray, np.ndarray]:
     thresholds = np.full((n, n, NUM_DICE + 1), np.nan)
     isolated = np.zeros((n, n, NUM_DICE + 1), dtype=bool)
     for ia, a in enumerate(scores):
-        totals = [t for t in range(100, rules.target - int(a) + 1, 100)]
+        totals = list(range(100, rules.target - int(a) + 1, 100))
         for ib, b in enumerate(scores):
             bank = np.array([sol.bank_value(int(a), int(b), t) for t in totals])
             allowed = bank > -np.inf
@@ -216,8 +214,7 @@ def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
         ticks = np.arange(0, len(scores), 5)
         ax.set_xticks(ticks, [str(scores[i]) for i in ticks], rotation=90, fontsize=7)
         ax.set_yticks(ticks, [str(scores[i]) for i in ticks], fontsize=7)
-        title = "hot dice: 5 dice to roll" if k == NUM_DICE else f"{k} dice left to roll"
-        ax.set_title(title)
+        ax.set_title("hot dice: 5 dice to roll" if k == NUM_DICE else f"{k} dice left to roll")
         ax.set_xlabel("own banked score")
         if k == 1:
             ax.set_ylabel("opponent's banked score")
@@ -245,11 +242,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     rules = Rules(hold=args.hold)
     sol = two_player_solution(rules, show_progress=not args.json)
-    turn = solve_turn_ev(rules)
     numbers = {
         "hold": rules.hold,
         "first_player_win_probability": sol.first_player_win_probability,
-        "best_expected_turn_points_entered": turn.entered_turn_value,
+        "best_expected_turn_points_entered": solve_turn_ev(rules).entered_turn_value,
     }
     if args.json:
         print(json.dumps(numbers, indent=2))

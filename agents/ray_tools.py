@@ -51,8 +51,7 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     minute and then print pages)."""
     host, port = host_port(address)
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
+        socket.create_connection((host, port), timeout=timeout).close()
     except OSError as e:
         raise ValueError(
             f"cannot reach a Ray cluster at {address}: {e.strerror or e} (is `ray start "

@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+from tqdm import tqdm
 
 from agents import make_policy
 from agents.base import Policy, check_output_path
@@ -141,12 +142,7 @@ def measure(
     first = oracle.solution(rules).first_player_win_probability
     report = RegretReport(me.name, other.name, games)
     audited = [_Audited(me, "player", report, oracle), _Audited(other, "opponent", report, oracle)]
-    iterator = range(games)
-    if progress:
-        from tqdm import tqdm
-
-        iterator = tqdm(iterator, desc="regret", unit="game")
-    for g in iterator:
+    for g in tqdm(range(games), desc="regret", unit="game", disable=not progress):
         my_seat = g % 2
         report.start_value += first if my_seat == 0 else 1.0 - first
         seats = audited if my_seat == 0 else audited[::-1]

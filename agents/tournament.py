@@ -125,8 +125,9 @@ def is_batched(policies: Sequence[Policy]) -> bool:
     return all(callable(getattr(p, "act_batch", None)) for p in policies)
 
 
-def _play_block(block: int, seatings: Sequence[Seating], on_progress=None) -> list[GameResult]:
-    """The games of one block, batched, by the worker's policies."""
+def _play_block(task: tuple[int, Sequence[Seating]], on_progress=None) -> list[GameResult]:
+    """The games of one block (its number, seatings), batched, by the worker's policies."""
+    block, seatings = task
     w = _WORKER
     seat_policy = np.array([s.agents for s in seatings], dtype=np.int64)
     rng = np.random.default_rng(np.random.SeedSequence([w["seed"], BATCHED, block]))
@@ -144,10 +145,6 @@ def _play_block(block: int, seatings: Sequence[Seating], on_progress=None) -> li
         GameResult(s.game, s.agents, None if winner < 0 else winner, turns)
         for s, winner, turns in zip(seatings, out.winner.tolist(), out.turns.tolist(), strict=True)
     ]
-
-
-def _play_block_task(task: tuple[int, Sequence[Seating]]) -> list[GameResult]:
-    return _play_block(*task)
 
 
 def run(
@@ -179,12 +176,12 @@ def run(
     size = BLOCK if batched else chunk_size
     chunks = [seatings[i : i + size] for i in range(0, len(seatings), size)]
     tasks = list(enumerate(chunks)) if batched else chunks  # a block's number: its seed
-    play_task = _play_block_task if batched else _play_chunk
+    play_task = _play_block if batched else _play_chunk
     initargs = (list(specs), rules, seed, max_turns)
     if ray is None and ((workers or os.cpu_count() or 1) <= 1 or len(tasks) == 1):
         _init_worker(policies, rules, seed, max_turns)
         if batched:  # progress as the games end, not per block
-            done = [_play_block(*task, on_progress=on_progress) for task in tasks]
+            done = [_play_block(task, on_progress) for task in tasks]
             on_progress = None  # told already, game by game
         else:
             done = map(_play_chunk, tasks)
