@@ -257,10 +257,8 @@ def average_nets(nets: Sequence[ValueNet]) -> ValueNet:
     (base,) = plain
     spec = FeatureSpec(base.rules, base.max_players, next(iter(tables), ()))
 
-    def first_layer(net: ValueNet) -> np.ndarray:
-        w = np.zeros((spec.size, net.weights[0].shape[1]), dtype=np.float32)
-        w[: net.weights[0].shape[0]] = net.weights[0]  # the seat inputs come last
-        return w
+    def first_layer(net: ValueNet) -> np.ndarray:  # zero rows for the seat inputs, the last
+        return np.pad(net.weights[0], ((0, spec.size - len(net.weights[0])), (0, 0)))
 
     if len(nets[0].weights) == 1:  # no hidden layer: the logits are linear, average them
         return ValueNet(
@@ -272,10 +270,7 @@ def average_nets(nets: Sequence[ValueNet]) -> ValueNet:
     for layer in range(1, len(nets[0].weights) - 1):
         weights.append(_block_diagonal([net.weights[layer] for net in nets]))
     weights.append(np.concatenate([net.weights[-1] for net in nets]) / len(nets))
-    biases = [
-        np.concatenate([net.biases[layer] for net in nets])
-        for layer in range(len(nets[0].biases) - 1)
-    ]
+    biases = [np.concatenate([net.biases[i] for net in nets]) for i in range(len(weights) - 1)]
     biases.append(np.mean([net.biases[-1] for net in nets], axis=0))
     return ValueNet(spec, weights, biases)
 

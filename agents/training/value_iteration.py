@@ -54,7 +54,6 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -64,7 +63,7 @@ from agents.batched import batched
 from agents.neural import short_name
 from agents.planner import PlannerBot
 from agents.tournament import seat_record, standard_table
-from agents.training.config import check_bounds
+from agents.training.config import FRACTION, POSITIVE, ROOT, check_bounds
 from agents.value_net import MAX_PLAYERS, FeatureSpec, ValueNet
 from envs.driver import play
 from envs.game import ROLL, Game
@@ -77,8 +76,7 @@ if TYPE_CHECKING:
     import torch  # imported by the trainer alone, when it runs
 
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
-REPO = Path(__file__).resolve().parents[2]
-SHIPPED_PPO_2P = REPO / "checkpoints" / "ppo-2p" / "model.zip"
+SHIPPED_PPO_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
 
 
 @dataclass
@@ -264,8 +262,6 @@ class PlannerConfig:
 METHODS = ("self-play", "table", "exact-table")
 # Bots whose every choice is a function of the position (no dice drawn from the rng).
 DETERMINISTIC_BOTS = ("smart", "turn-ev", "threshold", "optimal")
-POSITIVE = ("positive", lambda v: v > 0)
-FRACTION = ("between 0 and 1", lambda v: 0 <= v <= 1)
 BOUNDS = {
     **dict.fromkeys(("iterations", "games_per_iteration", "buffer_size"), POSITIVE),
     **dict.fromkeys(("targets_per_iteration", "fit_steps", "batch_size"), POSITIVE),
@@ -301,6 +297,20 @@ def turn_start(game: Game) -> tuple[int, ...] | None:
     return None
 
 
+def turn_starts(game: Game, policies: Sequence[Policy], rng: np.random.Generator) -> list:
+    """Play `game` out; every turn start met, the first included, as (``turn_start``,
+    the seat of the player to move)."""
+    seen = []
+
+    def record(game: Game, _event: object = None) -> None:
+        if (position := turn_start(game)) is not None:
+            seen.append((position, game.state.current))
+
+    record(game)
+    play(game, policies, rng, on_event=record)
+    return seen
+
+
 def play_games(
     cfg: PlannerConfig,
     planner: PlannerBot,
@@ -312,19 +322,13 @@ def play_games(
     """The turn starts met in `games` self-play games (some with scripted opponents)."""
     explorer = _Explorer(planner, cfg.epsilon)
     seen: list[tuple[int, ...]] = []
-
-    def record(game: Game, _event: object = None) -> None:
-        if (position := turn_start(game)) is not None:
-            seen.append(position)
-
     for _ in range(games):
         game = Game(n_players, cfg.rules, seed=rng, first_player=int(rng.integers(n_players)))
         policies: list[Policy] = [explorer] * n_players
         if opponents and rng.random() < cfg.opponent_share:
             for seat in rng.choice(n_players, size=int(rng.integers(1, n_players)), replace=False):
                 policies[int(seat)] = opponents[int(rng.integers(len(opponents)))]
-        record(game)
-        play(game, policies, rng, on_event=record)
+        seen += [position for position, _ in turn_starts(game, policies, rng)]
     return seen
 
 
@@ -505,16 +509,8 @@ def exact_table_positions(
     order from the player to move, the planner's index in that order)."""
     rng = np.random.default_rng(seed)
     seat, policies, game = _table_game(_Explorer(planner, epsilon), table, rules, rng)
-    n = game.n_players
-    seen = []
-
-    def record(game: Game, _event: object = None) -> None:
-        if (position := turn_start(game)) is not None:
-            seen.append((position, (seat - game.state.current) % n))
-
-    record(game)
-    play(game, policies, rng, on_event=record)
-    return seen
+    starts = turn_starts(game, policies, rng)
+    return [(position, (seat - mover) % game.n_players) for position, mover in starts]
 
 
 def table_bot(table: Sequence[str], n_players: int, agent: int) -> Policy:
@@ -564,7 +560,7 @@ def init_net(cfg: PlannerConfig) -> ValueNet:
     """The network `cfg.init` names (a relative path from the repository's root, as in
     presets), checked to fit the run (one-line ValueError). An exact-table run may start
     from a network of no table: it then reads the agent's seat with zero weights."""
-    net = ValueNet.load(REPO / cfg.init)
+    net = ValueNet.load(ROOT / cfg.init)
     if net.spec not in (FeatureSpec(cfg.rules), FeatureSpec(cfg.rules, table=cfg.exact_table())):
         raise ValueError(f"init {cfg.init} reads other features or rules than this run's")
     if list(net.hidden) != list(cfg.hidden):
@@ -668,11 +664,9 @@ class ValueIteration:
             return self._next(len(table) + 1, len(self.buffer), len(keys), loss, start)
         self.samples += played
         del self.samples[: max(0, len(self.samples) - cfg.buffer_size)]
-        size, chosen = len(self.samples), range(len(self.samples))
-        if size > cfg.targets_per_iteration:
-            chosen = np.sort(self.rng.choice(size, cfg.targets_per_iteration, replace=False))
-        keys = [self.samples[i][0] for i in chosen]
-        loss = self._fit(keys, [self.samples[i][1] for i in chosen])
+        chosen = self._sample(self.samples)
+        keys = [position for position, _ in chosen]
+        loss = self._fit(keys, [target for _, target in chosen])
         return self._next(len(table) + 1, len(self.samples), len(keys), loss, start)
 
     def _iterate_exact_table(self) -> dict:
@@ -686,9 +680,9 @@ class ValueIteration:
         jobs = [(table, int(seed)) for seed in seeds]
         played = [k for game in _in_workers(cfg, self.net, _worker_exact_game, jobs) for k in game]
         keys = self._remember(played, it)
-        for key in set(self.outcomes) - set(self.buffer):
-            del self.outcomes[key]  # forgotten with its position
-        new = list(dict.fromkeys(k for k in self.buffer if k[1] and k not in self.outcomes))
+        # a bot's turn ends are forgotten with its position, computed for a new one
+        self.outcomes = {k: ends for k, ends in self.outcomes.items() if k in self.buffer}
+        new = [k for k in self.buffer if k[1] and k not in self.outcomes]
         jobs = [(table, p, agent) for p, agent in new]
         ends = _in_workers(cfg, self.net, _worker_outcomes, jobs)
         self.outcomes.update(zip(new, ends, strict=True))
@@ -717,11 +711,14 @@ class ValueIteration:
             self.buffer[p] = it
         while len(self.buffer) > cfg.buffer_size:
             self.buffer.pop(next(iter(self.buffer)))
-        keys = list(self.buffer)
-        if len(keys) > cfg.targets_per_iteration:
-            chosen = self.rng.choice(len(keys), cfg.targets_per_iteration, replace=False)
-            keys = [keys[i] for i in np.sort(chosen)]
-        return keys
+        return self._sample(list(self.buffer))
+
+    def _sample(self, items: list) -> list:
+        """`targets_per_iteration` of `items` at random, in their order (all if no more)."""
+        if len(items) <= self.cfg.targets_per_iteration:
+            return items
+        chosen = self.rng.choice(len(items), self.cfg.targets_per_iteration, replace=False)
+        return [items[i] for i in np.sort(chosen)]
 
     def _next(self, n_players: int, positions: int, fitted: int, loss: float, start: float) -> dict:
         """The fitted network becomes the current one; the iteration's statistics."""
@@ -747,7 +744,7 @@ class ValueIteration:
         import torch
 
         cfg, spec = self.cfg, self.spec
-        groups = {}
+        groups = []  # (features, mask, targets) of each table size, the smallest first
         if spec.table:  # (position, agent's index) keys, of one table size
             agents = np.array([agent for _, agent in keys], dtype=np.int64)
             keys = [position for position, _ in keys]
@@ -758,11 +755,10 @@ class ValueIteration:
             )
             t = np.zeros((len(idx), spec.max_players), dtype=np.float32)
             t[:, :n] = np.stack([targets[i] for i in idx])
-            groups[n] = (torch.as_tensor(x), torch.as_tensor(mask), torch.as_tensor(t))
-        sizes = list(groups)
+            groups.append((torch.as_tensor(x), torch.as_tensor(mask), torch.as_tensor(t)))
         total = 0.0
         for step in range(cfg.fit_steps):
-            x, mask, t = groups[sizes[step % len(sizes)]]
+            x, mask, t = groups[step % len(groups)]
             idx = torch.as_tensor(self.rng.integers(len(x), size=min(cfg.batch_size, len(x))))
             logits = self.model(x[idx]).masked_fill(~mask[idx], float("-inf"))
             logp = torch.log_softmax(logits, dim=1).masked_fill(~mask[idx], 0.0)
