@@ -45,7 +45,6 @@ from agents.neural import first_line
 from envs.rules import HOLD_VARIANTS, Rules
 
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
-RATING_HEADER = "rating ± s.e."
 # Luce's model: 400 points more make an agent 10 times as likely to win as another.
 RATING_NOTE = "rating: Elo scale, mean 1500, +400 = 10x as likely to win; ± standard error"
 
@@ -265,7 +264,7 @@ def print_whole(console: Console, table: Table) -> None:
 
 def print_summary(console: Console, summary: dict) -> None:
     table = Table(title=f"{summary['players']}-player tournament, {summary['games']} games")
-    for col in ("agent", "games", "win rate", "95% interval", "mean turns", RATING_HEADER):
+    for col in ("agent", "games", "win rate", "95% interval", "mean turns", "rating ± s.e."):
         table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
     for a in sorted(summary["agents"], key=lambda a: -a["win_rate"]):
         table.add_row(*agent_cells(a))
@@ -336,45 +335,51 @@ def write_csv(path: str, summary: dict) -> None:
 
 
 def plot(summary: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     agents = sorted(summary["agents"], key=lambda a: a["win_rate"])
     pairwise = summary.get("pairwise")
-    fig, axes = plt.subplots(
-        1,
-        2 if pairwise else 1,
-        figsize=(13 if pairwise else 7, 0.5 * len(agents) + 2.5),
-        squeeze=False,
-        constrained_layout=True,
-    )
-    ax = axes[0][0]
-    rates = np.array([a["win_rate"] for a in agents])
-    low, high = (np.array([a[k] for a in agents]) for k in ("ci95_low", "ci95_high"))
-    # Clipped: matplotlib refuses negative error bars, and interval bounds rounded
-    # elsewhere (an older JSON) can cross the rate at 0% and 100%.
-    err = np.clip([rates - low, high - rates], 0.0, None)
-    ax.barh([a["agent"] for a in agents], rates, xerr=err, color="tab:blue", capsize=3)
-    ax.axvline(1 / summary["players"], color="grey", ls="--", lw=1, label="fair share")
-    ax.set_xlabel("win rate (95% Wilson interval)")
-    ax.set_title(f"{summary['players']}-player games, seats rotated")
-    ax.legend(loc="lower right")
-    if pairwise:
-        names = [a["agent"] for a in reversed(agents)]
-        diagonal = {"win_rate": np.nan}  # no cell: an agent does not play itself
-        grid = np.array([[pairwise[r].get(c, diagonal)["win_rate"] for c in names] for r in names])
-        ax2 = axes[0][1]
-        image = ax2.imshow(grid, cmap="RdBu", vmin=0, vmax=1)
-        for (i, j), rate in np.ndenumerate(grid):
-            if not np.isnan(rate):
-                ax2.text(j, i, f"{rate:.0%}", ha="center", va="center", fontsize=8)
-        ax2.set_xticks(range(len(names)), names, rotation=45, ha="right")
-        ax2.set_yticks(range(len(names)), names)
-        ax2.set_title("row's win rate against column")
-        fig.colorbar(image, ax=ax2, shrink=0.8)
+    size = (13 if pairwise else 7, 0.5 * len(agents) + 2.5)
+    with figure(path, ncols=2 if pairwise else 1, figsize=size, squeeze=False) as (fig, axes):
+        ax = axes[0][0]
+        rates = np.array([a["win_rate"] for a in agents])
+        low, high = (np.array([a[k] for a in agents]) for k in ("ci95_low", "ci95_high"))
+        # Clipped: matplotlib refuses negative error bars, and interval bounds rounded
+        # elsewhere (an older JSON) can cross the rate at 0% and 100%.
+        err = np.clip([rates - low, high - rates], 0.0, None)
+        ax.barh([a["agent"] for a in agents], rates, xerr=err, color="tab:blue", capsize=3)
+        ax.axvline(1 / summary["players"], color="grey", ls="--", lw=1, label="fair share")
+        ax.set_xlabel("win rate (95% Wilson interval)")
+        ax.set_title(f"{summary['players']}-player games, seats rotated")
+        ax.legend(loc="lower right")
+        if pairwise:
+            names = [a["agent"] for a in reversed(agents)]
+            diagonal = {"win_rate": np.nan}  # no cell: an agent does not play itself
+            grid = np.array(
+                [[pairwise[r].get(c, diagonal)["win_rate"] for c in names] for r in names]
+            )
+            ax2 = axes[0][1]
+            image = ax2.imshow(grid, cmap="RdBu", vmin=0, vmax=1)
+            for (i, j), rate in np.ndenumerate(grid):
+                if not np.isnan(rate):
+                    ax2.text(j, i, f"{rate:.0%}", ha="center", va="center", fontsize=8)
+            ax2.set_xticks(range(len(names)), names, rotation=45, ha="right")
+            ax2.set_yticks(range(len(names)), names)
+            ax2.set_title("row's win rate against column")
+            fig.colorbar(image, ax=ax2, shrink=0.8)
+
+
+@contextlib.contextmanager
+def figure(path, **subplots):
+    """``plt.subplots(**subplots)`` in a constrained layout, drawn without a display,
+    saved to `path` (110 dpi) and closed at the end of the block."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(constrained_layout=True, **subplots)
+    yield fig, axes
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

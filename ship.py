@@ -56,12 +56,17 @@ class ShipError(ValueError):
     """An argument or input that cannot be shipped: reported in one line."""
 
 
-def read_json_object(path: Path) -> dict:
-    """A JSON object from `path`, or ShipError naming the file."""
+def read_json(path: Path):
+    """The JSON value in `path`, or ShipError naming the file."""
     try:
-        value = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise ShipError(f"cannot read {path}: {e}") from None
+
+
+def read_json_object(path: Path) -> dict:
+    """A JSON object from `path`, or ShipError naming the file."""
+    value = read_json(path)
     if not isinstance(value, dict):
         raise ShipError(f"{path} is not a JSON object")
     return value
@@ -105,10 +110,6 @@ def _progress(state_file: Path) -> dict:
 def learning_curve(runs: list[tuple[Path, int]], path: Path) -> list[dict]:
     """Plot the evaluation win rates (with 95% intervals) logged to TensorBoard by each
     (run folder, steps before it) in turn."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     series: dict[str, dict[int, float]] = {}
@@ -120,26 +121,24 @@ def learning_curve(runs: list[tuple[Path, int]], path: Path) -> list[dict]:
                 if tag.startswith("eval/"):
                     for e in acc.Scalars(tag):
                         series.setdefault(tag, {})[offset + e.step] = e.value
-    fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
-    for tag in sorted(t for t in series if t.startswith("eval/win_rate/")):
-        name = tag.removeprefix("eval/win_rate/")
-        steps = sorted(series[tag])
-        ax.plot(steps, [series[tag][s] for s in steps], marker="o", ms=3, label=f"vs {name}")
-        low = series.get(f"eval/ci95_low/{name}", {})
-        high = series.get(f"eval/ci95_high/{name}", {})
-        if low and high:
-            ax.fill_between(steps, [low[s] for s in steps], [high[s] for s in steps], alpha=0.2)
-    ax.set_xlabel("training steps (learner decisions)")
-    ax.set_ylabel("win rate (95% interval)")
-    for run_dir, offset in runs[1:]:
-        ax.axvline(offset, color="grey", ls="--", lw=1)
-        ax.annotate(f" {run_dir.name}", (offset, 0.02), xycoords=("data", "axes fraction"))
-    ax.set_title(f"Learning curve: {' then '.join(r.name for r, _ in runs)}")
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:  # a run without evaluations has no lines
-        ax.legend()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with evaluate.figure(path, figsize=(8, 4.5)) as (_, ax):
+        for tag in sorted(t for t in series if t.startswith("eval/win_rate/")):
+            name = tag.removeprefix("eval/win_rate/")
+            steps = sorted(series[tag])
+            ax.plot(steps, [series[tag][s] for s in steps], marker="o", ms=3, label=f"vs {name}")
+            low = series.get(f"eval/ci95_low/{name}", {})
+            high = series.get(f"eval/ci95_high/{name}", {})
+            if low and high:
+                ax.fill_between(steps, [low[s] for s in steps], [high[s] for s in steps], alpha=0.2)
+        ax.set_xlabel("training steps (learner decisions)")
+        ax.set_ylabel("win rate (95% interval)")
+        for run_dir, offset in runs[1:]:
+            ax.axvline(offset, color="grey", ls="--", lw=1)
+            ax.annotate(f" {run_dir.name}", (offset, 0.02), xycoords=("data", "axes fraction"))
+        ax.set_title(f"Learning curve: {' then '.join(r.name for r, _ in runs)}")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:  # a run without evaluations has no lines
+            ax.legend()
     return [
         {"steps": s, **{t: series[t][s] for t in series if s in series[t]}}
         for s in sorted({s for t in series.values() for s in t})
@@ -245,7 +244,11 @@ def check_args(args: argparse.Namespace) -> dict:
         raise ShipError(
             "--average-with and --weight-average-from average value nets: a planner run's only"
         )
-    iteration = model_iteration(run, args.model, history[-1]["summary"]) if planner else 0
+    iteration, best = 0, None  # a PPO run's best/eval.json is read by its card
+    if planner:  # the iteration of its model: of best/eval.json, else the run's last
+        best = best_record(run, args.model)
+        last = history[-1]["summary"].get("iterations", 0)
+        iteration = int(best.get("iteration", 0) if best is not None else last)
     network = averaged_network(
         args.average_with, model, iteration_nets(run, args.weight_average_from, iteration)
     )
@@ -271,6 +274,7 @@ def check_args(args: argparse.Namespace) -> dict:
         "model": model,
         "network": network,  # the averaged value net to ship, or None: the model as it is
         "iteration": iteration,  # the iteration of the run's model
+        "best": best,  # a planner run's best/eval.json when its best model is shipped
         "config": config,
         "history": history,
         "notes": notes,
@@ -282,11 +286,10 @@ def check_args(args: argparse.Namespace) -> dict:
 
 
 # ------------------------------------------------------------- planner runs
-def model_iteration(run: Path, model: str, summary: dict) -> int:
-    """The iteration after which a planner run had its `model` ("best" or "latest")."""
-    if model == "best" and (run / "best" / "eval.json").is_file():
-        return int(read_json_object(run / "best" / "eval.json").get("iteration", 0))
-    return int(summary.get("iterations", 0))
+def best_record(run: Path, model: str) -> dict | None:
+    """The run's best/eval.json when `model` is "best" and the run has one, else None."""
+    path = run / "best" / "eval.json"
+    return read_json_object(path) if model == "best" and path.is_file() else None
 
 
 def iteration_nets(run: Path, first: int | None, last: int) -> list[Path]:
@@ -351,14 +354,9 @@ def planner_stages(run: Path) -> list[dict]:
         if progress["iterations"] > summary.get("iterations", 0):
             summary = progress
     evals_file = run / "evals.json"
-    evals = []
-    if evals_file.is_file():
-        try:
-            evals = json.loads(evals_file.read_text())
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise ShipError(f"cannot read {evals_file}: {e}") from None
-        if not isinstance(evals, list) or not all(isinstance(e, dict) for e in evals):
-            raise ShipError(f"{evals_file} is not a list of evaluations")
+    evals = read_json(evals_file) if evals_file.is_file() else []
+    if not isinstance(evals, list) or not all(isinstance(e, dict) for e in evals):
+        raise ShipError(f"{evals_file} is not a list of evaluations")
     return [
         {
             "run": run,
@@ -391,11 +389,6 @@ def planner_curve(evals: list[dict], path: Path) -> list[dict]:
     """Plot the evaluations of a planner run by iteration: win rate at each evaluation
     table (95% intervals), and, where measured, the 2-player value error against the
     exact solver (a yardstick the network never trains on). Returns the plotted data."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = []
     for e in evals:
         row = {k: e.get(k) for k in ("iteration", "games", "wall_seconds", "exact_error")}
@@ -403,35 +396,33 @@ def planner_curve(evals: list[dict], path: Path) -> list[dict]:
             row[f"win_rate/{label}"] = r.get("win_rate")
             row[f"ci95/{label}"] = r.get("ci95")
         rows.append(row)
-    fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
-    labels = sorted({k.removeprefix("win_rate/") for r in rows for k in r if "win_rate/" in k})
-    for label in labels:
-        points = [r for r in rows if r.get(f"win_rate/{label}") is not None]
-        x = [r["iteration"] for r in points]
-        ax.plot(x, [r[f"win_rate/{label}"] for r in points], marker="o", ms=3, label=label)
-        bands = [r.get(f"ci95/{label}") for r in points]
-        if all(isinstance(b, list) and len(b) == 2 for b in bands):
-            ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], alpha=0.2)
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("win rate of the planner (95% interval)")
-    ax.grid(alpha=0.3)
-    errors = [r for r in rows if r.get("exact_error") is not None]
-    if errors:
-        right = ax.twinx()
-        right.plot(
-            [r["iteration"] for r in errors],
-            [r["exact_error"] for r in errors],
-            color="black",
-            ls=":",
-            label="2-player value error vs the exact solver (yardstick)",
-        )
-        right.set_ylabel("mean |V_net - V_exact| (2 players)")
-        right.legend(loc="lower right")
-    if labels:
-        ax.legend(loc="upper left", title="table (the planner + these seats)")
-    ax.set_title("Learning curve of the planner's value network")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with evaluate.figure(path, figsize=(8, 4.5)) as (_, ax):
+        labels = sorted({k.removeprefix("win_rate/") for r in rows for k in r if "win_rate/" in k})
+        for label in labels:
+            points = [r for r in rows if r.get(f"win_rate/{label}") is not None]
+            x = [r["iteration"] for r in points]
+            ax.plot(x, [r[f"win_rate/{label}"] for r in points], marker="o", ms=3, label=label)
+            bands = [r.get(f"ci95/{label}") for r in points]
+            if all(isinstance(b, list) and len(b) == 2 for b in bands):
+                ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], alpha=0.2)
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("win rate of the planner (95% interval)")
+        ax.grid(alpha=0.3)
+        errors = [r for r in rows if r.get("exact_error") is not None]
+        if errors:
+            right = ax.twinx()
+            right.plot(
+                [r["iteration"] for r in errors],
+                [r["exact_error"] for r in errors],
+                color="black",
+                ls=":",
+                label="2-player value error vs the exact solver (yardstick)",
+            )
+            right.set_ylabel("mean |V_net - V_exact| (2 players)")
+            right.legend(loc="lower right")
+        if labels:
+            ax.legend(loc="upper left", title="table (the planner + these seats)")
+        ax.set_title("Learning curve of the planner's value network")
     return rows
 
 
@@ -516,8 +507,7 @@ def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     learning_curve.*, an evaluation at each table size the run was trained at, and the
     model card; False if an evaluation failed."""
     run, history, sizes = inputs["run"], inputs["history"], inputs["sizes"]
-    final, hold, png = inputs["target"], inputs["config"]["hold"], out / "learning_curve.png"
-    model = VALUE_NET if inputs["planner"] else "model.zip"
+    model, png = inputs["model"].name, out / "learning_curve.png"
     if inputs["network"] is None:
         shutil.copy(inputs["model"], out / model)
     else:
@@ -531,7 +521,7 @@ def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     evaluations = []
     for n in sizes:
         stem = "evaluation" if len(sizes) == 1 else f"evaluation-{n}p"  # or one of several
-        done = evaluation_files(args, model, final, out, n, hold, stem)
+        done = evaluation_files(args, inputs, out, n, stem)
         if done is None:
             return False
         evaluations.append((n, stem, *done))
@@ -541,17 +531,12 @@ def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
 
 
 def evaluation_files(
-    args: argparse.Namespace,
-    model: str,
-    final: Path,
-    out: Path,
-    players: int,
-    hold: str,
-    stem: str,
+    args: argparse.Namespace, inputs: dict, out: Path, players: int, stem: str
 ) -> tuple[dict, str] | None:
-    """Evaluate `out/model` at a table of `players` (evaluate.py, the opponents of
-    ``opponents``) and write out/STEM.json, .md and .png, the agent named as it will be
-    once moved to `final`; (the evaluation, its command) or None if it failed."""
+    """Evaluate the model built in `out` at a table of `players` (evaluate.py, the
+    opponents of ``opponents``) and write out/STEM.json, .md and .png, the agent named by
+    its target; (the evaluation, its command) or None if it failed."""
+    model, final, hold = inputs["model"].name, inputs["target"], inputs["config"]["hold"]
     agent, building = _shown(final / model), _shown(out / model)
     options = [*opponents(players), "--games", str(args.games), "--players", str(players)]
     options += ["--seed", str(args.seed), "--workers", str(args.workers), "--hold", hold]
@@ -571,13 +556,10 @@ def evaluation_files(
 
 def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     """The model card of a planner: the method, its training, its evaluations."""
-    run, config, history = inputs["run"], inputs["config"], inputs["history"][-1]
+    config, history, best = inputs["config"], inputs["history"][-1], inputs["best"] or {}
     summary = history["summary"]
     agent = _shown(inputs["target"] / VALUE_NET)
     sizes = " and ".join(map(str, inputs["sizes"]))
-    best = {}
-    if args.model == "best" and (run / "best" / "eval.json").is_file():
-        best = read_json_object(run / "best" / "eval.json")
     iterations = inputs["iteration"]
     games = best.get("games", summary.get("games", 0))
     hours = summary.get("wall_seconds", 0) / 3600
@@ -597,18 +579,8 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
     hidden = config.get("hidden") if inputs["network"] is None else list(inputs["network"].hidden)
     averaged = averaged_line(args, iterations)
     tables = "".join(
-        f"""
-### {n} players
-
-{args.games:,} games per pairing, seats rotated, seed {args.seed}:
-
-```
-{command}
-```
-
-{evaluate.markdown(evaluation)}
-![evaluation at {n} players]({stem}.png)
-"""
+        f"\n### {n} players\n\n"
+        + evaluation_text(args, evaluation, command, f"![evaluation at {n} players]({stem}.png)")
         for n, stem, evaluation, command in evaluations
     )
     return f"""# {args.name}
@@ -747,9 +719,7 @@ def card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     agent = _shown(inputs["target"] / "model.zip")
     players = config["players"]
     summary = history[-1]["summary"]
-    best_eval = {}
-    if args.model == "best" and (run / "best" / "eval.json").is_file():
-        best_eval = read_json_object(run / "best" / "eval.json")
+    best_eval = best_record(run, args.model) or {}
     steps = history[-1]["offset"] + (best_eval.get("steps") or summary.get("steps") or 0)
     train_commands = [c for h in history for c in h["commands"]]
     hours = sum(h["summary"].get("wall_seconds", 0) for h in history) / 3600
@@ -785,16 +755,21 @@ opponents.
 
 ## Evaluation
 
-{args.games:,} games per pairing, seats rotated, seed {args.seed}:
+{evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
+{inputs["notes"]}
+"""
+
+
+def evaluation_text(args: argparse.Namespace, evaluation: dict, command: str, picture: str) -> str:
+    """One evaluation on a card: its games, its command, its tables, its picture."""
+    return f"""{args.games:,} games per pairing, seats rotated, seed {args.seed}:
 
 ```
 {command}
 ```
 
 {evaluate.markdown(evaluation)}
-![evaluation](evaluation.png)
-
-{inputs["notes"]}
+{picture}
 """
 
 

@@ -186,13 +186,10 @@ class Space:
     def trials(self) -> int:
         return math.prod(len(v) for v in self.grid.values()) * len(self.seeds) * self.samples
 
-    def base(self) -> TrainConfig:
-        return with_params(load_preset(self.preset), self.params)
-
     def check(self) -> TrainConfig:
         """Build and validate the config of every grid point, and of each distribution's
         ends (or choices), so that no trial fails on a bad value; the base config."""
-        base = self.base()
+        base = with_params(load_preset(self.preset), self.params)
         values = dataclasses.asdict(base)
         for point in itertools.product(*self.grid.values(), self.seeds):
             values.update(zip([*self.grid, "seed"], point, strict=True))
@@ -430,10 +427,7 @@ def markdown(rows: list[dict], varied: list[str]) -> str:
     """The trials, best first; with several seeds, also each setting's mean over them."""
     head = ["trial", *varied, "status", "steps", "best win rate", "at steps", "last win rate"]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-    for r in rows:
-        cells = [r["trial"], *(cell(r[k]) for k in varied), r["status"], steps(r["steps"])]
-        cells += [pct(r["best_win_rate"]), steps(r["best_at_steps"]), pct(r["last_win_rate"])]
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["| " + " | ".join(trial_cells(r, varied)) + " |" for r in rows]
     settings = [k for k in varied if k != "seed"]
     if "seed" in varied and settings:
         lines += ["", "| " + " | ".join(settings) + " | seeds | mean best win rate |"]
@@ -449,6 +443,12 @@ def markdown(rows: list[dict], varied: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def trial_cells(r: dict, varied: list[str]) -> list[str]:
+    """One trial's row of the results tables, as text."""
+    cells = [r["trial"], *(cell(r[k]) for k in varied), r["status"], steps(r["steps"])]
+    return cells + [pct(r["best_win_rate"]), steps(r["best_at_steps"]), pct(r["last_win_rate"])]
+
+
 def steps(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
@@ -459,23 +459,18 @@ def pct(value: float | None) -> str:
 
 def plot_curves(rows: list[dict], path: Path) -> None:
     """Each trial's evaluation win rate against training steps."""
-    import matplotlib
+    from evaluate import figure  # saved without a display
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 5), constrained_layout=True)
-    for row in rows:
-        if evals := evaluations(Path(row["run"])):
-            steps, rates = [e["steps"] for e in evals], [e[METRIC] for e in evals]
-            ax.plot(steps, rates, marker="o", ms=3, label=row["trial"])
-    ax.set_xlabel("training steps")
-    ax.set_ylabel("evaluation mean win rate")
-    ax.set_title("sweep: each trial's evaluations (a line that stops early: ASHA)")
-    if ax.lines:
-        ax.legend(fontsize=7, ncol=2)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with figure(path, figsize=(8, 5)) as (_, ax):
+        for row in rows:
+            if evals := evaluations(Path(row["run"])):
+                steps, rates = [e["steps"] for e in evals], [e[METRIC] for e in evals]
+                ax.plot(steps, rates, marker="o", ms=3, label=row["trial"])
+        ax.set_xlabel("training steps")
+        ax.set_ylabel("evaluation mean win rate")
+        ax.set_title("sweep: each trial's evaluations (a line that stops early: ASHA)")
+        if ax.lines:
+            ax.legend(fontsize=7, ncol=2)
 
 
 def print_results(rows: list[dict], varied: list[str]) -> None:
@@ -488,9 +483,7 @@ def print_results(rows: list[dict], varied: list[str]) -> None:
     for col in ["trial", *varied, "status", "steps", "best", "at steps", "last"]:
         table.add_column(col, justify="left" if col in ("trial", "status") else "right")
     for r in rows:
-        cells = [r["trial"], *(cell(r[k]) for k in varied), r["status"], steps(r["steps"])]
-        cells += [pct(r["best_win_rate"]), steps(r["best_at_steps"]), pct(r["last_win_rate"])]
-        table.add_row(*cells)
+        table.add_row(*trial_cells(r, varied))
     print_whole(Console(), table)
 
 
