@@ -38,13 +38,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from agents import make_policy, ray_tools
+from agents import MODEL_SUFFIXES, make_policy, ray_tools
 from agents import tournament as tour
 from agents.base import Policy, check_output_path, check_plot_path
 from agents.neural import first_line
 from envs.rules import HOLD_VARIANTS, Rules
 
-MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
 # Luce's model: 400 points more make an agent 10 times as likely to win as another.
 RATING_NOTE = "rating: Elo scale, mean 1500, +400 = 10x as likely to win; ± standard error"
 

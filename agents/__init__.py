@@ -36,6 +36,9 @@ _SIMPLE = {
 }
 
 
+MODEL_SUFFIXES = (".zip", ".npz", ".onnx")  # a spec ending so names a model file
+
+
 def make_policy(spec: str | Policy) -> Policy:
     """A policy from its short name ("random", "threshold:350", "smart", "turn-ev",
     "optimal"), a model file (a MaskablePPO checkpoint .zip; an .npz: a value net, played
@@ -89,6 +92,7 @@ def _load_npz(path: str) -> Policy:
 
 __all__ = [
     "BOT_NAMES",
+    "MODEL_SUFFIXES",
     "Policy",
     "RandomBot",
     "SmartBot",

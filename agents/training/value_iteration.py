@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from agents import make_policy
+from agents import MODEL_SUFFIXES, make_policy
 from agents.batched import batched
 from agents.neural import short_name
 from agents.planner import PlannerBot
@@ -75,7 +75,6 @@ from envs.turn_planner import plan_turn
 if TYPE_CHECKING:
     import torch  # imported by the trainer alone, when it runs
 
-MODEL_SUFFIXES = (".zip", ".npz", ".onnx")
 SHIPPED_PPO_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
 
 
