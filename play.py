@@ -27,7 +27,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,12 +40,14 @@ from envs.game import (
     BankOutcome,
     Event,
     Game,
+    Move,
     Rolled,
     describe_action,
     format_dice,
     is_int,
     rng_state_problem,
 )
+from envs.game_log import apply_event, check_fields, log_entry, one_line, replay_log
 from envs.policy import Policy
 from envs.render import (
     board_text,
@@ -63,6 +65,7 @@ COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
 RULES_DOC = Path(__file__).resolve().parent / "docs" / "rules.md"
 # "r", "b", "roll" or "bank", then the faces to hold (spaces optional: "r55", "b 1 5").
 MOVE = re.compile(r"(roll|bank|r|b)(?![a-z])(.*)")
+ALIASES = {"?": "help", "h": "help", "exit": "quit", "q": "quit"}  # other words for help, quit
 
 
 class Quit(Exception):
@@ -116,12 +119,8 @@ def parse_command(text: str, game: Game, menu: list[tuple[int, str]]) -> int | s
     words = text.strip().lower().split()
     if not words:
         raise ValueError("type a choice number, or 'help'")
-    head = words[0]
-    if head in ("help", "?", "h"):
-        return "help"
-    if head in ("quit", "exit", "q"):
-        return "quit"
-    if head in ("hint", "rules"):
+    head = ALIASES.get(words[0], words[0])
+    if head in ("help", "quit", "hint", "rules"):
         return head
     if head == "save":
         if len(words) != 2:
@@ -185,10 +184,9 @@ def short_rules(rules: Rules | None = None) -> str:
     return text
 
 
-def move_text(roll: Sequence[int], action: int) -> str:
+def move_text(move: Move) -> str:
     """A decision as a past event: ``held [1 5] and rolled on``."""
-    held = [d for i, d in enumerate(roll) if action >> i & 1]
-    return f"held {format_dice(held)} and {'banked' if action & BANK_BIT else 'rolled on'}"
+    return f"held {format_dice(move.held)} and {'banked' if move.banks else 'rolled on'}"
 
 
 class _Human(Policy):
@@ -248,14 +246,13 @@ class Session:
     def show(self, game: Game, event: Event) -> None:
         """Log a step, and tell it: each move, and the end of each turn."""
         names = self.names()
+        self.log.append(log_entry(event))
         if isinstance(event, Rolled):
-            self.log.append({"roll": list(event.dice), "player": event.seat})
             if event.bust:  # the turn ends (R4)
                 self.say(f"  {event_text(event, names)}")
                 self.say(render_text(game, names))
             return
-        self.log.append({"act": event.move.action, "player": event.seat})
-        move = move_text(event.roll, event.move.action)
+        move = move_text(event.move)
         if event.seat == self.human:
             self.say(f"You {move}.")
         else:
@@ -361,10 +358,6 @@ def save(session: Session, path: str) -> None:
     Path(path).write_text(json.dumps(data))
 
 
-def _one_line(error: Exception) -> str:
-    return " ".join(str(error).split())
-
-
 def load(path: str, hint: bool, delay: float, ask, say) -> Session:
     """Resume a game written by ``save``, checking every field and that its log leads to
     its game; raises a one-line ValueError naming `path` otherwise."""
@@ -373,24 +366,19 @@ def load(path: str, hint: bool, delay: float, ask, say) -> Session:
     except FileNotFoundError:
         raise ValueError(f"no saved game at {path}") from None
     except (OSError, UnicodeDecodeError) as e:
-        why = getattr(e, "strerror", None) or _one_line(e)
+        why = getattr(e, "strerror", None) or one_line(e)
         raise ValueError(f"{path} is not a saved game we can resume ({why})") from None
     try:
         return _session_from_save(json.loads(text), hint, delay, ask, say)
     except (ValueError, TypeError, KeyError, IndexError, OSError, RecursionError) as e:
-        raise ValueError(f"{path} is not a saved game we can resume ({_one_line(e)})") from None
+        raise ValueError(f"{path} is not a saved game we can resume ({one_line(e)})") from None
 
 
 def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Session:
     """The session saved in `data` (a parsed save file); ValueError if anything is off."""
     if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT:
         raise ValueError("not a saved 5000 game")
-    missing = [k for k in SAVE_FIELDS if k not in data]
-    unknown = sorted(set(data) - set(SAVE_FIELDS), key=str)
-    if missing:
-        raise ValueError(f"missing field {missing[0]!r}")
-    if unknown:
-        raise ValueError(f"unknown field {unknown[0]!r}")
+    check_fields(data, SAVE_FIELDS)
     if data["version"] != VERSION or not is_int(data["version"]):
         raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
     game = Game.from_json(json.dumps(data["game"]))
@@ -410,40 +398,14 @@ def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Sess
     problem = rng_state_problem(np.random.PCG64(), data["bot_rng"])
     if problem:
         raise ValueError(f"bot_rng: {problem}")
-    log = data["log"]
-    if not isinstance(log, list):
-        raise ValueError("log must be a list of events")
     replayed = Game(n, game.rules)
-    for number, event in enumerate(log, 1):
-        try:
-            _apply_event(replayed, event)
-        except ValueError as e:
-            raise ValueError(f"log event {number}: {e}") from None
+    replay_log(replayed, data["log"])
     if replayed.state != game.state:
         raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
     session = Session(game, players, human, seed, hint, delay, ask, say)
     session.rng.bit_generator.state = data["bot_rng"]
-    session.log = [dict(event) for event in log]
+    session.log = [dict(event) for event in data["log"]]
     return session
-
-
-def _apply_event(game: Game, event: object) -> None:
-    """Play one logged event, ``{"roll": dice, "player": seat}`` or ``{"act": action,
-    "player": seat}``, through the engine, which checks it; ValueError if it can't."""
-    if not isinstance(event, dict) or set(event) not in ({"roll", "player"}, {"act", "player"}):
-        raise ValueError("an event is {'roll': dice, 'player': seat} or {'act': n, 'player': seat}")
-    s = game.state
-    if event["player"] != s.current or not is_int(event["player"]):
-        raise ValueError(f"it is seat {s.current}'s move, not {event['player']!r}'s")
-    if "roll" in event:
-        dice = event["roll"]
-        if not isinstance(dice, list) or not all(is_int(d) for d in dice):
-            raise ValueError(f"a roll is a list of dice, not {dice!r}")
-        game.roll(dice)
-    else:
-        if not is_int(event["act"]):
-            raise ValueError(f"an action is an integer, not {event['act']!r}")
-        game.act(event["act"])
 
 
 def write_log(session: Session, path: str) -> None:
@@ -476,18 +438,18 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
     except FileNotFoundError:
         raise ValueError(f"no game log at {path}") from None
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"{path} is not a game log ({_one_line(e)})") from None
+        raise ValueError(f"{path} is not a game log ({one_line(e)})") from None
     s = game.state
     say(render_text(game, names))
     for number, event in enumerate(events, 1):
         roll, turns = s.roll, s.turns
         try:
-            _apply_event(game, event)
+            apply_event(game, event)
         except ValueError as e:
-            why = _one_line(e)
+            why = one_line(e)
             raise ValueError(f"{path}: event {number} cannot be replayed ({why})") from None
         if "act" in event:
-            move = move_text(roll, event["act"])
+            move = move_text(game.last_event.move)
             say(f"{names[event['player']]} rolled {format_dice(roll)}, {move}.")
         if s.turns > turns or s.phase == OVER:
             say(f"  {event_text(game.last_event, names)}")

@@ -13,7 +13,6 @@ import threading
 from pathlib import Path
 from typing import Annotated, Literal
 
-import numpy as np
 from fastapi import Body, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
@@ -23,10 +22,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agents.value_net import CHECKPOINTS, shipped_planner
 from envs.game import BankOutcome, IllegalMoveError
+from envs.game_log import one_line
 from envs.render import count_dice
 from envs.rules import BANK_BIT, describe_action
 from webplay.bots import Catalogue
-from webplay.games import LOG_LINES, Store, StoreFull, WebGame, frame, one_line, replay_frames
+from webplay.games import LOG_LINES, Store, StoreFull, WebGame, frame, replay_frames
 
 log = logging.getLogger("webplay")
 STATIC = Path(__file__).resolve().parent / "static"
@@ -335,24 +335,21 @@ def create_app(
         values = policy.action_values(game)
         best = max(values, key=values.__getitem__)  # the first of equal values
         roll = game.state.roll
-        marked = [i for i in range(len(roll)) if best >> i & 1]
-        banks = bool(best & BANK_BIT)
-        text = describe_action(best, roll, rolling="roll on")
         if game.n_players == 2:
             mine = float(values[best])
             chances = [mine if i == web.human else 1 - mine for i in range(2)]
             note = "exact: optimal play from here on"
             source, exact = "optimal", True
         else:
-            chances = [float(p) for p in np.asarray(policy.win_probabilities(game))]
+            chances = [float(p) for p in policy.win_probabilities(game)]
             note = f"an estimate by the trained planner {policy.name}, not exact"
             source, exact = policy.name, False
         return {
             "available": True,
             "action": best,
-            "marked": marked,
-            "bank": banks,
-            "text": text,
+            "marked": [i for i in range(len(roll)) if best >> i & 1],
+            "bank": bool(best & BANK_BIT),
+            "text": describe_action(best, roll, rolling="roll on"),
             "chances": chances,
             "exact": exact,
             "source": source,

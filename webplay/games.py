@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from envs import driver
-from envs.game import OVER, Event, Game, Moved, Rolled, is_int, rng_state_problem
+from envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
+from envs.game_log import check_fields, log_entry, one_line, replay_log
 from envs.render import event_text
-from envs.rules import BANK_BIT, Rules
+from envs.rules import Rules
 from webplay.bots import Catalogue
 
 log = logging.getLogger("webplay")
@@ -49,16 +50,11 @@ HUMAN = "you"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{20,64}")
 MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big is no save
 LOG_LINES = 80  # log lines sent with each view
-EVENT_KEYS = ({"roll", "player"}, {"act", "player"})  # a logged roll, a logged decision
 
 
 def new_id() -> str:
     """An unguessable game id (256 random bits)."""
     return secrets.token_urlsafe(32)
-
-
-def one_line(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__
 
 
 class WebGame:
@@ -91,7 +87,7 @@ class WebGame:
     # ------------------------------------------------------------- queries
     @property
     def over(self) -> bool:
-        return self.game.state.phase == OVER
+        return self.game.over
 
     def status(self) -> str:
         """ "you" (the human's decision is due), "over", or "wait" (a roll or a bot's
@@ -103,10 +99,7 @@ class WebGame:
     # ------------------------------------------------------------- play
     def note(self, event: Event) -> dict:
         """Log a step that just happened; returns its frame (see ``frame``)."""
-        if isinstance(event, Rolled):
-            self.log.append({"roll": list(event.dice), "player": event.seat})
-        else:
-            self.log.append({"act": event.move.action, "player": event.seat})
+        self.log.append(log_entry(event))
         f = frame(self.game, event, self.names)
         self.lines.append({"seat": f["seat"], "kind": f["kind"], "text": f["text"]})
         self.updated = time.time()
@@ -156,12 +149,7 @@ class WebGame:
         through the engine; a one-line ValueError if anything is off."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("not a saved web game")
-        missing = [k for k in FIELDS if k not in data]
-        unknown = sorted(set(data) - set(FIELDS), key=str)
-        if missing or unknown:
-            raise ValueError(
-                f"missing field {missing[0]!r}" if missing else f"unknown field {unknown[0]!r}"
-            )
+        check_fields(data, FIELDS)
         if data["version"] != VERSION or not is_int(data["version"]):
             raise ValueError(f"version {data['version']!r}: this server reads version {VERSION}")
         gid, bots, human, seed = data["id"], data["bots"], data["human"], data["seed"]
@@ -187,7 +175,7 @@ class WebGame:
         if problem:
             raise ValueError(f"bot_rng: {problem}")
         web = cls(gid, bots, human, seed, Game(n, saved.rules))
-        replay(web, data["log"])
+        replay_log(web.game, data["log"], web.note)
         if web.game.state != saved.state:
             raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
         web.game.set_dice_state(data["dice"])
@@ -196,36 +184,6 @@ class WebGame:
         for key in set(bots) - {None}:
             catalogue.policy(key).check_game(n, saved.rules)
         return web
-
-
-def replay(web: WebGame, events: object) -> list[dict]:
-    """Play the logged `events` on `web` (a game at its start) through the engine, which
-    checks every one; their frames, or ValueError naming the first event that does not fit."""
-    if not isinstance(events, list):
-        raise ValueError("log must be a list of events")
-    game = web.game
-    frames = []
-    for number, event in enumerate(events, 1):
-        try:
-            if not isinstance(event, dict) or set(event) not in EVENT_KEYS:
-                raise ValueError(
-                    "an event is {'roll': dice, 'player': seat} or {'act': action, 'player': seat}"
-                )
-            if not is_int(event["player"]) or event["player"] != game.state.current:
-                raise ValueError(f"it is seat {game.state.current}'s step")
-            if "roll" in event:
-                dice = event["roll"]
-                if not isinstance(dice, list) or not all(is_int(d) for d in dice):
-                    raise ValueError("a roll is a list of dice")
-                game.roll(dice)
-            else:
-                if not is_int(event["act"]):
-                    raise ValueError("an action is an integer")
-                game.act(event["act"])
-        except ValueError as e:
-            raise ValueError(f"log event {number}: {one_line(e)}") from None
-        frames.append(web.note(game.last_event))
-    return frames
 
 
 def frame(game: Game, event: Event | None, names: list[str]) -> dict:
@@ -252,7 +210,7 @@ def frame(game: Game, event: Event | None, names: list[str]) -> dict:
     elif isinstance(event, Moved):
         action = event.move.action
         marked = [i for i in range(len(event.roll)) if action >> i & 1]
-        kind = "bank" if action & BANK_BIT else "hold"
+        kind = "bank" if event.move.banks else "hold"
         out.update(seat=event.seat, kind=kind, dice=list(event.roll), marked=marked)
     if event is not None:
         out["text"] = event_text(event, names)
@@ -261,8 +219,10 @@ def frame(game: Game, event: Event | None, names: list[str]) -> dict:
 
 def replay_frames(web: WebGame) -> list[dict]:
     """Every step of `web` from its start, as frames (the replay view)."""
-    fresh = WebGame(web.id, web.bots, web.human, web.seed, Game(web.game.n_players, web.game.rules))
-    return [frame(fresh.game, None, fresh.names), *replay(fresh, web.log)]
+    game = Game(web.game.n_players, web.game.rules)
+    frames = [frame(game, None, web.names)]
+    replay_log(game, web.log, lambda event: frames.append(frame(game, event, web.names)))
+    return frames
 
 
 class StoreFull(Exception):
@@ -281,21 +241,18 @@ class Store:
         self.games: dict[str, WebGame] = {}
         self.problems: list[dict] = []
         for path in sorted(self.folder.glob("*.json")):
-            self._load(path)
-
-    def _load(self, path: Path) -> None:
-        try:
-            if path.stat().st_size > MAX_SAVE_BYTES:
-                raise ValueError(f"larger than {MAX_SAVE_BYTES} bytes")
-            web = WebGame.from_dict(json.loads(path.read_text(encoding="utf-8")), self.catalogue)
-            if web.id != path.stem:
-                raise ValueError("its id is not its file name")
-        except Exception as e:  # whatever is wrong with one file, the others still load
-            why = one_line(e)
-            log.warning("skipped saved game %s: %s", path, why)
-            self.problems.append({"file": path.name, "error": why})
-            return
-        self.games[web.id] = web
+            try:
+                if path.stat().st_size > MAX_SAVE_BYTES:
+                    raise ValueError(f"larger than {MAX_SAVE_BYTES} bytes")
+                web = WebGame.from_dict(json.loads(path.read_text(encoding="utf-8")), catalogue)
+                if web.id != path.stem:
+                    raise ValueError("its id is not its file name")
+            except Exception as e:  # whatever is wrong with one file, the others still load
+                why = one_line(e)
+                log.warning("skipped saved game %s: %s", path, why)
+                self.problems.append({"file": path.name, "error": why})
+                continue
+            self.games[web.id] = web
 
     def path(self, gid: str) -> Path:
         return self.folder / f"{gid}.json"
