@@ -257,14 +257,19 @@ class FiveThousandVectorEnv(VectorEnv):
         info = self._info(rows, illegal)
         if done.any():
             ended = np.flatnonzero(done)
+            final_info = {}  # the finished games' infos, each with the mask `done`
+            for key, value in info.items():
+                if not key.startswith("_"):
+                    final_info[key] = value.copy()
+                    final_info[f"_{key}"] = done
             final_obs = np.full(self.num_envs, None, dtype=object)
             if self.dict_obs:
-                for i in ended:
-                    final_obs[i] = {k: v[i] for k, v in obs.items()}
+                for i in ended:  # copies: the new games' observations overwrite these rows
+                    final_obs[i] = {k: v[i].copy() for k, v in obs.items()}
             else:
                 final_obs[ended] = list(obs[ended])
             info["final_obs"], info["_final_obs"] = final_obs, done
-            info["final_info"], info["_final_info"] = self._final_info(info, done), done
+            info["final_info"], info["_final_info"] = final_info, done
             self._deal(ended)
             fresh = self._observe(ended)
             if self.dict_obs:
@@ -457,12 +462,3 @@ class FiveThousandVectorEnv(VectorEnv):
         every = np.ones(idx.size, dtype=bool)
         info.update({f"_{key}": every for key in list(info)})
         return info
-
-    @staticmethod
-    def _final_info(info: dict[str, Any], done: np.ndarray) -> dict[str, Any]:
-        out = {}
-        for key, value in info.items():
-            if not key.startswith("_") and key not in ("final_obs", "final_info"):
-                out[key] = value.copy()
-                out[f"_{key}"] = done
-        return out

@@ -355,6 +355,25 @@ def test_dict_obs_carries_the_mask():
         assert np.array_equal(obs["action_mask"].astype(bool), env.action_masks())
 
 
+def test_dict_obs_final_observation_is_the_finished_games_last():
+    # The dict and array forms play the same games: a finished game's final_obs must be
+    # its last observation in both, not the first one of the game that replaces it.
+    pair = [make_env(8, dict_obs=True, max_turns=20), make_env(8, max_turns=20)]
+    for env in pair:
+        env.reset(seed=5)
+    ended = 0
+    for _ in range(120):
+        actions = pair[1].unwrapped.action_masks().argmax(axis=1)
+        (d_obs, *_, d_info), (a_obs, *_, a_info) = (env.step(actions) for env in pair)
+        assert np.array_equal(d_obs["observation"], a_obs)
+        for g in np.flatnonzero(a_info.get("_final_obs", [])):
+            final = d_info["final_obs"][g]
+            assert np.array_equal(final["observation"], a_info["final_obs"][g])
+            assert not np.array_equal(final["observation"], d_obs["observation"][g])
+            ended += 1
+    assert ended > 8
+
+
 def test_same_seed_same_trajectories():
     def run(seed):
         env = make_env(16, n_players=3, opponents=["random", "smart"], learner_seat="random")
