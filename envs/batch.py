@@ -426,21 +426,14 @@ def play_batch(
     every chance step and decision."""
     active = np.asarray(idx, dtype=np.int64)
     while True:
-        active = _live(games, active, max_turns, stop_seat)
+        # The games that play on: not over, under the turn limit, not at a stop seat's decision.
+        keep = (games.winner[active] < 0) & (games.turns[active] < max_turns)
+        if stop_seat is not None:
+            keep &= (games.roll[active] == NO_ROLL) | (games.current[active] != stop_seat[active])
+        active = active[keep]
         if not active.size:
             return
         _one_round(games, active, policies, seat_policy, rng, stop_seat, on_roll, on_act)
-
-
-def _live(
-    games: BatchGames, idx: np.ndarray, max_turns: int, stop_seat: np.ndarray | None
-) -> np.ndarray:
-    """The games of `idx` that play on: not over, under the turn limit, and not at a
-    decision of their `stop_seat`."""
-    keep = (games.winner[idx] < 0) & (games.turns[idx] < max_turns)
-    if stop_seat is not None:
-        keep &= (games.roll[idx] == NO_ROLL) | (games.current[idx] != stop_seat[idx])
-    return idx[keep]
 
 
 def _one_round(

@@ -47,26 +47,24 @@ class TurnOutcomes:
 
 @dataclass(frozen=True)
 class _Rolls:
-    """Every scoring roll of 1 to 5 dice: its roll id, dice count and probability."""
+    """Every scoring roll of 1 to 5 dice: its roll id, dice count and probability (the
+    chance that k dice score nothing is ``option_tables(hold).bust[k]``, R4)."""
 
     ids: np.ndarray
     dice: np.ndarray
     probs: np.ndarray
-    bust: np.ndarray  # (6,): the chance that k dice score nothing (R4)
 
 
 @cache
 def _rolls() -> _Rolls:
-    ids, dice, probs, bust = [], [], [], np.zeros(NUM_DICE + 1)
+    ids, dice, probs = [], [], []
     for k in range(1, NUM_DICE + 1):
         for roll, p in roll_probabilities(k):
-            if ROLL_INFO[roll].bust:
-                bust[k] += p
-            else:
+            if not ROLL_INFO[roll].bust:
                 ids.append(ROLL_ID[roll])
                 dice.append(k)
                 probs.append(p)
-    return _Rolls(np.array(ids), np.array(dice), np.array(probs), bust)
+    return _Rolls(np.array(ids), np.array(dice), np.array(probs))
 
 
 def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOutcomes:
@@ -78,7 +76,8 @@ def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOu
     rolls = _rolls()
     # Past this level banking is lost (see ``envs.turn_planner.solve_turn``): such a
     # turn can only end as a bust does, whatever is chosen there.
-    size = rules.target // STEP + 1 + int(option_tables(rules.hold).steps.max()) + 1
+    chance = option_tables(rules.hold)
+    size = rules.target // STEP + 1 + int(chance.steps.max()) + 1
     levels = np.repeat(np.arange(size), len(rolls.ids))
     games = BatchGames(len(levels), n, rules)
     games.scores[:] = scores
@@ -102,7 +101,7 @@ def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOu
             m = mass[i, k]
             if m == 0.0:
                 continue
-            passed += m * rolls.bust[k]
+            passed += m * chance.bust[k]
             sel = rolls.dice == k
             p = m * rolls.probs[sel]
             j, b = to_level[i, sel], banks[i, sel]
