@@ -64,17 +64,12 @@ class PlannerBot(Policy):
 
     def check_game(self, n_players: int, rules: Rules) -> None:
         if self.players is not None and n_players not in self.players:
-            tables = self._tables()
+            p = self.players  # in words: "2", "2 or 4", "2 to 8"
+            consecutive = len(p) > 2 and p == tuple(range(p[0], p[-1] + 1))
+            tables = f"{p[0]} to {p[-1]}" if consecutive else " or ".join(map(str, p))
             raise ValueError(f"{self.name} values games of {tables} players, not {n_players}")
         if self.rules is not None and rules != self.rules:
             raise ValueError(f"{self.name} values games under {self.rules}, not {rules}")
-
-    def _tables(self) -> str:
-        """The table sizes it plays, in words: "2", "2 or 4", "2 to 8"."""
-        p = self.players
-        if len(p) > 2 and p == tuple(range(p[0], p[-1] + 1)):
-            return f"{p[0]} to {p[-1]}"
-        return " or ".join(map(str, p))
 
     def clear_cache(self) -> None:
         self._plan.cache_clear()

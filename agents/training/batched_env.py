@@ -91,8 +91,12 @@ class BatchedVecEnv(VecEnv):
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         rows = list(self._get_indices(indices))
-        if attr_name in MONITOR_FIELDS:
-            return [self._monitor(attr_name, i) for i in rows]
+        if attr_name == "rewards":  # Monitor's rewards so far: 0 (only a last step is rewarded)
+            return [[0.0] * int(self.ep_length[i]) for i in rows]
+        if attr_name == "total_steps":
+            return [int(self.total_steps[i]) for i in rows]
+        if attr_name in MONITOR_FIELDS:  # needs_reset, and the past episodes (not kept)
+            return [False if attr_name == "needs_reset" else [] for _ in rows]
         return [getattr(self.env, attr_name)] * len(rows)
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
@@ -129,13 +133,3 @@ class BatchedVecEnv(VecEnv):
     def action_masks(self) -> np.ndarray:
         """(num_envs, 64) bool: every game's legal actions."""
         return self.env.action_masks()
-
-    # ------------------------------------------------------------- internals
-    def _monitor(self, name: str, i: int) -> Any:
-        """What SB3's Monitor would hold under `name` for row i (its rewards so far are
-        all 0: only a game's last step is rewarded)."""
-        if name == "rewards":
-            return [0.0] * int(self.ep_length[i])
-        if name == "total_steps":
-            return int(self.total_steps[i])
-        return False if name == "needs_reset" else []

@@ -153,7 +153,7 @@ class TrainConfig:
                 raise ValueError(f"{name} must be {' or '.join(allowed)}, got {value!r}")
         if (self.n_envs * self.n_steps) % self.batch_size:
             raise ValueError("n_envs * n_steps must be a multiple of batch_size")
-        for name in ("state_layers", "scorer_layers", "critic_layers"):
+        for name in NETWORK_KEYS:
             layers = getattr(self, name)
             if not layers or any(not isinstance(n, int) or n < 1 for n in layers):
                 raise ValueError(f"{name} must be a non-empty list of positive sizes, got {layers}")
@@ -186,6 +186,7 @@ CHOICES = {
     "vec_env": ("auto", "dummy", "subproc", "batched"),
     "activation": ("relu", "tanh"),
 }
+NETWORK_KEYS = ("state_layers", "scorer_layers", "critic_layers")  # layer sizes (networks.py)
 
 
 def check_bounds(config: Any, bounds: dict) -> None:
@@ -379,8 +380,12 @@ def new_run_config(base: TrainConfig, params: list[str], name_given: bool) -> Tr
     config = with_params(base, params)
     config.run_name = config.run_name or default_run_name(config)
     config.validate()
-    if config.init_from:
-        check_init_from(config)
+    if config.init_from:  # the model to start from plays this game (a resumed run skips it)
+        if not config.init_from.endswith(".zip"):
+            raise ValueError(
+                f"init_from must be a MaskablePPO checkpoint (.zip), got {config.init_from!r}"
+            )
+        make_policy(str(init_path(config))).check_game(config.players, config.rules)
     return config
 
 
@@ -388,13 +393,3 @@ def init_path(config: TrainConfig) -> Path:
     """config.init_from, read from the current folder, else from the repository's."""
     path = Path(config.init_from)
     return ROOT / path if not path.exists() and (ROOT / path).exists() else path
-
-
-def check_init_from(config: TrainConfig) -> None:
-    """The model a new run starts from exists and plays this game (checked at the start
-    only: a resumed run no longer needs it)."""
-    if not config.init_from.endswith(".zip"):
-        raise ValueError(
-            f"init_from must be a MaskablePPO checkpoint (.zip), got {config.init_from!r}"
-        )
-    make_policy(str(init_path(config))).check_game(config.players, config.rules)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from agents.training.config import TrainConfig, init_path, parse_opponents
+from agents.training.config import NETWORK_KEYS, TrainConfig, init_path, parse_opponents
 
 
 def make_env(config: TrainConfig):
@@ -46,10 +46,9 @@ def make_vec_env(config: TrainConfig):
     return vec
 
 
-# TrainConfig fields passed to MaskablePPO and to the network (agents/networks.py) as they are.
+# TrainConfig fields passed to MaskablePPO as they are.
 PPO_KEYS = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef")
 PPO_KEYS += ("vf_coef", "max_grad_norm")
-NETWORK_KEYS = ("state_layers", "scorer_layers", "critic_layers")
 
 
 def make_model(config: TrainConfig, vec_env):
