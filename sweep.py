@@ -110,8 +110,20 @@ class SweepArgs:
 
 
 # What a sweep is (saved in sweep.json, restored by --resume).
-SWEEP_FLAGS = ("preset", "params", "grid", "sample", "samples", "seeds", "asha", "grace_period")
-SWEEP_FLAGS += ("reduction_factor", "sweep_seed", "cpus_per_trial", "max_concurrent")
+SWEEP_FLAGS = (
+    "preset",
+    "params",
+    "grid",
+    "sample",
+    "samples",
+    "seeds",
+    "asha",
+    "grace_period",
+    "reduction_factor",
+    "sweep_seed",
+    "cpus_per_trial",
+    "max_concurrent",
+)
 RESUME_FLAGS = {"--resume", "--ray", "--checkpoints", "--no-progress", "--progress", "--cpus"}
 
 

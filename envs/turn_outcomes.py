@@ -76,8 +76,8 @@ def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOu
     rolls = _rolls()
     # Past this level banking is lost (see ``envs.turn_planner.solve_turn``): such a
     # turn can only end as a bust does, whatever is chosen there.
-    chance = option_tables(rules.hold)
-    size = rules.target // STEP + 1 + int(chance.steps.max()) + 1
+    options = option_tables(rules.hold)
+    size = rules.target // STEP + 1 + int(options.steps.max()) + 1
     levels = np.repeat(np.arange(size), len(rolls.ids))
     games = BatchGames(len(levels), n, rules)
     games.scores[:] = scores
@@ -101,7 +101,7 @@ def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOu
             m = mass[i, k]
             if m == 0.0:
                 continue
-            passed += m * chance.bust[k]
+            passed += m * options.bust[k]
             sel = rolls.dice == k
             p = m * rolls.probs[sel]
             j, b = to_level[i, sel], banks[i, sel]

@@ -361,8 +361,10 @@ def load_preset(preset: str) -> TrainConfig:
 def default_run_name(config: TrainConfig) -> str:
     """{preset}_{hold}_seed{seed} ("quick" for both "quick" and "path/to/quick.yaml"),
     custom_{players}p_{hold}_seed{seed} without a preset."""
-    prefix = config.preset if is_preset_name(config.preset) else Path(config.preset).stem
-    prefix = prefix if config.preset else f"custom_{config.players}p"
+    if not config.preset:
+        prefix = f"custom_{config.players}p"
+    else:
+        prefix = config.preset if is_preset_name(config.preset) else Path(config.preset).stem
     name = f"{prefix}_{config.hold}_seed{config.seed}"
     if not PLAIN_NAME.fullmatch(name):  # a preset file with an odd name
         raise ValueError(
