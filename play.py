@@ -5,6 +5,8 @@
     python play.py --opponents smart turn-ev --hint  # 3 players: a planner's estimate if shipped
     python play.py --opponents checkpoints/ppo-2p/model.zip turn-ev --seat 1
     python play.py --load mygame.json                # resume a saved game
+    python play.py --load mygame.json --opponents checkpoints/ppo-2p/model.zip turn-ev
+                                 # a save never opens a model file: name its bots again
     python play.py --replay game-log.json            # watch a finished game again
     python play.py --rules                           # the rules in short
 
@@ -24,15 +26,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
-from agents import make_policy
+from agents import MODEL_SUFFIXES, make_policy
 from agents.value_net import shipped_planner
 from envs import driver
 from envs.game import (
@@ -66,6 +71,18 @@ RULES_DOC = Path(__file__).resolve().parent / "docs" / "rules.md"
 # "r", "b", "roll" or "bank", then the faces to hold (spaces optional: "r55", "b 1 5").
 MOVE = re.compile(r"(roll|bank|r|b)(?![a-z])(.*)")
 ALIASES = {"?": "help", "h": "help", "exit": "quit", "q": "quit"}  # other words for help, quit
+ECHO = 40  # an error quotes at most this many characters of what was typed
+
+
+def cut(text: str, limit: int = ECHO) -> str:
+    """`text` as an error message quotes it: its first `limit` characters, and "..." if
+    there were more (a 100,000-character line is not printed back whole)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def is_model(spec: str) -> bool:
+    """Whether a player spec names a model file (``make_policy`` opens only such specs)."""
+    return spec.strip().endswith(MODEL_SUFFIXES)
 
 
 class Quit(Exception):
@@ -135,7 +152,7 @@ def parse_command(text: str, game: Game, menu: list[tuple[int, str]]) -> int | s
     move = MOVE.fullmatch(head)
     if move:
         return _parse_move(move.group(1), move.group(2) + "".join(words[1:]), game)
-    raise ValueError(f"unknown command {text.strip()!r}; type 'help'")
+    raise ValueError(f"unknown command {cut(text.strip())!r}; type 'help'")
 
 
 def _parse_move(verb: str, faces: str, game: Game) -> int:
@@ -151,7 +168,7 @@ def _parse_move(verb: str, faces: str, game: Game) -> int:
     try:
         action = action_for(held, roll, bank)
     except ValueError:
-        held_text = format_dice(sorted(held))
+        held_text = cut(format_dice(sorted(held)))
         raise ValueError(f"the roll {format_dice(roll)} has no {held_text}") from None
     legal = game.legal()[0]
     if action in legal:
@@ -298,11 +315,21 @@ class Session:
                 path = str(Path(choice[5:]).expanduser())
                 try:
                     save(self, path)
-                    self.say(f"  saved to {path}; resume with: python play.py --load {path}")
+                    self.say(f"  saved to {path}; resume with: {self.resume_command(path)}")
                 except (OSError, ValueError) as e:
-                    self.say(f"  could not save to {path}: {getattr(e, 'strerror', None) or e}")
+                    why = getattr(e, "strerror", None) or e
+                    self.say(f"  could not save to {cut(path)}: {why}")
             else:
                 return choice
+
+    def resume_command(self, path: str) -> str:
+        """The command that resumes this game saved at `path`: a save never opens a model
+        file by itself, so with a model seated every bot seat is named again."""
+        command = ["python", "play.py", "--load", path]
+        bots = [p for i, p in enumerate(self.players) if i != self.human]
+        if any(is_model(p) for p in bots):
+            command += ["--opponents", *bots]
+        return shlex.join(command)
 
     def hint_text(self) -> str:
         if self.game.n_players != 2:
@@ -358,9 +385,24 @@ def save(session: Session, path: str) -> None:
     Path(path).write_text(json.dumps(data))
 
 
-def load(path: str, hint: bool, delay: float, ask, say) -> Session:
+class SeatError(ValueError):
+    """A save and the players named again with ``--opponents`` that do not fit."""
+
+
+def load(
+    path: str,
+    hint: bool,
+    delay: float,
+    ask: Callable[[str], str],
+    say: Callable[[str], None],
+    opponents: list[str] | None = None,
+) -> Session:
     """Resume a game written by ``save``, checking every field and that its log leads to
-    its game; raises a one-line ValueError naming `path` otherwise."""
+    its game; raises a one-line ValueError naming `path` otherwise. A save is not
+    trusted to open files: a seat it records as a model file (``is_model``) is played
+    only by the model the user names again in `opponents` (every bot seat, in seat
+    order, as ``--opponents`` gives them); without `opponents` such a save is refused
+    before anything is opened."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -369,13 +411,51 @@ def load(path: str, hint: bool, delay: float, ask, say) -> Session:
         why = getattr(e, "strerror", None) or one_line(e)
         raise ValueError(f"{path} is not a saved game we can resume ({why})") from None
     try:
-        return _session_from_save(json.loads(text), hint, delay, ask, say)
+        return _session_from_save(json.loads(text), opponents, hint, delay, ask, say)
+    except SeatError as e:
+        raise ValueError(f"{path}: {one_line(e)}") from None
     except (ValueError, TypeError, KeyError, IndexError, OSError, RecursionError) as e:
         raise ValueError(f"{path} is not a saved game we can resume ({one_line(e)})") from None
 
 
-def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Session:
-    """The session saved in `data` (a parsed save file); ValueError if anything is off."""
+def _seat_players(players: list[str], human: int, opponents: list[str] | None) -> list[str]:
+    """The player of each seat of a saved game: its own bots, or the `opponents` named
+    again (SeatError unless they fit, saying how). No model file is named by the save
+    alone: the user's `opponents` must name it, and then it must be one there too."""
+    seats = [i for i in range(len(players)) if i != human]
+    if opponents is None:
+        models = [i for i in seats if is_model(players[i])]
+        if models:
+            raise SeatError(
+                f"seat {models[0]} was the model file {cut(players[models[0]])!r}, which a "
+                "save does not open by itself: pass --opponents with the model file(s) you "
+                f"trust, one per bot seat in seat order ({len(seats)})"
+            )
+        return players
+    if len(opponents) != len(seats):
+        saved = ", ".join(cut(players[i]) for i in seats)
+        raise SeatError(
+            f"--opponents names {plural(len(opponents), 'player')}, the save has "
+            f"{plural(len(seats), 'bot seat')} ({saved})"
+        )
+    for seat, given in zip(seats, opponents, strict=True):
+        saved = players[seat]
+        if is_model(saved) != is_model(given) or (not is_model(saved) and saved != given):
+            want = "a model file" if is_model(saved) else repr(cut(saved))
+            raise SeatError(f"seat {seat} was {want} in the save, not {cut(given)!r}")
+    return [*opponents[:human], HUMAN, *opponents[human:]]
+
+
+def _session_from_save(
+    data: object,
+    opponents: list[str] | None,
+    hint: bool,
+    delay: float,
+    ask: Callable[[str], str],
+    say: Callable[[str], None],
+) -> Session:
+    """The session saved in `data` (a parsed save file), its bot seats played by
+    `opponents` if given (see ``load``); ValueError if anything is off."""
     if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT:
         raise ValueError("not a saved 5000 game")
     check_fields(data, SAVE_FIELDS)
@@ -402,7 +482,13 @@ def _session_from_save(data: object, hint: bool, delay: float, ask, say) -> Sess
     replay_log(replayed, data["log"])
     if replayed.state != game.state:
         raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
-    session = Session(game, players, human, seed, hint, delay, ask, say)
+    players = _seat_players(players, human, opponents)  # before any model is opened
+    try:
+        session = Session(game, players, human, seed, hint, delay, ask, say)
+    except ValueError as e:
+        if opponents is None:  # a bot name of the save's own: the save is wrong
+            raise
+        raise SeatError(one_line(e)) from None  # the user's players: not the save's fault
     session.rng.bit_generator.state = data["bot_rng"]
     session.log = [dict(event) for event in data["log"]]
     return session
@@ -471,8 +557,31 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
 
 
 # ------------------------------------------------------------------- main
-def main(argv: list[str] | None = None, ask=input, say=print) -> int:
-    p = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse, its errors on one line (no usage block): like every other refusal here."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def seconds(text: str) -> float:
+    """A pause given on the command line: a non-negative finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative number of seconds, not {text!r}")
+    return value
+
+
+def main(
+    argv: list[str] | None = None,
+    ask: Callable[[str], str] = input,
+    say: Callable[[str], None] = print,
+) -> int:
+    """Play (or resume, or replay) a game as the command line says; the exit status."""
+    p = _Parser(
         description="Play 5000 against bots in the terminal.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Commands during the game:\n" + COMMANDS,
@@ -480,31 +589,31 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
     p.add_argument(
         "--opponents",
         nargs="+",
-        default=["smart"],
-        help="1 to 7 bots: names, checkpoints (.zip), value nets (.npz, played by their "
-        "planner) or exported bots (.onnx)",
+        help="1 to 7 bots (default: smart): names, checkpoints (.zip: a pickle, which runs "
+        "code: only ones you trust), value nets (.npz, played by their planner) or exported "
+        "bots (.onnx); with --load, the save's bot seats named again in seat order, which a "
+        "save with a model file needs (a save never opens a model file by itself)",
     )
-    p.add_argument("--seat", type=int, default=0, help="your seat (0 plays first)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the dice and bots")
-    p.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule")
+    p.add_argument("--seat", type=int, help="your seat (default 0: first to play)")
+    p.add_argument("--seed", type=int, help="seed of the dice and bots")
+    p.add_argument("--hold", choices=HOLD_VARIANTS, help="hold rule (default free)")
     p.add_argument(
         "--hint",
         action="store_true",
         help="show advice at each decision: optimal (2 players), a trained planner's "
         "estimate (3+ players)",
     )
-    p.add_argument("--delay", type=float, default=0.0, help="pause between bot moves (s)")
+    p.add_argument("--delay", type=seconds, default=0.0, help="pause between bot moves (s)")
     p.add_argument("--load", metavar="FILE", help="resume a saved game")
     p.add_argument("--log", metavar="FILE", help="write the game log here at the end")
     p.add_argument("--replay", metavar="FILE", help="replay a game log and exit")
     p.add_argument("--rules", action="store_true", help="print the rules in short and exit")
     args = p.parse_args(argv)
+    rules = Rules(hold=args.hold or "free")
     if args.rules:
-        say(short_rules(Rules(hold=args.hold)))
+        say(short_rules(rules))
         return 0
     try:
-        if args.delay < 0:
-            raise ValueError("--delay must be >= 0")
         if args.log:
             log_dir = Path(args.log).expanduser().resolve().parent
             if Path(args.log).is_dir() or not log_dir.is_dir():
@@ -513,21 +622,29 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
             replay(args.replay, say, args.delay)
             return 0
         if args.load:
-            session = load(args.load, args.hint, args.delay, ask, say)
+            # A saved game has its own seats, seed and rules: never silently ignore these.
+            given = [f"--{k}" for k in ("seat", "seed", "hold") if getattr(args, k) is not None]
+            if given:
+                raise ValueError(f"{given[0]} is for a new game: a saved game has its own")
+            session = load(args.load, args.hint, args.delay, ask, say, args.opponents)
         else:
-            if not 1 <= len(args.opponents) <= 7:
+            opponents = args.opponents or ["smart"]
+            seat = args.seat or 0
+            if not 1 <= len(opponents) <= 7:
                 raise ValueError("give 1 to 7 opponents")
-            n = len(args.opponents) + 1
-            if not 0 <= args.seat < n:
+            n = len(opponents) + 1
+            if not 0 <= seat < n:
                 raise ValueError(f"--seat must be 0..{n - 1}")
             seed = args.seed
             if seed is None:
                 seed = int(np.random.SeedSequence().entropy % 2**32)
-            players = [*args.opponents[: args.seat], HUMAN, *args.opponents[args.seat :]]
+            if seed < 0:
+                raise ValueError(f"--seed must be >= 0, not {seed}")
+            players = [*opponents[:seat], HUMAN, *opponents[seat:]]
             dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
-            game = Game(n, Rules(hold=args.hold), seed=dice)
-            session = Session(game, players, args.seat, seed, args.hint, args.delay, ask, say)
-            against = ", ".join(args.opponents)
+            game = Game(n, rules, seed=dice)
+            session = Session(game, players, seat, seed, args.hint, args.delay, ask, say)
+            against = ", ".join(opponents)
             say(f"5000: you against {against} (seed {seed}). Type 'help' for commands.")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -549,4 +666,12 @@ def main(argv: list[str] | None = None, ask=input, say=print) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()  # a reader that left (| head) shows here, inside the try
+    except BrokenPipeError:
+        # Nobody reads any more: point stdout at devnull so that Python's own flush at
+        # exit does not fail again, and leave quietly (the standard recipe, exit 1).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)

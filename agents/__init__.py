@@ -45,7 +45,17 @@ def make_policy(spec: str | Policy) -> Policy:
     by its planner, or a PPO self-play snapshot, told apart by what the file says it is;
     an exported .onnx bot or planner), or `spec` itself if it already implements the
     Policy interface. Raises ValueError naming what is accepted (a CheckpointError or
-    ExportError, also ValueErrors, for a missing or corrupt model file)."""
+    ExportError, also ValueErrors, for a missing or corrupt model file).
+
+    Only a spec ending in one of ``MODEL_SUFFIXES`` (after stripping spaces) opens a
+    file; any other string is a bot name or refused, so a caller can tell beforehand.
+
+    Trust: a ``.zip`` checkpoint is a pickle (SB3 saves with cloudpickle), and loading
+    it runs whatever code it holds: trust it like a script, and load only files you
+    made or got from someone you trust. ``.onnx`` exported bots and value-net ``.npz``
+    files are read as data, without pickle (``allow_pickle=False``): those are the
+    formats to share. Never pass a spec read from someone else's file (a save, a
+    request) without the user naming that model themselves (see play.py ``--load``)."""
     if isinstance(spec, Policy):
         return spec
     accepted = f"accepted: {', '.join(BOT_NAMES)} (e.g. threshold:350)"

@@ -7,6 +7,12 @@ encoding, version, players, rules and named slices), saved with it by training
 refuses in one line any game whose observations are not the ones it reads. A model
 saved before models carried their spec is refused until ``migrate_checkpoint`` gives
 it one (see checkpoints/README.md).
+
+Trust: a checkpoint ``.zip`` is a pickle (SB3 saves part of its settings with
+cloudpickle), so ``SB3Policy`` runs whatever code the file holds: load only checkpoints
+you trust like a script. A snapshot ``.npz`` is read as arrays and JSON, without pickle
+(``allow_pickle=False``), as are value nets (``agents.value_net``) and exported ``.onnx``
+bots: those are the formats to share.
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ def spec_problem(spec: ObsSpec | None, n_players: int, rules: Rules) -> str:
 def _decode(suffix: str, raw: bytes) -> dict:
     if suffix == ".zip":
         return json.loads(raw)
-    return json.loads(str(np.lib.format.read_array(io.BytesIO(raw))))
+    return json.loads(str(np.lib.format.read_array(io.BytesIO(raw), allow_pickle=False)))
 
 
 def _encode(suffix: str, settings: dict) -> bytes:
@@ -202,7 +208,8 @@ class TrainedModel(Policy):
 class SB3Policy(TrainedModel):
     """Plays a MaskablePPO checkpoint: the observation of the seat to move, the legal
     actions as the mask, deterministic (greedy) unless `deterministic=False` (then the
-    action is sampled with torch's generator, seeded from the caller's rng)."""
+    action is sampled with torch's generator, seeded from the caller's rng). Loading
+    the checkpoint unpickles it, which runs any code it holds: trust it like a script."""
 
     def __init__(self, path: str | Path, deterministic: bool = True) -> None:
         self.path = Path(path)

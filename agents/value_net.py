@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents import MODEL_SUFFIXES
 from agents.neural import first_line, short_name
 from agents.planner import PlannerBot
 from envs.rules import Rules
@@ -107,6 +108,10 @@ class FeatureSpec:
             or not 2 <= len(table) + 1 <= int(d["max_players"])
         ):
             raise ValueError(f"value-net features: not a table of bots: {d['table']!r}")
+        # A shared net must not make anyone open a model file (a .zip is a pickle): its
+        # table names scripted bots only, as the exact-table method requires.
+        if any(name.strip().endswith(MODEL_SUFFIXES) for name in table):
+            raise ValueError("value-net features: a table names bots, not model files")
         return cls(Rules(**d["rules"]), int(d["max_players"]), table)
 
     def check(self, positions: np.ndarray) -> np.ndarray:

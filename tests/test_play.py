@@ -1,6 +1,7 @@
 """play.py, driven through its standard input like a person at a terminal."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -236,7 +237,7 @@ def test_bots_of_every_kind_can_sit_at_the_table(tmp_path):
         (["--seat", "5"], "--seat must be 0..1"),
         (["--load", "no-such-file.json"], "no saved game at no-such-file.json"),
         (["--replay", "no-such-log.json"], "no game log at no-such-log.json"),
-        (["--delay", "-1"], "--delay must be >= 0"),
+        (["--delay", "-1"], "argument --delay: must be a non-negative number of seconds"),
         (["--log", "/no/such/folder/log.json"], "cannot write the game log to"),
         (["--load", "/tmp"], "is not a saved game we can resume"),
         (["--replay", "/tmp"], "is not a game log"),
@@ -500,3 +501,88 @@ def test_rules_command_prints_the_short_rules_and_this_games_options():
 def test_rules_flag_prints_them_and_exits():
     result = run_play("--rules")
     assert result.returncode == 0 and "Full rules, with examples: docs/rules.md" in result.stdout
+
+
+# ------------------------------------------------- issue 28: what a tester broke
+def _refusal(args: list[str], capsys) -> str:
+    """main's one-line refusal of `args` (exit 2, nothing played): its stderr."""
+    try:
+        code = play.main(args, ask=lambda _: "quit", say=pytest.fail)  # nothing may be said
+    except SystemExit as e:  # argparse's own refusals exit
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # issue 28 item 11: a pause must be a non-negative finite number (argparse type).
+        (["--delay", "-1"], "error: argument --delay: must be a non-negative number of seconds"),
+        (["--delay", "nan"], "not 'nan'"),
+        (["--delay", "inf"], "not 'inf'"),
+        (["--delay", "1e999"], "not '1e999'"),  # a float too big is inf
+        (["--delay", "soon"], "not 'soon'"),
+        # The same spirit: a negative seed said plainly (numpy's words were "expected
+        # non-negative integer"), flags a saved game has its own not silently ignored.
+        (["--seed", "-4"], "error: --seed must be >= 0, not -4"),
+        (["--load", "game.json", "--seat", "1"], "error: --seat is for a new game"),
+        (["--load", "game.json", "--seed", "3"], "error: --seed is for a new game"),
+        (["--load", "game.json", "--hold", "all"], "error: --hold is for a new game"),
+    ],
+)
+def test_bad_flags_are_refused_in_one_line_issue_28(args, message, capsys):
+    assert message in _refusal(args, capsys)
+
+
+LONG = 100_000
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        # issue 28 item 11: a huge line is quoted cut to 40 characters and "...".
+        ("x" * LONG, f"unknown command '{'x' * 40}...'; type 'help'"),
+        (
+            "r " + "1" * LONG,
+            "the roll [1 2 2 3 4] has no [1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1...",
+        ),
+        ("save " + "a" * LONG, f"could not save to {'a' * 40}...: "),  # the OS's reason follows
+    ],
+)
+def test_a_huge_input_line_is_not_echoed_whole_issue_28(typed, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a save, if one were written, lands here
+    lines = []
+    answers = iter([typed, "quit"])
+    play.main(
+        ["--opponents", "smart", "--seed", "10"], ask=lambda _: next(answers), say=lines.append
+    )
+    assert any(line.startswith(f"  {message}") for line in lines), lines[-3:]
+    assert max(map(len, lines)) < 200
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [(["--rules"], ""), (["--opponents", "smart", "--seed", "3"], BANK_ELSE_ROLL)],
+)
+def test_a_reader_that_leaves_early_ends_play_quietly_issue_28(args, stdin):
+    """issue 28 item 9: `python play.py ... | head -3` ended with a BrokenPipeError
+    traceback. Here the pipe's reading end is closed before play.py starts, so every
+    write to it fails, as after head has left."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "play.py"), *args],
+            input=stdin,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (1, "")

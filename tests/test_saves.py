@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import play
+from agents import make_policy
 from envs.game import OVER, ROLL, Game, state_problem
 
 # Bank when allowed, else roll on with the best hold.
@@ -214,3 +215,139 @@ def test_a_randomly_corrupted_game_state_is_refused_or_plays_on(data):
         else:
             legal = loaded.legal_actions()
             loaded.act(legal[int(rng.integers(len(legal)))])
+
+
+# ------------------------------------------- issue 28 item 1: a save can't open a model
+class _Spy:
+    """make_policy for play.py that records every spec it is asked for; a model file is
+    played by the smart bot instead of being opened."""
+
+    def __init__(self) -> None:
+        self.specs: list[str] = []
+
+    def __call__(self, spec: str):
+        self.specs.append(spec)
+        return make_policy("smart" if play.is_model(spec) else spec)
+
+
+@pytest.fixture
+def spy(monkeypatch) -> _Spy:
+    spy = _Spy()
+    monkeypatch.setattr(play, "make_policy", spy)
+    return spy
+
+
+def _resume(tmp_path, data: dict, *flags: str) -> tuple[int, list[str], str]:
+    """play.main --load of `data` saved in tmp_path, then quit: exit status, what was
+    said, and the save's text afterwards (it must never change)."""
+    path = tmp_path / "game.json"
+    path.write_text(json.dumps(data))
+    out: list[str] = []
+    code = play.main(["--load", str(path), *flags], ask=lambda _: "quit", say=out.append)
+    return code, out, path.read_text()
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["evil.zip", "evil.npz", "evil.onnx", " evil.zip ", "/elsewhere/evil.zip", "m.onnx\n"],
+)
+def test_a_save_naming_a_model_file_is_refused_without_opening_it(
+    tmp_path, valid_save, spy, capsys, model
+):
+    """issue 28 item 1: a save recording a model seat never opens it by itself (a .zip is
+    a pickle, which runs code); every kind of model file alike, one line, nothing made."""
+    data = _set(valid_save, ("players", 1), model)
+    code, out, after = _resume(tmp_path, data)
+    err = capsys.readouterr().err
+    assert (code, out, spy.specs) == (2, [], []) and after == json.dumps(data)
+    assert err.count("\n") == 1 and "pass --opponents with the model file(s) you trust" in err
+
+
+def test_a_crafted_checkpoint_named_by_a_save_runs_nothing(tmp_path, valid_save, capsys):
+    """issue 28 item 1, with the real loaders: a .zip whose settings hold a pickle that
+    makes a file when unpickled (as SB3 loads them) is named by a save; --load refuses
+    in one line and the file is never made."""
+    import base64
+    import pickle
+    import zipfile
+
+    from envs.encoding import ObsSpec
+    from envs.rules import Rules
+
+    marker = tmp_path / "code-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))  # runs on unpickling
+
+    spec = ObsSpec("compact", 2, Rules())
+    settings = {
+        "obs_spec": spec.to_dict(),
+        "observation_space": {"_shape": [spec.size]},
+        "payload": {":serialized:": base64.b64encode(pickle.dumps(Payload())).decode()},
+    }
+    crafted = tmp_path / "gift.zip"
+    with zipfile.ZipFile(crafted, "w") as archive:
+        archive.writestr("data", json.dumps(settings))
+    code, out, _ = _resume(tmp_path, _set(valid_save, ("players", 1), str(crafted)))
+    assert not marker.exists(), "loading the save ran the checkpoint's code"
+    assert (code, out) == (2, []) and "pass --opponents" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("bot", "opponents", "made"),
+    [
+        ("smart", [], ["smart"]),  # an old save of bots only loads as before
+        ("smart", ["smart"], ["smart"]),  # the same bots named again: used
+        ("evil.zip", ["evil.zip"], ["evil.zip"]),  # the model the user names: used
+        ("evil.zip", ["moved/evil.onnx"], ["moved/evil.onnx"]),  # any model file they trust
+    ],
+)
+def test_a_save_resumes_with_the_players_the_user_names(
+    tmp_path, valid_save, spy, bot, opponents, made
+):
+    """issue 28 items 1 and 11: with --load, --opponents names the save's bot seats
+    again, in seat order; it is used, never silently ignored."""
+    flags = ["--opponents", *opponents] if opponents else []
+    code, out, _ = _resume(tmp_path, _set(valid_save, ("players", 1), bot), *flags)
+    assert code == 0 and out[-1] == "Left the game." and spy.specs == made
+    assert f"{made[0]} (seat 1)" in "\n".join(out)
+
+
+@pytest.mark.parametrize(
+    ("bot", "opponents", "message"),
+    [
+        (
+            "evil.zip",
+            ["a.zip", "b"],
+            "--opponents names 2 players, the save has 1 bot seat (evil.zip)",
+        ),
+        ("smart", ["smart"] * 3, "--opponents names 3 players, the save has 1 bot seat (smart)"),
+        ("evil.zip", ["smart"], "seat 1 was a model file in the save, not 'smart'"),
+        ("smart", ["turn-ev"], "seat 1 was 'smart' in the save, not 'turn-ev'"),
+        ("smart", ["evil.zip"], "seat 1 was 'smart' in the save, not 'evil.zip'"),
+    ],
+)
+def test_opponents_that_do_not_fit_the_save_are_refused_in_one_line(
+    tmp_path, valid_save, spy, capsys, bot, opponents, message
+):
+    """issue 28 items 1 and 11: a mismatch is one line naming the save; nothing is made."""
+    data = _set(valid_save, ("players", 1), bot)
+    code, out, after = _resume(tmp_path, data, "--opponents", *opponents)
+    err = capsys.readouterr().err
+    assert (code, out, spy.specs) == (2, [], []) and after == json.dumps(data)
+    assert err == f"error: {tmp_path / 'game.json'}: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("players", "command"),
+    [
+        (["you", "smart"], "python play.py --load g.json"),
+        (["evil.zip", "you", "smart"], "python play.py --load g.json --opponents evil.zip smart"),
+    ],
+)
+def test_saving_says_how_to_resume_naming_the_models_again(spy, players, command):
+    """issue 28 item 1: a game with a model seat resumes only with --opponents."""
+    game = Game(len(players), seed=0)
+    session = play.Session(game, players, players.index("you"), 0)
+    assert session.resume_command("g.json") == command

@@ -311,3 +311,14 @@ def test_self_play_collects_turn_starts_and_the_planner_keeps_to_its_rules():
     net(np.array(seen))  # refuses anything that is not a turn start
     with pytest.raises(ValueError, match="values games under"):
         net.planner().check_game(2, Rules())
+
+
+@pytest.mark.parametrize("bot", ["evil.zip", "other/net.npz", " bot.onnx "])
+def test_a_table_net_naming_a_model_file_is_refused(bot):
+    """Issue 28 item 1: a shared .npz must not make anyone open a model file (a .zip is a
+    pickle, i.e. code): a net's table names scripted bots only, refused in one line."""
+    d = FeatureSpec(Rules(), 3, ("smart", "turn-ev")).to_dict()
+    d["table"] = ["smart", bot]
+    with pytest.raises(ValueError, match="a table names bots, not model files") as e:
+        FeatureSpec.from_dict(d)
+    assert "\n" not in str(e.value)
