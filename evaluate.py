@@ -171,7 +171,9 @@ def play_and_report(args, argv, rules: Rules, games: int, seatings, policies) ->
         workers = min(args.workers or cpus, cpus)
         where = f"ray, {workers} CPU{'s' * (workers > 1)}"
     else:
-        workers = args.workers or 1
+        workers, note = tour.worker_count(args.workers or 1)
+        if note:
+            err.print(f"note: {note}")
         where = f"{workers} worker(s)"
     start = time.perf_counter()
     batched = not args.per_game and tour.is_batched(policies)

@@ -23,11 +23,12 @@ import datetime
 import hashlib
 import json
 import logging
-import os
 import sys
 import warnings
 from pathlib import Path
 
+from agents import make_policy
+from agents.base import check_output_folder
 from agents.exported import (
     ACTION_ENCODING_VERSION,
     FORMAT,
@@ -60,7 +61,7 @@ def run_config(checkpoint: Path) -> dict:
         return {}
     try:
         config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise CheckpointError(f"{path} (the config of {checkpoint}) is unreadable: {e}") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{path} (the config of {checkpoint}) is not a JSON object")
@@ -68,9 +69,13 @@ def run_config(checkpoint: Path) -> dict:
 
 
 def check_paths(checkpoint: Path, out: Path) -> None:
-    """CheckpointError unless `checkpoint` names an SB3 checkpoint or a value net and
-    `out` a .onnx file that can be written: checked before any loading or exporting."""
+    """ValueError (CheckpointError for the checkpoint) unless `checkpoint` names an SB3
+    checkpoint or a value net and `out` a .onnx file that can be written: checked
+    before any exporting."""
     if checkpoint.suffix == ".npz" and npz_kind(checkpoint) != KIND:
+        # Not a value net: the loader evaluate.py uses says what it is, in the same words
+        # (missing, no archive, a foreign one); only a sound snapshot gets past it.
+        make_policy(str(checkpoint))
         raise CheckpointError(
             f"{checkpoint} is a self-play snapshot, which cannot be exported; export its run's "
             "model instead (RUN/best/model.zip or RUN/latest/model.zip)"
@@ -81,17 +86,13 @@ def check_paths(checkpoint: Path, out: Path) -> None:
         )
     if out.suffix != ".onnx" or out.is_dir():
         raise CheckpointError(f"the output must be a .onnx file, got {out}")
-    folder = out.parent
-    while not folder.exists():  # made when the export is written: it must be possible
-        folder = folder.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise CheckpointError(f"cannot write {out}: {folder} is not a writable folder")
+    check_output_folder(out.parent, "the output folder")  # made when the export is written
 
 
 def export(checkpoint: str | Path, out: str | Path) -> dict:
     """Export `checkpoint` to the ONNX file `out` (and its metadata JSON beside it, with
-    the checkpoint's observation spec); CheckpointError for a checkpoint or output
-    that does not fit."""
+    the checkpoint's observation spec); ValueError (CheckpointError for the checkpoint)
+    for a checkpoint or output that does not fit."""
     checkpoint, out = Path(checkpoint), Path(out)
     check_paths(checkpoint, out)
     config = run_config(checkpoint)

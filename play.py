@@ -414,7 +414,9 @@ def load(
         return _session_from_save(json.loads(text), opponents, hint, delay, ask, say)
     except SeatError as e:
         raise ValueError(f"{path}: {one_line(e)}") from None
-    except (ValueError, TypeError, KeyError, IndexError, OSError, RecursionError) as e:
+    except RecursionError:  # json.loads recurses once per bracket of a nested file
+        raise ValueError(f"{path} is not a saved game we can resume (nested too deeply)") from None
+    except (ValueError, TypeError, KeyError, IndexError, OSError) as e:
         raise ValueError(f"{path} is not a saved game we can resume ({one_line(e)})") from None
 
 
@@ -523,6 +525,8 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
         game = Game(len(names), Rules(**data["rules"]))
     except FileNotFoundError:
         raise ValueError(f"no game log at {path}") from None
+    except RecursionError:  # json.loads recurses once per bracket of a nested file
+        raise ValueError(f"{path} is not a game log (nested too deeply)") from None
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{path} is not a game log ({one_line(e)})") from None
     s = game.state

@@ -480,7 +480,7 @@ def announce(args: argparse.Namespace, agents: list[str], players: int, rules: R
     line = f"evaluation: {pairings} pairing(s) x {games:,} games = {total:,} games"
     if total > 2 * pairings * PILOT_GAMES:
         rate = games_per_second(agents, players, rules, args.seed)
-        workers = min(args.workers, os.cpu_count() or 1)
+        workers = tour.worker_count(args.workers)[0]  # as the evaluation will run them
         alone = total / rate
         parallel = f"{duration(alone / workers)} with {workers} workers, " if workers > 1 else ""
         line += (

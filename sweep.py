@@ -43,6 +43,7 @@ try:  # an optional extra: main() says how to install it when it is missing
 except ImportError:
     tune, Callback = None, object
 
+from agents.base import check_output_folder
 from agents.training.config import (
     TrainConfig,
     check_plain_name,
@@ -258,6 +259,9 @@ def run_trial(space: dict, settings: dict) -> None:
     after an interruption), each evaluation reported to Tune."""
     sys.path.insert(0, settings["root"])  # train.py, beside this file
     import train
+    from agents.threads import one_thread_per_process
+
+    one_thread_per_process()  # trials side by side; train.py then sets torch_threads
 
     def report(steps: int, score: float, results: dict) -> None:
         rates = {f"win_rate/{name}": r["win_rate"] for name, r in results.items()}
@@ -285,19 +289,22 @@ def run_trial(space: dict, settings: dict) -> None:
 
 # ============================================================== the sweep
 def sweep_dir(args: SweepArgs) -> Path:
+    """The sweep's folder: one to --resume, else a new one (not there yet), checked to be
+    writable before Ray starts."""
     checkpoints = Path(args.checkpoints) if args.checkpoints else ROOT / "checkpoints"
     if args.resume:
         given = Path(args.resume)
         folder = given if (given / "sweep.json").exists() else checkpoints / "sweeps" / given
         if not (folder / "sweep.json").is_file():
             raise ValueError(f"no sweep at {args.resume} (no sweep.json there or in sweeps/)")
-        return folder.resolve()
-    preset = args.preset if is_preset_name(args.preset) else Path(args.preset).stem
-    name = args.name or f"sweep_{preset}"
-    check_plain_name(name)
-    folder = checkpoints / "sweeps" / name
-    if folder.exists():
-        raise ValueError(f"{folder} exists: --resume {folder} to continue it, or pick --name")
+    else:
+        preset = args.preset if is_preset_name(args.preset) else Path(args.preset).stem
+        name = args.name or f"sweep_{preset}"
+        check_plain_name(name)
+        folder = checkpoints / "sweeps" / name
+        if folder.exists():
+            raise ValueError(f"{folder} exists: --resume {folder} to continue it, or pick --name")
+    check_output_folder(folder, "the sweep folder")
     return folder.resolve()
 
 
@@ -519,7 +526,7 @@ def prepare(args: SweepArgs, given: frozenset[str]) -> tuple[SweepArgs, Space, P
         try:
             saved = json.loads((folder / "sweep.json").read_text())
             args = dataclasses.replace(args, **{k: saved[k] for k in SWEEP_FLAGS})
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
             raise ValueError(f"cannot read {folder / 'sweep.json'}: {e!r}") from None
         check_numbers(args)
     space = build_space(args)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import tyro
 
+from agents.base import check_output_folder
 from agents.training import checkpoint, progress
 from agents.training.config import NUMBERS, TrainConfig, load_preset, new_run_config, to_number
 from agents.training.model import make_model, make_vec_env
@@ -84,9 +85,8 @@ def prepare(args: Args) -> tuple[TrainConfig, Path, dict | None]:
         raise ValueError(f"--stop-after must be positive, got {args.stop_after:g}")
     checkpoints = Path(args.checkpoints) if args.checkpoints else ROOT / "checkpoints"
     if not args.resume:
+        check_output_folder(checkpoints, "--checkpoints")  # the run folder is made in it
         config = build_config(args)
-        if checkpoints.exists() and not checkpoints.is_dir():
-            raise ValueError(f"--checkpoints {checkpoints} is not a folder")
         run_dir = checkpoints / config.run_name
         if run_dir.exists():
             raise ValueError(
@@ -99,7 +99,9 @@ def prepare(args: Args) -> tuple[TrainConfig, Path, dict | None]:
             f"--n-timesteps, --stop-after, --no-progress (not {fixed[0]})"
         )
     steps = args.config.n_timesteps if "--n-timesteps" in args.given else None
-    return checkpoint.open_run(checkpoint.find_run(args.resume, checkpoints), steps)
+    run_dir = checkpoint.find_run(args.resume, checkpoints)
+    check_output_folder(run_dir, "--resume")
+    return checkpoint.open_run(run_dir, steps)
 
 
 # ============================================================== training

@@ -17,6 +17,7 @@ iteration's network (networks/iteration_NNNN.npz).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import pickle
 import shlex
@@ -30,9 +31,16 @@ from typing import Annotated, Any, get_type_hints
 
 import tyro
 
+from agents.base import check_output_folder
 from agents.neural import first_line
 from agents.training.checkpoint import atomic_write, find_run, read_config_json, save_json
-from agents.training.config import check_plain_name, is_preset_name, read_preset
+from agents.training.config import (
+    check_plain_name,
+    is_preset_name,
+    parse_params,
+    read_preset,
+    to_number,
+)
 from agents.training.progress import duration, shown
 from agents.training.value_iteration import (
     PlannerConfig,
@@ -50,10 +58,12 @@ ROOT = Path(__file__).resolve().parent
 @dataclass
 class Args:
     """Train the planner agent (a value network + exact turn planning). A run starts from
-    the defaults below, then a preset (--preset), then the flags. Ctrl-C stops, keeping
-    the last checkpoint."""
+    the defaults below, then a preset (--preset), then the flags, then --params. Ctrl-C
+    stops, keeping the last checkpoint."""
 
     config: Annotated[PlannerConfig, tyro.conf.arg(name="")] = field(default_factory=PlannerConfig)
+    params: list[str] = field(default_factory=list)
+    """Any config key as KEY=VALUE (YAML values, lists as [a, b]), applied last."""
     resume: str | None = None
     """Continue the run in this folder (or of this name under --checkpoints), as it was
     configured: only --iterations, --stop-after, --workers and --no-progress may be
@@ -100,16 +110,21 @@ def fits(value: Any, kind: Any) -> bool:
 def config_from(values: dict[str, Any], where: str) -> PlannerConfig:
     """A PlannerConfig from YAML or JSON values, or a one-line ValueError naming `where`
     and the key."""
+    typed = {}
     for key, value in values.items():
         if key not in TYPES:
             raise ValueError(f"{where}: unknown key {key!r}; known: {', '.join(TYPES)}")
+        if TYPES[key] in (int, float) and isinstance(value, str):  # YAML 1.1 reads 1e-3 as text
+            with contextlib.suppress(ValueError):
+                value = to_number(key, value, TYPES[key])
         if not fits(value, TYPES[key]):
             raise ValueError(f"{where}: {key} must be {KINDS[TYPES[key]]}, got {value!r}")
-    return PlannerConfig(**values)
+        typed[key] = value
+    return PlannerConfig(**typed)
 
 
 def load_preset(preset: str) -> PlannerConfig:
-    path, values = read_preset(preset)
+    path, values = read_preset(preset, "train_planner.py")
     return config_from({**values, "preset": preset}, f"preset {path}")
 
 
@@ -127,7 +142,9 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
         raise ValueError(f"--stop-after must be positive, got {args.stop_after}")
     runs = Path(args.checkpoints) if args.checkpoints else ROOT / "checkpoints"
     if not args.resume:
-        config = args.config
+        check_output_folder(runs, "--checkpoints")  # the run folder is made in it
+        values = {**dataclasses.asdict(args.config), **parse_params(args.params)}
+        config = config_from(values, "--params")  # the flags' values are typed already
         if "--run-name" in given or config.run_name:
             check_plain_name(config.run_name)
         config.validate()
@@ -146,6 +163,7 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
             f"--stop-after, --workers, --no-progress (not {fixed[0]})"
         )
     run_dir = find_run(args.resume, runs)
+    check_output_folder(run_dir, "--resume")
     config = read_config(run_dir)
     if "--iterations" in given:
         config.iterations = args.config.iterations

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from envs.policy import Policy
 
-__all__ = ["Policy", "check_output_path", "check_plot_path"]
+__all__ = ["Policy", "check_output_folder", "check_output_path", "check_plot_path"]
 
 
 def check_output_path(path: str | Path, option: str) -> None:
@@ -25,6 +25,17 @@ def check_output_path(path: str | Path, option: str) -> None:
         raise ValueError(f"{option} {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise ValueError(f"{option} {path}: not writable")
+
+
+def check_output_folder(path: str | Path, option: str) -> None:
+    """Raise ValueError (one line) unless files can be written in the folder `path`: it
+    is a folder, or does not exist yet and its nearest existing parent is a writable
+    folder (where it will be made). Checked before any work, like check_output_path."""
+    existing = Path(path)
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent  # made with its parents when the first file is written
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path}: {existing} is not a writable folder")
 
 
 def check_plot_path(path: str | Path, option: str = "--plot") -> None:

@@ -14,6 +14,8 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
+from agents.threads import one_thread_per_process
+
 LOCAL = "local"  # the --ray value that starts a private Ray instance on this machine
 CONNECT_TIMEOUT_S = 5.0  # ray.init itself may wait a minute on an address nobody answers
 
@@ -119,6 +121,7 @@ class _Worker:
     per actor, as a local worker process does), then `play(task)` per task."""
 
     def __init__(self, init: Callable, initargs: tuple, play: Callable) -> None:
+        one_thread_per_process()  # it holds one CPU (num_cpus=1): one thread
         init(*initargs)
         self._play = play
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import math
 import multiprocessing
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import numpy as np
 
 from agents import make_policy
 from agents.base import Policy
+from agents.threads import one_thread_per_process, usable_cpus
 from envs.batch import play_games
 from envs.driver import play
 from envs.game import Game
@@ -103,6 +103,13 @@ def _init_worker(specs: Sequence[str | Policy], rules: Rules, seed: int, max_tur
     )
 
 
+def _init_process(*initargs) -> None:
+    """A worker process's initializer: one thread (its parallelism is the pool), then
+    its policies."""
+    one_thread_per_process()
+    _init_worker(*initargs)
+
+
 def _play_chunk(chunk: Sequence[Seating]) -> list[GameResult]:
     w = _WORKER
     results = []
@@ -166,7 +173,8 @@ def run(
     Ray actors instead of local processes (an address for ``agents.ray_tools.connect``:
     "local", "auto", HOST:PORT; joined, or started, for this process's later runs too),
     the same results game for game. `workers`: processes, or actors on Ray; None: one
-    per CPU (of this machine, or of the Ray cluster)."""
+    per CPU (of this machine, or of the Ray cluster); never more than the CPUs
+    (``worker_count``). Each worker runs one thread of numeric work."""
     policies = [make_policy(spec) for spec in specs]
     if batched is None:
         batched = is_batched(policies)
@@ -178,7 +186,7 @@ def run(
     tasks = list(enumerate(chunks)) if batched else chunks  # a block's number: its seed
     play_task = _play_block if batched else _play_chunk
     initargs = (list(specs), rules, seed, max_turns)
-    if ray is None and ((workers or os.cpu_count() or 1) <= 1 or len(tasks) == 1):
+    if ray is None and (worker_count(workers)[0] <= 1 or len(tasks) == 1):
         _init_worker(policies, rules, seed, max_turns)
         if batched:  # progress as the games end, not per block
             done = [_play_block(task, on_progress) for task in tasks]
@@ -200,16 +208,27 @@ def run(
     return sorted(results, key=lambda r: r.game)
 
 
+def worker_count(workers: int | None) -> tuple[int, str | None]:
+    """The local worker processes to start for `workers` asked (None: one per CPU): at
+    most one per CPU this process may use (``agents.threads.usable_cpus``), as more
+    would only take turns on them; and a one-line note to show when that cut the
+    count, else None."""
+    cpus = usable_cpus()
+    if workers is None or workers <= cpus:
+        return workers or cpus, None
+    plural = "s" * (cpus > 1)
+    return cpus, f"{workers} workers asked, {cpus} CPU{plural} usable here: {cpus} worker{plural}"
+
+
 def _in_processes(initargs: tuple, play_task: Callable, tasks: list, workers: int | None):
     """Each task's results, played by a pool of local worker processes."""
-    cpus = os.cpu_count() or 1
-    workers = min(workers or cpus, cpus, len(tasks))
+    workers = min(worker_count(workers)[0], len(tasks))
     # "spawn": forking a process that has loaded torch (a checkpoint agent) can hang
     # the children on torch's thread pool.
     with ProcessPoolExecutor(
         workers,
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
+        initializer=_init_process,
         initargs=initargs,
     ) as pool:
         yield from pool.map(play_task, tasks)

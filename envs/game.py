@@ -51,6 +51,21 @@ def is_int(value: object) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
+def action_index(action: object) -> int:
+    """`action` as an int of the action space (0..63), or a one-line ValueError: the
+    environments' check of what a caller passes to step() (not an assert, which
+    ``python -O`` drops; a legal action is the game's to judge)."""
+    try:
+        if isinstance(action, bool | np.bool_):
+            raise TypeError
+        index = operator.index(action)  # ints and numpy integers, not 1.5 or "3"
+    except TypeError:
+        index = None
+    if index is None or not 0 <= index < NUM_ACTIONS:
+        raise ValueError(f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {action!r}")
+    return index
+
+
 def _is_dice(value: object) -> bool:
     return isinstance(value, list | tuple) and all(is_int(d) for d in value)
 
@@ -656,6 +671,8 @@ class Game:
             state_dict = data["state"]
         except (json.JSONDecodeError, TypeError, ValueError) as e:
             raise ValueError(f"not a saved game: {e}") from None
+        except RecursionError:  # json.loads recurses once per bracket of a nested file
+            raise ValueError("not a saved game: nested too deeply") from None
         state = GameState.from_dict(state_dict, rules)
         game = cls(len(state.scores), rules, seed)
         game.state = state

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +11,7 @@ from gymnasium import spaces
 
 from envs.driver import decision_of, play
 from envs.encoding import OBS_LOW, ObsSpec
-from envs.game import DECIDE, OVER, Event, Game, IllegalMoveError, Rolled
+from envs.game import DECIDE, OVER, Event, Game, IllegalMoveError, Rolled, action_index
 from envs.policy import resolve_policy
 from envs.render import render_rgb, render_text
 from envs.rules import NUM_ACTIONS, Rules
@@ -178,14 +177,7 @@ class FiveThousandEnv(gym.Env):
         return self._observation(), self._info()
 
     def step(self, action):
-        try:
-            if isinstance(action, bool | np.bool_):
-                raise TypeError
-            action = operator.index(action)
-            if not 0 <= action < NUM_ACTIONS:
-                raise TypeError
-        except TypeError:
-            raise ValueError(f"action must be an integer in 0..63, got {action!r}") from None
+        action = action_index(action)
         if self._done:
             raise RuntimeError("the episode is over: call reset() before step()")
         game = self.game

@@ -15,7 +15,8 @@ game with -1 for the offender and 0 for the others (PettingZoo's classic convent
 ``obs_encoding="rich"`` gives the richer vector the trained agents read.
 
 Use ``env()`` for the wrapped environment (illegal moves end the game with -1 for the
-offender, out-of-range actions and API misuse raise) or ``raw_env`` for the bare one.
+offender, API misuse raises, and an action outside 0..63 raises ValueError, as in
+``raw_env``) or ``raw_env`` for the bare one.
 """
 
 from __future__ import annotations
@@ -28,17 +29,30 @@ from pettingzoo.utils import wrappers
 
 from envs.driver import any_decision, play
 from envs.encoding import OBS_LOW, ObsSpec
-from envs.game import MAX_PLAYERS, MIN_PLAYERS, OVER, Game
+from envs.game import MAX_PLAYERS, MIN_PLAYERS, OVER, Game, action_index
 from envs.render import render_text
 from envs.rules import NUM_ACTIONS, Rules
 
 
 def env(**kwargs) -> AECEnv:
-    """The AEC environment with PettingZoo's standard safety wrappers."""
+    """The AEC environment with PettingZoo's standard safety wrappers, an action
+    outside the action space refused by ValueError rather than asserted."""
     aec = raw_env(**kwargs)
     aec = wrappers.TerminateIllegalWrapper(aec, illegal_reward=-1)
-    aec = wrappers.AssertOutOfBoundsWrapper(aec)
+    aec = CheckedActions(aec)
     return wrappers.OrderEnforcingWrapper(aec)
+
+
+class CheckedActions(wrappers.BaseWrapper):
+    """PettingZoo's AssertOutOfBoundsWrapper as a one-line ValueError: an assert
+    vanishes under ``python -O``, and an action past the mask would reach
+    TerminateIllegalWrapper's mask lookup (an IndexError, or -1 read as action 63)."""
+
+    def step(self, action: int | None) -> None:
+        agent = self.agent_selection
+        if action is not None or not (self.terminations[agent] or self.truncations[agent]):
+            action_index(action)
+        super().step(action)
 
 
 class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
@@ -114,8 +128,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        action = action_index(action)  # refused before anything changes
         self._cumulative_rewards[agent] = 0
-        self.game.act(int(action))
+        self.game.act(action)
         self._roll_until_decision()
         self._accumulate_rewards()
         if self.render_mode == "human":

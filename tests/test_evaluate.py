@@ -419,3 +419,13 @@ def test_evaluate_plays_batched_unless_asked_per_game(tmp_path, capsys, flag, ba
     summary = json.loads(path.read_text())
     assert summary["batched"] is batched and summary["games"] == 100
     assert ("batched)" if batched else "per game)") in capsys.readouterr().out
+
+
+def test_workers_beyond_the_cpus_are_capped_with_a_note(monkeypatch, capsys):
+    """issue 28 item 11: --workers 10000 plays with the CPUs there are, and says so in
+    one line (a note: the tournament still plays)."""
+    monkeypatch.setattr(tour, "usable_cpus", lambda: 2)
+    assert evaluate.main(["smart", "turn-ev", "--games", "4", "--workers", "10000"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip() == "note: 10000 workers asked, 2 CPUs usable here: 2 workers"
+    assert "2 worker(s)" in captured.out and "10000" not in captured.out

@@ -537,6 +537,27 @@ def test_a_saved_game_that_is_not_an_object_of_rules_and_state_is_refused(text):
         Game.from_json(text)
 
 
+DEEP = "[" * 100_000 + "]" * 100_000  # json.loads recurses once per bracket
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["the whole save", "the rules", "the state", "a score"],
+)
+def test_a_saved_game_nested_too_deeply_is_a_one_line_value_error(where):
+    """Issue 28 item 11: json.loads raised RecursionError, not the loader's ValueError."""
+    saved = json.loads(Game(2, seed=0).to_json())
+    if where == "the rules":
+        saved["rules"] = "DEEP"
+    elif where == "the state":
+        saved["state"] = "DEEP"
+    elif where == "a score":
+        saved["state"]["scores"] = "DEEP"
+    text = DEEP if where == "the whole save" else json.dumps(saved).replace('"DEEP"', DEEP)
+    with pytest.raises(ValueError, match="^not a saved game: nested too deeply$"):
+        Game.from_json(text)
+
+
 # ------------------------------------------------- the dice stream's state
 def _dice_state(**changes):
     g = Game(2, seed=1)

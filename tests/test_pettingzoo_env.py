@@ -87,3 +87,17 @@ def test_truncation_after_max_turns():
 @pytest.mark.filterwarnings("ignore:Observation is not a NumPy array")
 def test_rich_encoding_passes_the_api_test():
     api_test(make_env(n_players=3, obs_encoding="rich"), num_cycles=300)
+
+
+@pytest.mark.parametrize("make", [make_env, raw_env], ids=["env", "raw_env"])
+@pytest.mark.parametrize("action", [64, -1, np.int64(70), 1.5, "3", True, None])
+def test_an_action_outside_the_space_is_a_one_line_value_error(make, action):
+    """Issue 28 item 11: env() asserted (an AssertionError, gone under python -O) and
+    raw_env read 1.5, "3" and True as actions 1, 3 and 1; now a ValueError, nothing
+    changed."""
+    aec = make(n_players=2)
+    aec.reset(seed=0)
+    before = (aec.agent_selection, aec.unwrapped.game.to_json())
+    with pytest.raises(ValueError, match=r"^action must be an integer in 0\.\.63, got "):
+        aec.step(action)
+    assert (aec.agent_selection, aec.unwrapped.game.to_json()) == before

@@ -586,3 +586,14 @@ def test_a_reader_that_leaves_early_ends_play_quietly_issue_28(args, stdin):
     finally:
         os.close(write)
     assert (result.returncode, result.stderr) == (1, "")
+
+
+@pytest.mark.parametrize("option", ["--replay", "--load"])
+def test_a_file_nested_too_deeply_is_refused_in_one_line(tmp_path, option, capsys):
+    """Issue 28 item 11: json's RecursionError on a deeply nested file is a one-line
+    refusal naming the file, not a traceback."""
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert play.main([option, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "nested too deeply" in err

@@ -128,7 +128,8 @@ def read_config_json(path: Path) -> dict:
     """A run's config.json as a dict, every problem reported in one line naming it."""
     try:
         saved = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        # RecursionError: json.loads on a file nested thousands of levels deep
         raise ValueError(f"{path} is unreadable: {e}") from None
     if not isinstance(saved, dict):
         kinds = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}

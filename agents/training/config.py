@@ -234,19 +234,24 @@ def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
     return pool
 
 
-def with_params(config: TrainConfig, params: list[str]) -> TrainConfig:
-    """`config` with --params KEY=VALUE ... applied (values read as YAML: typed, never
-    evaluated as code)."""
-    values = dataclasses.asdict(config)
+def parse_params(params: list[str]) -> dict[str, Any]:
+    """--params KEY=VALUE ... as {KEY: value}, the values read as YAML (typed, never
+    evaluated as code); train.py's and train_planner.py's."""
+    values = {}
     for item in params:
         key, sep, raw = item.partition("=")
         if not sep:
             raise ValueError(f"--params takes KEY=VALUE, got {item!r}")
         try:
             values[key.strip()] = yaml.safe_load(raw)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError):
             raise ValueError(f"--params {item!r}: the value is not a YAML scalar or list") from None
-    return make_config(values)
+    return values
+
+
+def with_params(config: TrainConfig, params: list[str]) -> TrainConfig:
+    """`config` with --params KEY=VALUE ... applied."""
+    return make_config({**dataclasses.asdict(config), **parse_params(params)})
 
 
 def make_config(values: dict[str, Any]) -> TrainConfig:
@@ -339,18 +344,35 @@ def preset_path(preset: str) -> Path:
     )
 
 
-def read_preset(preset: str) -> tuple[Path, dict]:
-    """A preset's file and its values (a mapping of config keys), checked."""
+def read_preset(preset: str, script: str = "train.py") -> tuple[Path, dict]:
+    """A preset's file and its values (a mapping of config keys), checked to be a preset
+    of `script` ("train.py" or "train_planner.py"): one of the other script's is
+    refused in one line saying whose it is."""
     from agents.neural import first_line
 
     path = preset_path(preset)
     try:
         data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
         raise ValueError(f"cannot read preset {path}: {first_line(e)}") from None
     if not isinstance(data, dict):
         raise ValueError(f"preset {path} must be a mapping of config keys")
+    keys = preset_keys()
+    (other,) = set(keys) - {script}
+    if not set(data) <= keys[script] and set(data) <= keys[other]:
+        raise ValueError(
+            f"preset {preset!r} is a preset of {other}, not {script}: "
+            f"python {other} --preset {preset}"
+        )
     return path, data
+
+
+def preset_keys() -> dict[str, set[str]]:
+    """Each training script's config keys: TrainConfig's, PlannerConfig's."""
+    from agents.training.value_iteration import PlannerConfig  # which imports this module
+
+    planner = {f.name for f in dataclasses.fields(PlannerConfig)}
+    return {"train.py": set(TYPES), "train_planner.py": planner}
 
 
 def load_preset(preset: str) -> TrainConfig:

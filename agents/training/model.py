@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from agents.threads import one_thread_per_process
 from agents.training.config import NETWORK_KEYS, TrainConfig, init_path, parse_opponents
 
 
@@ -15,6 +16,13 @@ def make_env(config: TrainConfig):
     from envs.gym_env import FiveThousandEnv
 
     return Monitor(FiveThousandEnv(**env_options(config)))
+
+
+def make_worker_env(config: TrainConfig):
+    """``make_env`` in a SubprocVecEnv worker process: one thread of numeric work (the
+    workers are the parallelism), set before SB3 loads torch there."""
+    one_thread_per_process()
+    return make_env(config)
 
 
 def env_options(config: TrainConfig) -> dict:
@@ -40,7 +48,8 @@ def make_vec_env(config: TrainConfig):
 
         vec = BatchedVecEnv(FiveThousandVectorEnv(config.n_envs, **env_options(config)))
     else:
-        fns = [partial(make_env, config) for _ in range(config.n_envs)]
+        make = make_worker_env if kind == "subproc" else make_env
+        fns = [partial(make, config) for _ in range(config.n_envs)]
         vec = SubprocVecEnv(fns) if kind == "subproc" else DummyVecEnv(fns)
     vec.seed(config.seed)
     return vec

@@ -62,6 +62,7 @@ from agents import MODEL_SUFFIXES, make_policy
 from agents.batched import batched
 from agents.neural import short_name
 from agents.planner import PlannerBot
+from agents.threads import one_thread_per_process
 from agents.tournament import seat_record, standard_table
 from agents.training.config import FRACTION, POSITIVE, ROOT, check_bounds
 from agents.value_net import MAX_PLAYERS, FeatureSpec, ValueNet
@@ -438,6 +439,7 @@ def _init_worker(cfg: PlannerConfig, net: ValueNet, forked: bool = True) -> None
     if forked:  # the parent handles Ctrl-C and stops the pool (SIGTERM) itself
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        one_thread_per_process()  # the pool is the parallelism
     # one planner per process and network: its plans are cached across jobs
     _WORKER.update(cfg=cfg, net=net, planner=PlannerBot(net, rules=cfg.rules))
 

@@ -229,7 +229,11 @@ def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Exact values of optimal 5000 play.")
+    """The command line of ``python -m agents.optimal`` (run by ``__main__.py``): the
+    exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.optimal", description="Exact values of optimal 5000 play."
+    )
     parser.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--plot", metavar="PATH.png", help="draw the optimal banking strategy")
@@ -268,7 +272,3 @@ def main(argv: list[str] | None = None) -> int:
         if not args.json:
             print(f"  strategy picture written to {args.plot}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,276 @@
+"""Issue 28 items 8 and 11: the training, sweep and export commands refuse what they
+cannot do (an unwritable runs folder, another script's preset, a file nested too deeply,
+a wrong .npz) in one line before any work, train_planner.py takes --params, and
+``python -m agents.optimal`` runs without runpy's warning."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import evaluate
+import export
+import sweep
+import train
+import train_planner
+from agents import ray_tools
+from agents.training.checkpoint import read_config_json
+from agents.training.config import TrainConfig
+from agents.training.value_iteration import PlannerConfig
+from agents.value_net import KIND
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = {"train.py": train.main, "train_planner.py": train_planner.main, "sweep.py": sweep.main}
+# Small runs, so that a command which failed to refuse (the old code) ends quickly.
+SMALL = {
+    "train.py": ["--preset", "quick", "--no-progress", "--n-timesteps", "256", "--params"]
+    + ["n_envs=2", "n_steps=128", "batch_size=128", "eval_freq=0", "checkpoint_freq=256"],
+    "train_planner.py": ["--target", "1000", "--entry", "300", "--hidden", "8"]
+    + ["--iterations", "1", "--games-per-iteration", "1", "--fit-steps", "1"]
+    + ["--eval-freq", "0", "--eval-games", "2", "--eval-tables", "threshold:300", "--no-progress"],
+    "sweep.py": ["--grid", "learning_rate=1e-4,1e-3", "--no-progress"],
+}
+
+
+def files(folder: Path) -> list[tuple[str, bytes]]:
+    """Every file under `folder` with its bytes (to show that nothing was written)."""
+    return [(str(p), p.read_bytes()) for p in sorted(folder.rglob("*")) if p.is_file()]
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err, err
+    return err
+
+
+# ------------------------------------------------------------ item 8: unwritable folders
+@pytest.fixture
+def deny_writes(monkeypatch):
+    """Folders made unwritable as os.access sees them: chmod 0o500 does not stop root,
+    whom the tests may run as. Returns a function that adds a folder."""
+    denied: list[Path] = []
+    access = os.access
+
+    def patched(path, mode, **kwargs):
+        named = isinstance(path, str | os.PathLike)  # not a file descriptor
+        if mode & os.W_OK and named and Path(path).resolve() in denied:
+            return False
+        return access(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", patched)
+    return lambda folder: denied.append(Path(folder).resolve())
+
+
+def saved_run(script: str, folder: Path) -> None:
+    """A run (or sweep) folder as far as --resume first looks at it."""
+    folder.mkdir(parents=True)
+    if script == "sweep.py":
+        (folder / "sweep.json").write_text("{}")
+        return
+    config = TrainConfig(run_name=folder.name) if script == "train.py" else PlannerConfig()
+    (folder / "config.json").write_text(json.dumps(dataclasses.asdict(config)))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize("case", ["under a file", "read-only runs folder", "read-only resume"])
+def test_an_unwritable_folder_is_refused_before_any_work(
+    script, case, tmp_path, capsys, monkeypatch, deny_writes
+):
+    """Issue 28 item 8: these crashed with a traceback once they first wrote (sweep.py
+    after starting Ray); now one line, exit 2, nothing written, Ray not started."""
+    monkeypatch.setattr(ray_tools, "session", lambda *a, **k: pytest.fail("Ray started"))
+    (tmp_path / "a-file").write_text("")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    if case == "under a file":  # a folder that cannot be made, whoever runs the test
+        argv = [*SMALL[script], "--checkpoints", str(tmp_path / "a-file" / "runs")]
+        blocked = tmp_path / "a-file"
+    elif case == "read-only runs folder":
+        argv, blocked = [*SMALL[script], "--checkpoints", str(runs)], runs
+        deny_writes(runs)
+    else:
+        blocked = runs / "sweeps" / "s" if script == "sweep.py" else runs / "r"
+        saved_run(script, blocked)
+        argv = ["--resume", str(blocked), "--checkpoints", str(runs)]
+        deny_writes(blocked)
+    before = files(tmp_path)
+    assert SCRIPTS[script](argv) == 2
+    assert f"{blocked} is not a writable folder" in one_line_error(capsys)
+    assert files(tmp_path) == before
+
+
+# ------------------------------------------------------------ item 11: presets and --params
+@pytest.mark.parametrize(
+    "script, preset, advice",
+    [
+        ("train.py", "planner_2p", "python train_planner.py --preset planner_2p"),
+        ("train.py", "planner_multi", "python train_planner.py --preset planner_multi"),
+        ("sweep.py", "planner_2p", "python train_planner.py --preset planner_2p"),
+        ("train_planner.py", "quick", "python train.py --preset quick"),
+        ("train_planner.py", "ppo_2p", "python train.py --preset ppo_2p"),
+    ],
+)
+def test_a_preset_of_the_other_training_script_says_whose_it_is(
+    script, preset, advice, tmp_path, capsys
+):
+    """Issue 28 item 11: train.py --preset planner_2p said "players must be an integer,
+    got [2]"."""
+    argv = ["--preset", preset, "--checkpoints", str(tmp_path)]
+    argv += ["--grid", "learning_rate=1e-4,1e-3"] if script == "sweep.py" else []
+    assert SCRIPTS[script](argv) == 2
+    assert advice in one_line_error(capsys)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--params", "iterations=7"], {"iterations": 7}),
+        (["--iterations", "5", "--params", "iterations=7"], {"iterations": 7}),  # last wins
+        (
+            ["--params", "learning_rate=1e-3", "epsilon=0.2"],
+            {"learning_rate": 1e-3, "epsilon": 0.2},
+        ),
+        (
+            ["--params", "hidden=[8, 4]", "opponents=[smart]"],
+            {"hidden": [8, 4], "opponents": ["smart"]},
+        ),
+        (["--preset", "planner_2p", "--params", "fit_steps=9"], {"fit_steps": 9, "iterations": 60}),
+    ],
+)
+def test_train_planner_takes_params_last(argv, expected, tmp_path):
+    """Issue 28 item 11: train_planner.py had no --params (train.py's, shared)."""
+    quick = ["--eval-tables", "threshold:300"]  # the default tables load a PPO model: seconds
+    args, given = train_planner.parse_args([*argv, *quick, "--checkpoints", str(tmp_path)])
+    config = train_planner.prepare(args, given)[0]
+    assert {key: getattr(config, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--params", "iterations"], "--params takes KEY=VALUE"),
+        (["--params", "iterations=x"], "--params: iterations must be an integer, got 'x'"),
+        (["--params", "iterations=1.5"], "--params: iterations must be an integer"),
+        (["--params", "players=2"], "--params: players must be a list of integers"),
+        (["--params", "colour=red"], "--params: unknown key 'colour'"),
+        (["--params", "hidden=[8"], "the value is not a YAML scalar or list"),
+        (["--params", "eval_freq=-1"], "eval_freq"),
+    ],
+)
+def test_bad_planner_params_are_one_line_with_nothing_written(argv, message, tmp_path, capsys):
+    """Issue 28 item 11: --params checked like every other planner setting."""
+    assert train_planner.main([*argv, "--checkpoints", str(tmp_path)]) == 2
+    assert message in one_line_error(capsys)
+    assert not any(tmp_path.iterdir())
+
+
+def test_resume_refuses_params(tmp_path, capsys):
+    saved_run("train_planner.py", tmp_path / "r")
+    assert train_planner.main(["--resume", str(tmp_path / "r"), "--params", "iterations=9"]) == 2
+    assert "takes only" in one_line_error(capsys)
+
+
+# ------------------------------------------------------------ item 11: python -m
+@pytest.mark.parametrize("module", ["agents.optimal", "agents.regret"])
+def test_python_m_runs_without_runpy_warning(module):
+    """Issue 28 item 11: `python -m agents.optimal` warned that agents.optimal was in
+    sys.modules before it ran (agents imports it); now the command is its __main__."""
+    result = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", module, "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.startswith("usage: ")
+
+
+# ------------------------------------------------------------ item 11: deep JSON and YAML
+DEEP = "[" * 100_000 + "]" * 100_000  # json.loads recurses once per bracket (in C: fast)
+# PyYAML recurses twice per bracket, in Python, and slows down with the depth: 600 is
+# past the recursion limit (1000 frames) and takes a fraction of a second.
+DEEP_YAML = "[" * 600 + "]" * 600
+
+
+def deep_sweep(tmp_path: Path) -> None:
+    saved_run("sweep.py", tmp_path / "sweeps" / "s")
+    (tmp_path / "sweeps" / "s" / "sweep.json").write_text(DEEP)
+    assert sweep.main(["--resume", "s", "--checkpoints", str(tmp_path)]) == 2
+
+
+def deep_config(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(DEEP)
+    read_config_json(tmp_path / "config.json")
+
+
+def deep_export_config(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(DEEP)
+    export.run_config(tmp_path / "model.zip")
+
+
+def deep_preset(tmp_path: Path) -> None:
+    (tmp_path / "deep.yaml").write_text(DEEP_YAML)
+    assert (
+        train.main(["--preset", str(tmp_path / "deep.yaml"), "--checkpoints", str(tmp_path)]) == 2
+    )
+
+
+def deep_params(tmp_path: Path) -> None:
+    assert train.main(["--params", f"opponents={DEEP_YAML}", "--checkpoints", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize(
+    "load", [deep_sweep, deep_config, deep_export_config, deep_preset, deep_params]
+)
+def test_files_nested_too_deeply_are_one_line_errors(load, tmp_path, capsys):
+    """Issue 28 item 11: json.loads and yaml.safe_load raise RecursionError on deep
+    nesting; each loader now turns it into its one-line ValueError."""
+    try:
+        load(tmp_path)
+    except ValueError as e:  # the library loaders raise; the commands print and exit 2
+        assert "\n" not in str(e)
+    else:
+        one_line_error(capsys)
+
+
+# ------------------------------------------------------------ item 11: one wording for a .npz
+def write_npz(kind: str, path: Path) -> None:
+    """A file named .npz that is not what it should be."""
+    if kind == "text":
+        path.write_text("not an archive")
+    elif kind == "foreign zip":
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("notes.txt", "hello")
+    elif kind == "foreign npz":
+        np.savez(path, weights=np.zeros(3))
+    elif kind == "unknown kind":
+        np.savez(path, meta=np.array(json.dumps({"kind": "alien"})))
+    elif kind == "empty value net":
+        np.savez(path, meta=np.array(json.dumps({"kind": KIND})))
+
+
+@pytest.mark.parametrize(
+    "kind", ["missing", "text", "foreign zip", "foreign npz", "unknown kind", "empty value net"]
+)
+def test_export_and_evaluate_describe_a_wrong_npz_alike(kind, tmp_path, capsys):
+    """Issue 28 item 11: export.py called every .npz that is no value net "a self-play
+    snapshot"; now both commands say what the loader says, in the same line."""
+    path = tmp_path / "bot.npz"
+    write_npz(kind, path)
+    before = files(tmp_path)
+    assert export.main([str(path), "-o", str(tmp_path / "bot.onnx")]) == 2
+    exported = one_line_error(capsys)
+    assert evaluate.main([str(path), "smart", "--games", "2"]) == 2
+    assert one_line_error(capsys) == exported
+    assert "self-play snapshot, which cannot be exported" not in exported
+    assert files(tmp_path) == before
