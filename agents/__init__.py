@@ -77,8 +77,14 @@ def make_policy(spec: str | Policy) -> Policy:
     if name == "threshold":
         if arg.isascii() and arg.isdigit():  # not '²', which int() refuses
             return BatchedThresholdBot(int(arg))
-        raise ValueError(f"bad bot {spec!r}: threshold needs a whole number; {accepted}")
-    raise ValueError(f"unknown bot {spec!r}; {accepted}")
+        raise ValueError(f"bad bot {_quote(spec)}: threshold needs a whole number; {accepted}")
+    raise ValueError(f"unknown bot {_quote(spec)}; {accepted}")
+
+
+def _quote(spec: str, limit: int = 60) -> str:
+    """`spec` as an error quotes it: cut to `limit` characters (a name typed or sent by
+    someone can be any length, and the error must stay one short line)."""
+    return repr(spec if len(spec) <= limit else spec[:limit] + "...")
 
 
 def _load_npz(path: str) -> Policy:

@@ -20,7 +20,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def client(folder, **kw) -> TestClient:
-    return TestClient(create_app(folder, **kw))
+    # localhost: the server answers only the Host names it was started for (issue 28)
+    return TestClient(create_app(folder, **kw), base_url="http://localhost")
+
+
+def restart(c: TestClient, **kw) -> TestClient:
+    """A new server over `c`'s data folder, `c`'s stopped first (one server a folder)."""
+    store = c.app.state.store
+    store.close()
+    return client(store.folder, **kw)
+
+
+def move(c, view: dict, action: int):
+    """The human's `action` at `view`'s position (the move names it: issue 28 item 4)."""
+    return c.post(f"/api/games/{view['id']}/move", json={"action": action, "at": view["at"]})
 
 
 def new_game(c, bots=("smart",), seat=0, hold="free", seed=1) -> dict:
@@ -48,7 +61,7 @@ def play_on(c, view: dict, decisions: int = 10_000) -> dict:
         if decisions == 0:
             break
         decisions -= 1
-        r = c.post(f"/api/games/{gid}/move", json={"action": greedy(view)})
+        r = move(c, view, greedy(view))
         assert r.status_code == 200, r.text
         view = r.json()
     return view
@@ -76,7 +89,7 @@ def test_bots_move_one_step_at_a_time_with_readable_events(tmp_path):
     kinds = set()
     for _ in range(60):
         if view["status"] == "you":
-            view = c.post(f"/api/games/{view['id']}/move", json={"action": greedy(view)}).json()
+            view = move(c, view, greedy(view)).json()
             continue
         seat = view["current"]
         view = c.post(f"/api/games/{view['id']}/step").json()  # no body: one step
@@ -147,7 +160,7 @@ def test_malformed_and_oversized_bodies(tmp_path):
     assert r.status_code == 413
 
 
-BAD_MOVES = [  # (body, status, words)
+BAD_MOVES = [  # (body, status, words); "at" is the view's unless the row gives one
     ({"action": 64}, 422, "action"),
     ({"action": -1}, 422, "action"),
     ({"action": "1"}, 422, "action"),
@@ -157,6 +170,10 @@ BAD_MOVES = [  # (body, status, words)
     ({}, 422, "action: Field required"),
     ({"action": 1, "also": 2}, 422, "also"),
     ({"action": 0}, 400, "illegal action"),  # holds nothing (R5)
+    ({"action": 1, "at": -1}, 422, "at"),
+    ({"action": 1, "at": "3"}, 422, "at"),
+    ({"action": 1, "at": None}, 422, "at"),
+    ({"action": 0, "at": 0}, 409, "a repeated or late request"),  # issue 28 item 4
 ]
 
 
@@ -167,7 +184,7 @@ def test_a_bad_move_is_refused_and_changes_nothing(tmp_path, body, status, words
     assert view["status"] == "you"
     gid = view["id"]
     saved = (tmp_path / f"{gid}.json").read_bytes()
-    r = c.post(f"/api/games/{gid}/move", json=body)
+    r = c.post(f"/api/games/{gid}/move", json={"at": view["at"], **body})
     assert r.status_code == status and words in r.json()["error"]
     assert "\n" not in r.json()["error"]
     assert c.get(f"/api/games/{gid}").json() == {**view, "events": []}
@@ -178,7 +195,7 @@ def test_an_illegal_hold_names_the_legal_actions(tmp_path):
     c = client(tmp_path)
     view = play_on(c, new_game(c, seed=2), decisions=0)
     illegal = next(a for a, ok in enumerate(view["mask"]) if not ok and a)
-    r = c.post(f"/api/games/{view['id']}/move", json={"action": illegal})
+    r = move(c, view, illegal)
     assert r.status_code == 400 and "legal:" in r.json()["error"]
 
 
@@ -187,7 +204,7 @@ def test_requests_out_of_turn_and_unknown_games(tmp_path):
     view = new_game(c, seed=4)
     gid = view["id"]
     assert view["status"] == "wait"
-    r = c.post(f"/api/games/{gid}/move", json={"action": 1})
+    r = move(c, view, 1)
     assert (r.status_code, r.json()["error"]) == (409, "it is not your move")
     assert c.get(f"/api/games/{gid}/hint").status_code == 409
     view = play_on(c, view, decisions=0)
@@ -203,11 +220,12 @@ def test_requests_out_of_turn_and_unknown_games(tmp_path):
         ("GET", "/replay"),
         ("POST", "/step"),
         ("POST", "/rematch"),
+        ("DELETE", ""),
     ]:
         for other in ("nope", gid[:-1] + ("A" if gid[-1] != "A" else "B"), "..%2Fsecrets"):
             r = c.request(method, f"/api/games/{other}{path}")
             assert r.status_code == 404 and r.json()["error"] in ("no such game", "Not Found")
-    r = c.post("/api/games/nope/move", json={"action": 1})
+    r = c.post("/api/games/nope/move", json={"action": 1, "at": 0})
     assert r.status_code == 404
     assert c.get("/api/nothing").status_code == 404
     assert len(gid) >= 40  # 256 random bits
@@ -217,7 +235,7 @@ def test_a_finished_game_refuses_moves_and_offers_a_rematch(tmp_path):
     c = client(tmp_path)
     view = play_on(c, new_game(c, bots=["threshold:350", "random"], seat=2, seed=6))
     gid = view["id"]
-    for path, body in [("move", {"action": 1}), ("step", {"steps": 1})]:
+    for path, body in [("move", {"action": 1, "at": view["at"]}), ("step", {"steps": 1})]:
         r = c.post(f"/api/games/{gid}/{path}", json=body)
         assert (r.status_code, r.json()["error"]) == (409, "the game is over")
     again = c.post(f"/api/games/{gid}/rematch")
@@ -234,7 +252,7 @@ def test_a_game_resumes_after_a_restart_exactly(tmp_path):
     c = client(folder)
     view = play_on(c, new_game(c, seed=11), decisions=3)
     for _ in range(2):
-        c = client(folder)  # a new app over the same data folder
+        c = restart(c)  # a new app over the same data folder
         assert c.get("/api/problems").json() == {"problems": []}
         resumed = c.get(f"/api/games/{view['id']}").json()
         assert resumed == {**view, "events": []}
@@ -281,7 +299,7 @@ def test_corrupt_saves_are_reported_and_skipped(tmp_path, caplog):
     view = play_on(c, new_game(c, seed=9), decisions=2)
     good = json.loads((tmp_path / f"{view['id']}.json").read_text())
     bad = corrupt_saves(tmp_path, good)
-    c = client(tmp_path)
+    c = restart(c)
     problems = c.get("/api/problems").json()["problems"]
     assert sorted(p["file"] for p in problems) == sorted(bad)
     assert all(p["error"] and "\n" not in p["error"] for p in problems)
@@ -297,28 +315,16 @@ def test_corrupt_saves_are_reported_and_skipped(tmp_path, caplog):
     assert play_on(c, c.get(f"/api/games/{view['id']}").json())["status"] == "over"
 
 
-def test_stored_games_are_bounded(tmp_path):
-    c = client(tmp_path, max_games=2)
-    first = play_on(c, new_game(c, seed=1))
-    second = new_game(c, seed=2)
-    third = new_game(c, seed=3)  # the finished first game makes room
-    assert not (tmp_path / f"{first['id']}.json").exists()
-    assert c.get(f"/api/games/{first['id']}").status_code == 404
-    r = c.post("/api/games", json={"bots": ["smart"]})
-    assert r.status_code == 409 and "in progress" in r.json()["error"]
-    assert {p.stem for p in tmp_path.glob("*.json")} == {second["id"], third["id"]}
-
-
 def test_a_failed_save_leaves_the_game_unchanged(tmp_path, monkeypatch):
-    app = create_app(tmp_path)
-    c = TestClient(app)
+    c = client(tmp_path)
+    app = c.app
     view = play_on(c, new_game(c, seed=2), decisions=0)
 
     def broken(web):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(app.state.store, "save", broken)
-    r = c.post(f"/api/games/{view['id']}/move", json={"action": greedy(view)})
+    r = move(c, view, greedy(view))
     assert r.status_code == 503 and "No space left" in r.json()["error"]
     assert c.get(f"/api/games/{view['id']}").json() == {**view, "events": []}
 
@@ -331,7 +337,7 @@ def test_hints_exact_for_two_players(tmp_path):
     assert h["available"] and h["exact"] and h["source"] == "optimal"
     assert view["mask"][h["action"]] and sum(h["chances"]) == pytest.approx(1)
     assert h["marked"] == [i for i in range(5) if h["action"] >> i & 1]
-    assert c.post(f"/api/games/{view['id']}/move", json={"action": h["action"]}).status_code == 200
+    assert move(c, view, h["action"]).status_code == 200
 
 
 def test_hints_estimated_for_more_players_or_unavailable(tmp_path):

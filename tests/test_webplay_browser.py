@@ -1,6 +1,8 @@
 """The web page in a real browser: Debian's Chromium driven by Playwright, against the
 app served by uvicorn in a thread. A whole game played by clicking (with a hint, an
-illegal hold, a reload mid-game), the new-game form, the replay and a phone-sized screen.
+illegal hold, a reload mid-game, a repeated move refused), the new-game form (abandoning
+the game left), the replay and a phone-sized screen; all under the server's
+Content-Security-Policy, which the page must not violate.
 
 Screenshots go to $WEBPLAY_SCREENSHOTS if set (``WEBPLAY_SCREENSHOTS=docs/screenshots``
 refreshes the README's picture), else to the test's temporary folder.
@@ -12,6 +14,7 @@ import shutil
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -77,10 +80,25 @@ def api(base: str, path: str, body: dict | None = None) -> dict:
         return json.loads(r.read())
 
 
+def http_status(base: str, path: str) -> int:
+    """The HTTP status of GET `path`."""
+    try:
+        with urllib.request.urlopen(base + path) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
 def new_page(browser, viewport=None):
+    """A page whose script errors and Content-Security-Policy violations are collected
+    in ``page.errors`` (issue 28 item 6: the page works under the CSP)."""
     page = browser.new_page(viewport=viewport or {"width": 1000, "height": 900})
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on(
+        "console",
+        lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None,
+    )
     page.errors = errors
     return page
 
@@ -120,9 +138,10 @@ def try_partial_hold(page) -> bool:
 def test_a_whole_game_by_clicking(server, browser, shots):
     game = api(server, "/api/games", {"bots": ["planner-2p"], "seed": SEED})
     page = new_page(browser)
-    page.goto(f"{server}/?delay=0#game={game['id']}")
+    answer = page.goto(f"{server}/?delay=0#game={game['id']}")
+    assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
     decisions = 0
-    hinted = reloaded = partial = disabled_die = forged = False
+    hinted = reloaded = partial = disabled_die = forged = repeated = False
     while settle(page) == "you":
         decisions += 1
         if decisions == 2:  # a hint: best move and win probability (exact, 2 players)
@@ -148,7 +167,7 @@ def test_a_whole_game_by_clicking(server, browser, shots):
             status = page.evaluate(
                 """async () => (await fetch(`/api/games/${view.id}/move`, {method: 'POST',
                    headers: {'Content-Type': 'application/json'},
-                   body: JSON.stringify({action: 0})})).status"""
+                   body: JSON.stringify({action: 0, at: view.at})})).status"""
             )
             assert status == 400
             assert api(server, f"/api/games/{game['id']}")["roll"] == roll
@@ -163,8 +182,28 @@ def test_a_whole_game_by_clicking(server, browser, shots):
         for die in page.locator("#dice button.die:not([disabled])").all():
             if "selected" not in (die.get_attribute("class") or ""):
                 die.click()
-        page.click("#bank-btn" if page.locator("#bank-btn").is_enabled() else "#roll-btn")
-    assert hinted and reloaded and forged and disabled_die
+        button = "#bank-btn" if page.locator("#bank-btn").is_enabled() else "#roll-btn"
+        if repeated:
+            page.click(button)
+            continue
+        # Issue 28 item 4: the move names the position it answers, so the same request
+        # sent again (a double click, a retry) is refused and plays nothing.
+        at = page.evaluate("view.at")
+        with page.expect_request(lambda r: r.url.endswith("/move")) as sent:
+            page.click(button)
+        body = sent.value.post_data_json
+        assert body["at"] == at
+        settle(page)
+        before = api(server, f"/api/games/{game['id']}")
+        again = page.evaluate(
+            """async (body) => (await fetch(`/api/games/${view.id}/move`, {method: 'POST',
+               headers: {'Content-Type': 'application/json'},
+               body: JSON.stringify(body)})).status""",
+            body,
+        )
+        assert again == 409 and api(server, f"/api/games/{game['id']}")["at"] == before["at"]
+        repeated = True
+    assert hinted and reloaded and forged and disabled_die and repeated
     assert partial, "this seed's game should offer a partial triple to try"
     winner = page.evaluate("view.winner")
     expect(page.locator("#over")).to_be_visible()
@@ -195,25 +234,35 @@ def test_a_whole_game_by_clicking(server, browser, shots):
 
 
 def test_the_new_game_form(server, browser):
+    left = api(server, "/api/games", {"bots": ["smart"], "seed": 2})  # a game in progress
     page = new_page(browser)
-    page.goto(f"{server}/?delay=0")
+    page.goto(f"{server}/?delay=0#game={left['id']}")
+    settle(page)
     page.keyboard.press("n")
     expect(page.locator("#setup")).to_be_visible()
+    expect(page.locator("#abandon-note")).to_be_visible()
     page.select_option("#opponents select >> nth=0", "planner-2p")
     page.check("input[name=hold][value=all]")
     page.click("#start")  # planner-2p values only the free hold rule: refused in one line
     expect(page.locator("#error")).to_contain_text("planner-2p values games under")
+    assert http_status(server, f"/api/games/{left['id']}") == 200  # a refused start loses nothing
     page.check("input[name=hold][value=free]")
     page.click("#add-bot")
     page.select_option("#opponents select >> nth=1", "turn-ev")
     page.select_option("#seat", value="2")
     page.click("#start")
+    page.wait_for_function("left => view.id !== left", arg=left["id"])
     status = settle(page)
     rows = scoreboard(page)
     assert len(rows) == 3 and "you" in rows[2].split()
     assert page.evaluate("view.bots") == ["planner-2p", "turn-ev", None]
     if status == "you":  # Roll needs a hold (one chosen for you when it is the only one)
         assert page.locator("#roll-btn").is_disabled() == page.evaluate("selected.size === 0")
+    # Issue 28 item 2: New game abandoned the unfinished game it left (its save deleted).
+    deadline = time.monotonic() + 10  # the page does not wait for that answer
+    while http_status(server, f"/api/games/{left['id']}") != 404:
+        assert time.monotonic() < deadline, "the game left was not abandoned"
+        time.sleep(0.05)
     assert not page.errors
 
 

@@ -3,22 +3,41 @@
 Every request body is a pydantic model (unknown fields, wrong types and out-of-range
 numbers refused), and every move is then checked by the engine; a refusal is a 4xx
 JSON answer ``{"error": "one line"}`` and leaves the game as it was. Game ids are
-unguessable (``secrets.token_urlsafe``); an unknown one is a 404.
+unguessable (``secrets.token_urlsafe``); an unknown one is a 404; DELETE abandons one.
+Which games are kept, and for how long: webplay.games.
+
+A move names the position it answers (``at``, the view's count of steps so far), so a
+repeated or late request (a double click, a retry) is refused (409) instead of being
+played at a later decision; a step request may name it too, and a repeated rematch
+answers the same new game.
+
+Each game has a lock of its own: a request waits only for requests on the same game, and
+one-time work (a model load, the 2-player solve of the first hint) only for requests
+that need it (``Catalogue.once``).
+
+Every response carries security headers (a strict Content-Security-Policy: the page
+has no inline script or style; no framing; no referrer; no MIME sniffing), and a request
+whose Host header is not one of the names the server answers to is refused (400), so a
+page of another site cannot drive a local server through DNS rebinding.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import logging
-import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
-from fastapi import Body, FastAPI, HTTPException, Request
+from fastapi import Body, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from agents.value_net import CHECKPOINTS, shipped_planner
 from envs.game import BankOutcome, IllegalMoveError
@@ -26,13 +45,32 @@ from envs.game_log import one_line
 from envs.render import count_dice
 from envs.rules import BANK_BIT, describe_action
 from webplay.bots import Catalogue
-from webplay.games import LOG_LINES, Store, StoreFull, WebGame, frame, replay_frames
+from webplay.games import (
+    LOG_LINES,
+    Limits,
+    Store,
+    StoreFull,
+    WebGame,
+    frame,
+    replay_frames,
+    said,
+)
 
 log = logging.getLogger("webplay")
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY = 4096  # bytes: the largest request (a new game with 7 bots) is far smaller
-MAX_GAMES = 500
 MAX_STEPS = 10_000
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")  # Host names a local server answers to
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+        b"form-action 'self'; frame-ancestors 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),  # frame-ancestors for older browsers
+    (b"referrer-policy", b"no-referrer"),
+]
 
 
 class NewGame(BaseModel):
@@ -47,17 +85,21 @@ class NewGame(BaseModel):
 
 class MoveRequest(BaseModel):
     """The human's decision: an action of the engine's encoding (bits 0-4 hold those
-    positions of the sorted roll, bit 5 banks)."""
+    positions of the sorted roll, bit 5 banks), and `at`, the view's ``at`` (the steps
+    played so far) of the position it answers."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     action: int = Field(ge=0, le=63)
+    at: int = Field(ge=0)
 
 
 class StepRequest(BaseModel):
-    """How many rolls and bot decisions to play (stopping at the human's decision)."""
+    """How many rolls and bot decisions to play (stopping at the human's decision); `at`,
+    if given, the view's ``at`` of the position they follow."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     steps: int = Field(1, ge=1, le=MAX_STEPS)
+    at: int | None = Field(None, ge=0)
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -117,6 +159,46 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+class SecurityHeaders:
+    """ASGI middleware: SECURITY_HEADERS on every response, an unexpected error's 500
+    included (answered here, in one line, then raised on for the server's log)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_with_headers(message: dict) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            if not started:
+                await _error(500, "internal server error")(scope, receive, send_with_headers)
+            raise
+
+
+def check_hosts(hosts: Sequence[str]) -> list[str]:
+    """`hosts` as TrustedHostMiddleware takes them; ValueError (one line) for a pattern it
+    would refuse (its own check is an assert)."""
+    for host in hosts:
+        wildcard = host == "*" or host.startswith("*.") or not host.startswith("*")
+        if not host or "*" in host[1:] or not wildcard:
+            raise ValueError(
+                f"allowed host {host!r}: give a name, an address, '*.example.com' or '*'"
+            )
+    return list(hosts)
+
+
 def bank_preview(outcome: BankOutcome, names: list[str]) -> str:
     """What banking would do, in a few words (for the Bank button)."""
     o = outcome
@@ -134,21 +216,33 @@ def bank_preview(outcome: BankOutcome, names: list[str]) -> str:
 def create_app(
     data: str | Path,
     *,
-    max_games: int = MAX_GAMES,
+    limits: Limits | None = None,
+    clock: Callable[[], float] = time.time,
+    allowed_hosts: Sequence[str] = LOCAL_HOSTS,
     max_body: int = MAX_BODY,
     catalogue: Catalogue | None = None,
     planners: str | Path = CHECKPOINTS,
 ) -> FastAPI:
-    """The app over the saved games of the folder `data` (created if missing); hints
-    for 3+ players come from a shipped planner in `planners` (``shipped_planner``)."""
+    """The app over the saved games of the folder `data` (created if missing, and locked
+    until the app shuts down: OSError EBUSY if another server holds it), kept by `limits`
+    (webplay.games) on the time of `clock`; it answers requests for the Host names
+    `allowed_hosts` only ('*' for any). Hints for 3+ players come from a shipped planner
+    in `planners` (``shipped_planner``)."""
+    hosts = check_hosts(allowed_hosts)
     catalogue = catalogue or Catalogue()
-    store = Store(Path(data), catalogue, max_games)
-    lock = threading.RLock()  # one game step at a time: the engine and bots are not shared-safe
-    hints: dict[tuple, object] = {}  # (players, rules) -> hint policy, or None if none fits
+    store = Store(Path(data), catalogue, limits, clock)
 
-    app = FastAPI(title="5000", docs_url=None, redoc_url=None, openapi_url=None)
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        store.close()
+
+    app = FastAPI(title="5000", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.store = store
+    # The last added runs first: the headers go on every answer, the refusals included.
     app.add_middleware(BodyLimit, limit=max_body)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
+    app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.exception_handler(StarletteHTTPException)
@@ -159,28 +253,53 @@ def create_app(
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(422, _validation_message(exc))
 
-    def get(gid: str) -> WebGame:
-        web = store.games.get(gid)
+    def address(request: Request) -> str:
+        """Who asks: the client's address (a proxy's forwarded one, see webplay.games); an
+        IPv6 one as its /64 network, which one subscriber usually holds whole."""
+        host = request.client.host if request.client else "unknown"
+        with contextlib.suppress(ValueError):  # not an IP address: the name as it is
+            if ipaddress.ip_address(host).version == 6:
+                return str(ipaddress.ip_network(f"{host}/64", strict=False))
+        return host
+
+    @contextlib.contextmanager
+    def locked(gid: str, request: Request) -> Iterator[WebGame]:
+        """The game `gid`, used by this request (404 if none), held for it alone."""
+        web = store.get(gid, address(request))
         if web is None:
             raise HTTPException(404, "no such game")
-        return web
+        with web.lock:
+            if web.gone:  # abandoned or expired while this request waited
+                raise HTTPException(404, "no such game")
+            yield web
+
+    def check_at(web: WebGame, at: int | None) -> None:
+        """409 unless `at` (if given) names the game's current position."""
+        if at is not None and at != len(web.log):
+            raise HTTPException(
+                409,
+                f"this request answers step {at} but the game is at step {len(web.log)} "
+                "(a repeated or late request): nothing was played",
+            )
 
     def policies(web: WebGame) -> dict[int, object]:
         return {i: catalogue.policy(k) for i, k in enumerate(web.bots) if k is not None}
 
     def hint_policy(web: WebGame):
         """optimal's solver (2 players, exact), a shipped planner (3+, an estimate), or
-        None."""
-        game = web.game
-        key = (game.n_players, game.rules)
-        if key not in hints:
-            if game.n_players == 2:
-                from agents.optimal import OptimalBot
+        None; made once per table, by the first request that needs it."""
+        n, rules = web.game.n_players, web.game.rules
 
-                hints[key] = OptimalBot(show_progress=False)
-            else:
-                hints[key] = shipped_planner(game.n_players, game.rules, planners)
-        return hints[key]
+        def make():
+            if n > 2:
+                return shipped_planner(n, rules, planners)
+            from agents.optimal import OptimalBot
+
+            bot = OptimalBot(show_progress=False)
+            bot.prepare(rules)  # the solve (or its cache), here rather than mid-hint
+            return bot
+
+        return catalogue.once(("hint", n, rules), make)
 
     def view(web: WebGame, events: list[dict] | None = None) -> dict:
         """Everything the page shows of a game."""
@@ -211,6 +330,7 @@ def create_app(
             hint = "estimate" if hint_policy(web) is not None else None
         return {
             "id": web.id,
+            "at": len(web.log),  # the steps so far: a move names the position it answers
             "status": status,
             "names": web.names,
             "bots": web.bots,
@@ -239,9 +359,9 @@ def create_app(
         try:
             store.save(web)
         except OSError as e:
-            store.games[web.id] = WebGame.from_dict(before, catalogue)
+            web.restore(before, catalogue)
             log.error("could not save game %s: %s", web.id, one_line(e))
-            raise HTTPException(503, f"could not save the game: {one_line(e)}") from None
+            raise HTTPException(503, f"could not save the game: {said(e)}") from None
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
@@ -256,7 +376,8 @@ def create_app(
         """Saved games that could not be read at start (skipped)."""
         return {"problems": store.problems}
 
-    def start(bots: list[str], seat: int, hold: str, seed: int | None) -> dict:
+    def start(bots: list[str], seat: int, hold: str, seed: int | None, client: str) -> WebGame:
+        """A new game of `client`'s, stored."""
         unknown = [k for k in bots if k not in catalogue]
         if unknown:
             raise HTTPException(422, f"unknown bot {unknown[0]!r}; see /api/bots")
@@ -264,32 +385,43 @@ def create_app(
             raise HTTPException(422, f"seat must be 0..{len(bots)} with {len(bots)} bots")
         web = WebGame.new(bots, seat, hold, seed)
         for key in dict.fromkeys(bots):
-            try:
-                catalogue.policy(key).check_game(web.game.n_players, web.game.rules)
+            try:  # a model load or a solve, once: no lock but the bot's own is held
+                catalogue.prepared(key, web.game.n_players, web.game.rules)
             except ValueError as e:
-                raise HTTPException(422, f"{key}: {one_line(e)}") from None
+                raise HTTPException(422, f"{key}: {said(e, catalogue.root)}") from None
         try:
-            store.add(web)
+            store.add(web, client)
         except StoreFull as e:
             raise HTTPException(409, str(e)) from None
         except OSError as e:
-            raise HTTPException(503, f"could not save the game: {one_line(e)}") from None
-        return view(web)
+            raise HTTPException(503, f"could not save the game: {said(e)}") from None
+        return web
 
     @app.post("/api/games", status_code=201)
-    def new_game(req: NewGame) -> dict:
-        with lock:
-            return start(req.bots, req.seat, req.hold, req.seed)
+    def new_game(req: NewGame, request: Request) -> dict:
+        web = start(req.bots, req.seat, req.hold, req.seed, address(request))
+        with web.lock:
+            return view(web)
 
     @app.get("/api/games/{gid}")
-    def show(gid: str) -> dict:
-        with lock:
-            return view(get(gid))
+    def show(gid: str, request: Request) -> dict:
+        with locked(gid, request) as web:
+            return view(web)
+
+    @app.delete("/api/games/{gid}", status_code=204)
+    def abandon(gid: str, request: Request) -> Response:
+        """The player abandons the game: its save is deleted."""
+        with locked(gid, request) as web:
+            try:
+                store.remove(web)
+            except OSError as e:
+                raise HTTPException(503, f"could not delete the game: {said(e)}") from None
+        return Response(status_code=204)
 
     @app.post("/api/games/{gid}/move")
-    def move(gid: str, req: MoveRequest) -> dict:
-        with lock:
-            web = get(gid)
+    def move(gid: str, req: MoveRequest, request: Request) -> dict:
+        with locked(gid, request) as web:
+            check_at(web, req.at)
             if web.status() != "you":
                 raise HTTPException(
                     409, "it is not your move" if not web.over else "the game is over"
@@ -303,20 +435,20 @@ def create_app(
             return view(web, [event])
 
     @app.post("/api/games/{gid}/step")
-    def step(gid: str, req: Annotated[StepRequest | None, Body()] = None) -> dict:
-        with lock:
-            web = get(gid)
+    def step(gid: str, request: Request, req: Annotated[StepRequest | None, Body()] = None) -> dict:
+        req = req or StepRequest()
+        with locked(gid, request) as web:
+            check_at(web, req.at)
             if web.status() != "wait":
                 raise HTTPException(409, "it is your move" if not web.over else "the game is over")
             before = web.to_dict()
-            events = web.advance(policies(web), (req or StepRequest()).steps)
+            events = web.advance(policies(web), req.steps)
             commit(web, before)
             return view(web, events)
 
     @app.get("/api/games/{gid}/hint")
-    def hint(gid: str) -> dict:
-        with lock:
-            web = get(gid)
+    def hint(gid: str, request: Request) -> dict:
+        with locked(gid, request) as web:
             if web.status() != "you":
                 raise HTTPException(409, "a hint is for your own decision")
             return hint_for(web)
@@ -357,18 +489,22 @@ def create_app(
         }
 
     @app.post("/api/games/{gid}/rematch", status_code=201)
-    def rematch(gid: str) -> dict:
-        with lock:
-            web = get(gid)
+    def rematch(gid: str, request: Request) -> dict:
+        """A new game at the same table; asked again, the same new game."""
+        with locked(gid, request) as web:
             if not web.over:
                 raise HTTPException(409, "the game is not over")
-            bots = [k for k in web.bots if k is not None]
-            return start(bots, web.human, web.game.rules.hold, None)
+            again = web.rematch and store.get(web.rematch, address(request))
+            if not again:
+                bots = [k for k in web.bots if k is not None]
+                again = start(bots, web.human, web.game.rules.hold, None, address(request))
+                web.rematch = again.id
+        with again.lock:
+            return view(again)
 
     @app.get("/api/games/{gid}/replay")
-    def replay(gid: str) -> dict:
-        with lock:
-            web = get(gid)
+    def replay(gid: str, request: Request) -> dict:
+        with locked(gid, request) as web:
             return {
                 "id": web.id,
                 "names": web.names,

@@ -5,18 +5,23 @@ Scripted bots and ``optimal`` by name; shipped agents from ``checkpoints/*/`` (a
 ``model.zip`` or ``value_net.npz`` in a folder of its own, as ``ship.py`` writes them);
 exported bots from ``bots/*.onnx``. Each is built by ``agents.make_policy``, once, the
 first time a game needs it, and shared by every game (policies keep no per-game state).
+Heavy one-time work (a model load, a solve) holds up only the requests that need it.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from agents import make_policy
 from envs.policy import Policy
+from envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 SCRIPTED = (
     ("smart", "endgame-aware heuristic"),
@@ -35,13 +40,13 @@ class Bot:
     spec: str
     kind: str  # "scripted", "solver", "shipped" or "exported"
     about: str
-    _policy: Policy | None = field(default=None, repr=False)
 
 
 class Catalogue:
     """The bots of this server, by key; ``policy(key)`` builds one the first time."""
 
     def __init__(self, root: Path = ROOT) -> None:
+        self.root = root  # models are found under it (error messages show paths from it)
         self.bots: dict[str, Bot] = {}
         for key, about in SCRIPTED:
             kind = "solver" if key == "optimal" else "scripted"
@@ -54,7 +59,9 @@ class Catalogue:
         for path in sorted((root / "bots").glob("*.onnx")):
             key = path.name
             self.bots.setdefault(key, Bot(key, str(path), "exported", "exported bot (ONNX)"))
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the two dicts below, held for a lookup only
+        self._made: dict[Hashable, object] = {}
+        self._making: dict[Hashable, threading.Lock] = {}
 
     def __contains__(self, key: object) -> bool:
         return key in self.bots
@@ -62,13 +69,36 @@ class Catalogue:
     def to_list(self) -> list[dict]:
         return [{"key": b.key, "kind": b.kind, "about": b.about} for b in self.bots.values()]
 
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        """What `make()` returns for `key`, made by the first caller and shared. A caller
+        waits only for the key it asks for: one bot's model load or a solve does not hold
+        up games that do not need it. A failure is not kept (the next caller tries)."""
+        with self._lock:
+            if key in self._made:
+                return self._made[key]
+            lock = self._making.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._made:
+                self._made[key] = make()
+            return self._made[key]
+
     def policy(self, key: str) -> Policy:
         """The policy of `key` (built once); ValueError (one line) if it cannot load."""
         bot = self.bots[key]
-        with self._lock:
-            if bot._policy is None:
-                bot._policy = make_policy(bot.spec)
-                if bot.kind == "solver":
-                    # The solver's progress bar is for terminals, not a server's log.
-                    bot._policy.show_progress = False
-            return bot._policy
+
+        def build() -> Policy:
+            policy = make_policy(bot.spec)
+            if bot.kind == "solver":
+                # The solver's progress bar is for terminals, not a server's log.
+                policy.show_progress = False
+            return policy
+
+        return self.once(("policy", key), build)
+
+    def prepared(self, key: str, n_players: int, rules: Rules) -> Policy:
+        """The policy of `key`, checked for such a game (ValueError if it can't play it)
+        and prepared for `rules` (a solve, once)."""
+        policy = self.policy(key)
+        policy.check_game(n_players, rules)
+        self.once(("prepare", key, rules), lambda: policy.prepare(rules))
+        return policy

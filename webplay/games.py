@@ -6,10 +6,40 @@ generator state) and the game's event log in play.py's log format (``{"roll": di
 "player": seat}`` / ``{"act": action, "player": seat}``). Reading a save replays its log
 through the engine and requires it to lead to the saved position, so a hand-edited or
 damaged file is refused in one line instead of resuming a game the rules never allowed.
+
+One server per data folder: the Store holds the lock file ``.lock`` there (``filelock``)
+until closed, so a second server on the same folder refuses to start instead of
+overwriting the first one's saves.
+
+How long games are kept (``Limits``; every number can be set, the defaults in
+brackets). A game is *used* by every request that names it (a view, a move, a step, a
+hint, its replay); its save file's time records the last use, so the rule holds across
+restarts.
+
+1. Expiry: a finished game is deleted once unused for ``keep_finished`` (7 days), an
+   unfinished one once unused for ``keep_idle`` (30 days) (checked at start, at each
+   new game, and when the game is asked for).
+2. A game used within the last ``grace`` (30 minutes) is never deleted, but by its
+   player abandoning it (``DELETE /api/games/{id}``; the page's New game does so once
+   the new game has started).
+3. Bounds: each client address (for IPv6, its /64 network) keeps at most
+   ``per_address`` (10) games, the server at most ``max_games`` (1000). A new game over
+   a bound first deletes games unused for longer than ``grace``, the address's own for
+   its bound and anyone's for the server's, finished ones first, then the least
+   recently used; if that cannot make room, it is refused (409) and nothing is deleted.
+
+A new address is therefore refused only when the server is full of games used within
+the grace, which takes at least ``max_games / per_address`` (100) addresses using theirs
+all the time: fewer cannot keep anyone out (no bounded store can promise that against
+any number of addresses). A game read at start belongs to the first address that uses
+it. Behind a reverse proxy the address is the one it forwards (uvicorn trusts
+X-Forwarded-For from 127.0.0.1 and ::1; its FORWARDED_ALLOW_IPS variable says otherwise).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import math
@@ -17,17 +47,21 @@ import os
 import re
 import secrets
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock, Timeout
 
 from envs import driver
 from envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
 from envs.game_log import check_fields, log_entry, one_line, replay_log
 from envs.render import event_text
 from envs.rules import Rules
-from webplay.bots import Catalogue
+from webplay.bots import ROOT, Catalogue
 
 log = logging.getLogger("webplay")
 
@@ -50,6 +84,8 @@ HUMAN = "you"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{20,64}")
 MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big is no save
 LOG_LINES = 80  # log lines sent with each view
+LOCK_FILE = ".lock"
+MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 
 
 def new_id() -> str:
@@ -71,6 +107,12 @@ class WebGame:
         self.log: list[dict] = []
         self.lines: list[dict] = []  # the log in words, for the page
         self.created = self.updated = time.time()
+        # The store's bookkeeping (never saved): see the module docstring.
+        self.touched = self.updated  # the last use, by the store's clock
+        self.owner: str | None = None  # the client address that created (or resumed) it
+        self.rematch: str | None = None  # the id of its rematch: a repeated request gets it
+        self.lock = threading.Lock()  # one request at a time on this game
+        self.gone = False  # deleted while a request waited for its lock
         self.names = [
             HUMAN if key is None else key if bots.count(key) == 1 else f"{key} (seat {i})"
             for i, key in enumerate(bots)
@@ -127,6 +169,13 @@ class WebGame:
         return frames
 
     # ------------------------------------------------------------- saves
+    def restore(self, data: dict, catalogue: Catalogue) -> None:
+        """Put the game back as `data` (its earlier ``to_dict``) says; the store's
+        bookkeeping (lock, owner, last use) stays."""
+        old = WebGame.from_dict(data, catalogue)
+        self.game, self.bot_rng, self.log, self.lines = old.game, old.bot_rng, old.log, old.lines
+        self.updated = old.updated
+
     def to_dict(self) -> dict:
         return {
             "format": FORMAT,
@@ -225,37 +274,127 @@ def replay_frames(web: WebGame) -> list[dict]:
     return frames
 
 
+def said(error: BaseException, *folders: Path) -> str:
+    """An error's message for a client: one line without the server's own paths (an
+    OSError's reason only; else paths under `folders` or the project's folder shown
+    from there, the home folder as ~)."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    text = one_line(error)
+    for folder in (*folders, ROOT):
+        text = text.replace(f"{folder}{os.sep}", "")
+    return text.replace(str(Path.home()), "~")
+
+
+def duration(seconds: float) -> str:
+    """`seconds` in words: "30 minutes", "7 days"."""
+    unit, n = "minute", seconds / MINUTE
+    for name, size in (("hour", HOUR), ("day", DAY)):
+        if seconds >= size and seconds % size == 0:
+            unit, n = name, seconds / size
+    return f"{n:g} {unit}{'' if n == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How many games a Store keeps and how long (seconds): the rule of the module
+    docstring. ValueError (one line) if the numbers contradict it."""
+
+    max_games: int = 1000
+    per_address: int = 10
+    keep_finished: float = 7 * DAY
+    keep_idle: float = 30 * DAY
+    grace: float = 30 * MINUTE
+
+    def __post_init__(self) -> None:
+        if not (self.max_games >= 1 and self.per_address >= 1):
+            raise ValueError("max_games and per_address must be at least 1")
+        # Expiry must not delete a game used within the grace (rule 2); NaN fails too.
+        if not (0 <= self.grace <= self.keep_finished and self.grace <= self.keep_idle):
+            raise ValueError(
+                "the grace must be between 0 and the times finished and idle games are kept"
+            )
+
+    def rule(self) -> str:
+        """The rule in a few lines (the server's --help)."""
+        return (
+            f"A finished game is kept until unused for {duration(self.keep_finished)}, an "
+            f"unfinished one until unused for {duration(self.keep_idle)} (any request on a "
+            f"game uses it). A game used within the last {duration(self.grace)} is never "
+            "deleted, except when its player abandons it (New game). Each client address "
+            f"keeps at most {self.per_address} games, the server {self.max_games}: a new "
+            "game over either bound deletes games unused for longer than that, finished "
+            "ones first, then the least recently used, or is refused if there are none: "
+            f"fewer than {self.max_games // self.per_address} addresses can never keep "
+            "another from starting a game."
+        )
+
+
 class StoreFull(Exception):
-    """No room for another game."""
+    """No room for another game (the message says why, in one line)."""
 
 
 class Store:
-    """The games of a data folder: loaded at start (bad files reported and skipped),
-    each saved atomically after every change."""
+    """The games of a data folder (holding its lock until ``close``): loaded at start
+    (bad files reported and skipped), each saved atomically after every change, kept
+    and deleted by `limits` as the module docstring says, `clock` telling the time."""
 
-    def __init__(self, folder: Path, catalogue: Catalogue, max_games: int) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        catalogue: Catalogue,
+        limits: Limits | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.catalogue = catalogue
-        self.max_games = max_games
+        self.limits = limits or Limits()
+        self.clock = clock
         self.games: dict[str, WebGame] = {}
         self.problems: list[dict] = []
+        self.lock = threading.Lock()  # the games dict and its bookkeeping, held briefly
+        # thread_local=False: the server may close from another thread than it started.
+        self._folder_lock = FileLock(self.folder / LOCK_FILE, timeout=0, thread_local=False)
+        try:
+            self._folder_lock.acquire()
+        except Timeout:
+            raise OSError(errno.EBUSY, "another server is using it") from None
+        try:
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(self) -> None:
         for path in sorted(self.folder.glob("*.json")):
             try:
                 if path.stat().st_size > MAX_SAVE_BYTES:
                     raise ValueError(f"larger than {MAX_SAVE_BYTES} bytes")
-                web = WebGame.from_dict(json.loads(path.read_text(encoding="utf-8")), catalogue)
+                data = json.loads(path.read_text(encoding="utf-8"))
+                web = WebGame.from_dict(data, self.catalogue)
                 if web.id != path.stem:
                     raise ValueError("its id is not its file name")
+                web.touched = path.stat().st_mtime  # the last use (see _stamp)
             except Exception as e:  # whatever is wrong with one file, the others still load
-                why = one_line(e)
+                why = said(e, self.catalogue.root)
                 log.warning("skipped saved game %s: %s", path, why)
                 self.problems.append({"file": path.name, "error": why})
                 continue
             self.games[web.id] = web
+        with self.lock:
+            self._expire(self.clock())
+
+    def close(self) -> None:
+        """Let another server use the folder."""
+        self._folder_lock.release()
 
     def path(self, gid: str) -> Path:
         return self.folder / f"{gid}.json"
+
+    def _stamp(self, web: WebGame) -> None:
+        """Record the last use as the save file's time, which the next start reads."""
+        os.utime(self.path(web.id), (web.touched, web.touched))
 
     def save(self, web: WebGame) -> None:
         """Write `web` atomically: a temporary file in the folder, then os.replace."""
@@ -266,23 +405,85 @@ class Store:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            os.utime(tmp, (web.touched, web.touched))
             os.replace(tmp, self.path(web.id))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
-    def add(self, web: WebGame) -> None:
-        """Store a new game, first pruning the oldest finished game when full;
-        StoreFull if every stored game is still in progress."""
-        if len(self.games) >= self.max_games:
-            finished = [g for g in self.games.values() if g.over]
-            if not finished:
+    # ------------------------------------------------------------- the rule
+    def _expired(self, web: WebGame, now: float) -> bool:
+        limit = self.limits.keep_finished if web.over else self.limits.keep_idle
+        return now - web.touched > limit
+
+    def _drop(self, web: WebGame) -> bool:
+        """Delete `web` unless a request holds it (then it is in use: False)."""
+        if not web.lock.acquire(blocking=False):
+            return False
+        try:
+            self._forget(web)
+        finally:
+            web.lock.release()
+        return True
+
+    def _forget(self, web: WebGame) -> None:
+        self.path(web.id).unlink(missing_ok=True)
+        del self.games[web.id]
+        web.gone = True
+
+    def _expire(self, now: float) -> None:
+        for web in [w for w in self.games.values() if self._expired(w, now)]:
+            self._drop(web)
+
+    def get(self, gid: str, client: str) -> WebGame | None:
+        """The game `gid`, now used by `client` (None if there is none, or it expired)."""
+        with self.lock:
+            web = self.games.get(gid)
+            now = self.clock()
+            if web is None or (self._expired(web, now) and self._drop(web)):
+                return None
+            web.touched = now
+            web.owner = web.owner or client  # a game read at start: the first to use it
+            with contextlib.suppress(OSError):  # the next save records it anyway
+                self._stamp(web)
+            return web
+
+    def remove(self, web: WebGame) -> None:
+        """Delete `web` (its player abandons it); the caller holds its lock."""
+        with self.lock:
+            self._forget(web)
+
+    def add(self, web: WebGame, client: str) -> None:
+        """Store the new game `web` of `client`, first making room as the rule says;
+        StoreFull (nothing deleted) if it cannot."""
+        with self.lock:
+            now = self.clock()
+            self._expire(now)
+            grace = self.limits.grace
+
+            def unused(games: list[WebGame]) -> list[WebGame]:
+                """Those past the grace, in the order they go: finished, then oldest."""
+                old = [g for g in games if now - g.touched > grace]
+                return sorted(old, key=lambda g: (not g.over, g.touched))
+
+            games = list(self.games.values())
+            mine = [g for g in games if g.owner == client]
+            drop = unused(mine)[: max(0, len(mine) - self.limits.per_address + 1)]
+            if len(mine) - len(drop) >= self.limits.per_address:
                 raise StoreFull(
-                    f"{len(self.games)} games are in progress, the most this server keeps; "
-                    "finish one first"
+                    f"this address already keeps {self.limits.per_address} games used in "
+                    f"the last {duration(grace)}, the most one address may keep: abandon "
+                    "one (New game) or try again later"
                 )
-            oldest = min(finished, key=lambda g: g.updated)
-            self.path(oldest.id).unlink(missing_ok=True)
-            del self.games[oldest.id]
-        self.save(web)
-        self.games[web.id] = web
+            others = [g for g in unused(games) if g not in drop]
+            drop += others[: max(0, len(games) - len(drop) - self.limits.max_games + 1)]
+            if len(games) - len(drop) >= self.limits.max_games:
+                raise StoreFull(
+                    f"the server already keeps {self.limits.max_games} games used in the "
+                    f"last {duration(grace)}, the most it keeps: try again later"
+                )
+            for old in drop:
+                self._drop(old)
+            web.owner, web.touched = client, now
+            self.save(web)
+            self.games[web.id] = web

@@ -1,6 +1,8 @@
 // 5000 in the browser. The server plays the game (the engine decides every rule); this
 // page draws what it sends, and sends only bot keys and action numbers (bits 0-4 hold
-// those positions of the sorted roll, bit 5 banks).
+// those positions of the sorted roll, bit 5 banks), each with the position it answers
+// (view.at), so that a repeated request is refused rather than played later. No inline
+// script or style: the server's Content-Security-Policy forbids them.
 "use strict";
 
 const BANK = 32;
@@ -137,6 +139,8 @@ async function openSetup() {
   show("setup");
   setHash("");
   if (!bots.length) bots = (await api("GET", "/api/bots")).bots;
+  // Starting abandons the game in progress (see startGame); until then it is kept.
+  $("abandon-note").hidden = !(view && view.status !== "over");
   if (!$("opponents").children.length) {
     const preferred = bots.find((b) => b.key === "planner-2p") || bots[0];
     $("opponents").appendChild(botSelect(preferred && preferred.key));
@@ -155,15 +159,18 @@ async function startGame(event) {
   event.preventDefault();
   const keys = [...$("opponents").querySelectorAll("select")].map((s) => s.value);
   const hold = document.querySelector("input[name=hold]:checked").value;
+  const left = view && view.status !== "over" ? view.id : null;  // the game given up
   let v;
   try {
     v = await api("POST", "/api/games", { bots: keys, seat: Number($("seat").value), hold });
   } catch (e) {
-    showError(e.message);
+    showError(e.message);  // the game in progress is kept
     return;
   }
   showError("");
-  await enterGame(v);
+  const entered = enterGame(v);  // the new game is the view from here on
+  if (left) api("DELETE", `/api/games/${left}`).catch(() => {});  // gone already: fine
+  await entered;
 }
 
 // ------------------------------------------------------------------ the game
@@ -189,23 +196,28 @@ async function loadGame(id) {
   }
 }
 
-// Rolls and bot decisions, one request per step, played out with a pause.
+// Rolls and bot decisions, one request per step, played out with a pause; it stops
+// when another game is entered meanwhile (and then runs that one's).
 async function runBots() {
   if (!view || busy) return;
   busy = true;
+  const id = view.id;
   try {
-    while (view.status === "wait") {
+    while (view.id === id && view.status === "wait") {
       // The human's own rolls need no pause; the bots' steps are watched.
       const botStep = view.current !== view.human || view.phase !== "roll";
       if (botStep && DELAY) await sleep(DELAY);
-      render(await api("POST", `/api/games/${view.id}/step`, { steps: 1 }));
+      if (view.id !== id) break;
+      const v = await api("POST", `/api/games/${id}/step`, { steps: 1, at: view.at });
+      if (view.id === id) render(v);
     }
   } catch (e) {
-    showError(e.message);
+    if (view.id === id) showError(e.message);
   } finally {
     busy = false;
     updateButtons();
   }
+  if (view.id !== id) await runBots();
 }
 
 function render(v) {
@@ -270,7 +282,12 @@ function board(table, scores, names, current, winner, human, turnTotal) {
     if (i === current && turnTotal) tr.cells[3].textContent = `+${turnTotal} this turn`;
     const bar = document.createElement("td");
     bar.className = "meter-cell";
-    bar.innerHTML = `<div class="meter"><div style="width:${Math.min(100, score / 50)}%"></div></div>`;
+    const meter = document.createElement("div");
+    const fill = document.createElement("div");
+    meter.className = "meter";
+    fill.style.width = `${Math.min(100, score / 50)}%`;  // CSSOM: allowed by the CSP
+    meter.appendChild(fill);
+    bar.appendChild(meter);
     tr.appendChild(bar);
     tr.dataset.seat = i;
     if (i === human) tr.classList.add("human");
@@ -377,7 +394,7 @@ async function play(bankIt) {
   if (!selected.size || view.mask[action] !== 1) return;  // the buttons say so already
   busy = true;
   try {
-    const v = await api("POST", `/api/games/${view.id}/move`, { action });
+    const v = await api("POST", `/api/games/${view.id}/move`, { action, at: view.at });
     selected = new Set();
     render(v);
   } catch (e) {
