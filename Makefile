@@ -26,7 +26,7 @@ test: $(VENV)/.installed-dev
 		|| echo "chromium could not be installed: the browser tests will be skipped"
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto  # one test process per CPU (pytest-xdist)
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check .
