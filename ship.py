@@ -41,7 +41,7 @@ from pathlib import Path
 import evaluate
 from agents import make_policy
 from agents import tournament as tour
-from agents.value_net import ValueNet, average_nets, iteration_net, weight_average
+from agents.value_net import ValueNet, average_nets
 from envs.rules import HOLD_VARIANTS, Rules
 
 ROOT = Path(__file__).resolve().parent
@@ -185,14 +185,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(.npz; repeatable) as one network (agents.value_net.average_nets)",
     )
     p.add_argument(
-        "--weight-average-from",
-        type=int,
-        metavar="ITERATION",
-        help="planner runs: the run's network is the mean of the weights of its networks "
-        "from this iteration to the --model's (RUN/networks/; agents.value_net."
-        "weight_average), before any --average-with",
-    )
-    p.add_argument(
         "--out",
         default=str(ROOT / "checkpoints"),
         help="an existing folder where NAME/ is made (default: checkpoints/)",
@@ -240,18 +232,14 @@ def check_args(args: argparse.Namespace) -> dict:
             f"{run} was trained under {planner_rules(config)}: ship.py evaluates the "
             "standard game (target 5000, entry 500) only"
         )
-    if (args.average_with or args.weight_average_from is not None) and not planner:
-        raise ShipError(
-            "--average-with and --weight-average-from average value nets: a planner run's only"
-        )
+    if args.average_with and not planner:
+        raise ShipError("--average-with averages value nets: a planner run's only")
     iteration, best = 0, None  # a PPO run's best/eval.json is read by its card
     if planner:  # the iteration of its model: of best/eval.json, else the run's last
         best = best_record(run, args.model)
         last = history[-1]["summary"].get("iterations", 0)
         iteration = int(best.get("iteration", 0) if best is not None else last)
-    network = averaged_network(
-        args.average_with, model, iteration_nets(run, args.weight_average_from, iteration)
-    )
+    network = averaged_network(args.average_with, model)
     notes = ""
     if args.notes:
         try:
@@ -292,38 +280,14 @@ def best_record(run: Path, model: str) -> dict | None:
     return read_json_object(path) if model == "best" and path.is_file() else None
 
 
-def iteration_nets(run: Path, first: int | None, last: int) -> list[Path]:
-    """The run's networks of iterations `first`..`last` (--weight-average-from), [] when
-    `first` is None; ShipError (one line) if the range is empty or one is missing."""
-    if first is None:
-        return []
-    if not 1 <= first <= last:
-        raise ShipError(
-            f"--weight-average-from must be 1 to {last} (the model's iteration), got {first}"
-        )
-    paths = [iteration_net(run, i) for i in range(first, last + 1)]
-    missing = [p.name for p in paths if not p.is_file()]
-    if missing:
-        raise ShipError(f"--weight-average-from: {run / 'networks'} lacks {', '.join(missing)}")
-    return paths
-
-
-def averaged_network(others: list[str], model: Path, iterations: list[Path]) -> ValueNet | None:
-    """The network to ship when it is not the run's model as it is, else None: the mean
-    of the weights of the run's networks `iterations` (--weight-average-from) in place of
-    the model, then averaged with the nets `others` (--average-with); ShipError (one
-    line) if one does not load or fit."""
-    if not others and not iterations:
+def averaged_network(others: list[str], model: Path) -> ValueNet | None:
+    """The network to ship when it is not the run's model as it is, else None: the model
+    averaged with the nets `others` (--average-with); ShipError (one line) if one does
+    not load or fit."""
+    if not others:
         return None
     try:
-        own = weight_average([ValueNet.load(p) for p in iterations]) if iterations else None
-    except ValueError as e:
-        raise ShipError(f"--weight-average-from: {e}") from None
-    if not others:
-        return own
-    try:
-        first = own if own is not None else ValueNet.load(model)
-        return average_nets([first, *(ValueNet.load(path) for path in others)])
+        return average_nets([ValueNet.load(path) for path in (model, *others)])
     except ValueError as e:
         raise ShipError(f"--average-with: {e}") from None
 
@@ -346,6 +310,7 @@ def planner_stages(run: Path) -> list[dict]:
     whichever is further) with the number of iterations, games and wall-clock seconds,
     and the evaluations (evals.json)."""
     config = read_json_object(run / "config.json")
+    planner_config(config, str(run / "config.json"))  # a run of a removed method: refused
     summary_file, state_file = run / "summary.json", run / "latest" / "state.pkl"
     summary = read_json_object(summary_file) if summary_file.is_file() else {}
     if state_file.is_file():
@@ -577,7 +542,7 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
         else ""
     )
     hidden = config.get("hidden") if inputs["network"] is None else list(inputs["network"].hidden)
-    averaged = averaged_line(args, iterations)
+    averaged = averaged_line(args)
     tables = "".join(
         f"\n### {n} players\n\n"
         + evaluation_text(args, evaluation, command, f"![evaluation at {n} players]({stem}.png)")
@@ -634,65 +599,45 @@ def tables_text(config: dict, agent: str) -> str:
     )
 
 
-def averaged_line(args: argparse.Namespace, iteration: int) -> str:
-    """What the shipped network averages (--weight-average-from, --average-with), for
-    the card."""
-    own = f"the run's {args.model} network"
-    lines = ""
-    if args.weight_average_from is not None:
-        own = "that mean"
-        lines += (
-            f"\n- the run's networks of iterations {args.weight_average_from} to {iteration} "
-            "averaged weight by weight into one network of the same shape (stochastic "
-            "weight averaging: `agents.value_net.weight_average`, `--weight-average-from` "
-            "of ship.py)"
-        )
-    if args.average_with:
-        nets = [own, *(f"`{path}`" for path in args.average_with)]
-        listed = ", ".join(nets[:-1]) + " and " + nets[-1]
-        together = "both" if len(nets) == 2 else f"all {len(nets)}"
-        lines += (
-            f"\n- shipped as the average of {listed}: one network of {together} "
-            "side by side, whose logits are the mean of theirs "
-            "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
-        )
-    return lines
+def averaged_line(args: argparse.Namespace) -> str:
+    """What the shipped network averages (--average-with), for the card."""
+    if not args.average_with:
+        return ""
+    nets = [f"the run's {args.model} network", *(f"`{path}`" for path in args.average_with)]
+    listed = ", ".join(nets[:-1]) + " and " + nets[-1]
+    together = "both" if len(nets) == 2 else f"all {len(nets)}"
+    return (
+        f"\n- shipped as the average of {listed}: one network of {together} "
+        "side by side, whose logits are the mean of theirs "
+        "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
+    )
 
 
-def planner_config(config: dict):
+def planner_config(config: dict, where: str = "the run"):
     """A planner run's config.json as its ``PlannerConfig`` (fields it does not know
-    left out)."""
-    from agents.training.value_iteration import PlannerConfig  # torch-free, but heavy
+    left out); ShipError (one line) if the run used a removed method."""
+    # torch-free, but heavy
+    from agents.training.value_iteration import PlannerConfig, without_removed
 
+    try:
+        values = without_removed(config, where)
+    except ValueError as e:
+        raise ShipError(str(e)) from None
     known = {f.name for f in dataclasses.fields(PlannerConfig)}
-    return PlannerConfig(**{k: v for k, v in config.items() if k in known})
+    return PlannerConfig(**{k: v for k, v in values.items() if k in known})
 
 
 def method_text(config: dict) -> str:
     """How a planner run learned its values, in words (its config's method)."""
-    if config.get("method") not in ("table", "exact-table"):
+    if config.get("method") != "exact-table":
         return "learned by fitted value iteration from self-play"
-    run_config = planner_config(config)
-    tables = ", ".join(f"({','.join(t)})" for t in run_config.tables)
-    if run_config.method == "exact-table":
-        targets = (
-            "fitted by value iteration over every turn start of games there, the bots' "
-            "included: a bot's turn valued by its exact ends (every roll and its choices, "
-            "envs.turn_outcomes), the planner's by its exact plan; the network reads the "
-            "agent's seat"
-        )
-    elif run_config.rollouts:
-        targets = (
-            "fitted, every iteration, to targets re-made for a sample of the positions "
-            f"after its turns in games there: {run_config.rollouts} plays of the bots' "
-            "turns from each, valued at its next turn start by its exact plan"
-        )
-    else:
-        targets = f"fitted to TD(lambda = {config.get('lam')}) returns of games it played there"
+    tables = ", ".join(f"({','.join(t)})" for t in planner_config(config).tables)
     return (
         "learned as a best response to the scripted bots of fixed tables (the bots after "
-        f"its seat, in turn order: {tables}): {targets}; so its values hold at those "
-        "tables only"
+        f"its seat, in turn order: {tables}): fitted by value iteration over every turn "
+        "start of games there, the bots' included: a bot's turn valued by its exact ends "
+        "(every roll and its choices, envs.turn_outcomes), the planner's by its exact "
+        "plan; the network reads the agent's seat; so its values hold at those tables only"
     )
 
 

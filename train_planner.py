@@ -11,8 +11,7 @@ Top to bottom: the command line (PlannerConfig and Args), the run's config and f
 the training loop (iterate, log, evaluate, checkpoint), the end. The trainer, its
 config and the evaluation are in agents/training/value_iteration.py. A run's folder
 (checkpoints/NAME) holds config.json, command.txt, TensorBoard logs (tb/), the latest
-state (latest/: to resume bit for bit), the best network (best/value_net.npz) and every
-iteration's network (networks/iteration_NNNN.npz).
+state (latest/: to resume bit for bit) and the best network (best/value_net.npz).
 """
 
 from __future__ import annotations
@@ -48,8 +47,8 @@ from agents.training.value_iteration import (
     evaluate,
     exact_error,
     table_label,
+    without_removed,
 )
-from agents.value_net import iteration_net
 
 ROOT = Path(__file__).resolve().parent
 
@@ -125,7 +124,8 @@ def config_from(values: dict[str, Any], where: str) -> PlannerConfig:
 
 def load_preset(preset: str) -> PlannerConfig:
     path, values = read_preset(preset, "train_planner.py")
-    return config_from({**values, "preset": preset}, f"preset {path}")
+    where = f"preset {path}"  # a preset of before issue 29 may name the table method's settings
+    return config_from(without_removed({**values, "preset": preset}, where), where)
 
 
 def default_run_name(config: PlannerConfig) -> str:
@@ -195,8 +195,10 @@ def buffer_source(config: PlannerConfig, runs: Path) -> dict:
 
 
 def read_config(run_dir: Path) -> PlannerConfig:
+    """A run's config.json as its PlannerConfig (an older run's unused settings of the
+    removed table method dropped, a run of that method refused: one-line ValueError)."""
     path = run_dir / "config.json"
-    return config_from(read_config_json(path), str(path))
+    return config_from(without_removed(read_config_json(path), str(path)), str(path))
 
 
 STATE_KEYS = ("trainer", "evals", "best_score", "wall_seconds", "eval_seconds")
@@ -297,9 +299,6 @@ class Run:
     def checkpoint(self) -> None:
         latest = self.run_dir / "latest"
         save_net(self.trainer.net, latest / "value_net.npz")
-        # Every iteration's network is kept too: a mean of the last ones' weights is a
-        # smoother value function than any one of them (ship.py --weight-average-from).
-        save_net(self.trainer.net, iteration_net(self.run_dir, self.trainer.iteration))
         trainer = self.trainer.state_dict()
         self.elapsed()  # wall_seconds up to now
         state = {"trainer": trainer, **{key: getattr(self, key) for key in STATE_KEYS[1:]}}
@@ -418,7 +417,6 @@ def main(argv: list[str] | None = None) -> int:
     tables = ", ".join(table_label(t) for t in config.tables)
     games = {
         "self-play": f"self-play games at {config.players} players",
-        "table": "games at the evaluation tables in turn (the table method)",
         "exact-table": "games at the evaluation table (the exact-table method)",
     }[config.method]
     print(

@@ -280,26 +280,6 @@ def average_nets(nets: Sequence[ValueNet]) -> ValueNet:
     return ValueNet(spec, weights, biases)
 
 
-def weight_average(nets: Sequence[ValueNet]) -> ValueNet:
-    """One network of the same shape whose weights are the mean of the `nets`' weights
-    (stochastic weight averaging). Meant for the networks of one run at successive
-    iterations: they sit in one basin, and their mean is smoother than each of them.
-    Nets of different specs or shapes are refused (ValueError)."""
-    if not nets:
-        raise ValueError("weight_average needs at least one value net")
-    if len({net.spec for net in nets}) > 1:
-        raise ValueError("only nets of the same rules, seats and table weight-average")
-    shapes = {tuple(w.shape for w in net.weights) for net in nets}
-    if len(shapes) > 1:
-        raise ValueError(f"only nets of the same layer shapes weight-average, got {shapes}")
-    layers = range(len(nets[0].weights))
-    return ValueNet(
-        nets[0].spec,
-        [np.mean([net.weights[i] for net in nets], axis=0) for i in layers],
-        [np.mean([net.biases[i] for net in nets], axis=0) for i in layers],
-    )
-
-
 def _block_diagonal(blocks: Sequence[np.ndarray]) -> np.ndarray:
     out = np.zeros(tuple(sum(b.shape[i] for b in blocks) for i in (0, 1)), dtype=np.float32)
     row = col = 0
@@ -313,11 +293,6 @@ def planner_for(value_fn, spec: FeatureSpec, name: str) -> PlannerBot:
     """The planner playing `value_fn` (a network reading `spec`): the tables and rules
     that `spec` encodes are the only ones it accepts (``check_game``)."""
     return PlannerBot(value_fn, players=spec.players, rules=spec.rules, name=name)
-
-
-def iteration_net(run_dir: Path, iteration: int) -> Path:
-    """Where a planner run keeps the network it had after `iteration`."""
-    return Path(run_dir) / "networks" / f"iteration_{iteration:04d}.npz"
 
 
 def agent_name(path: str | Path) -> str:

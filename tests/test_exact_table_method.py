@@ -154,13 +154,35 @@ def test_a_run_starts_from_a_network_of_no_table_with_its_values(tmp_path):
             {"players": [3, 4], "eval_tables": ["smart,turn-ev", "smart,turn-ev,smart"]},
             "learns one table",
         ),
-        ({"rollouts": 2}, "targets of the table method"),
         ({"players": [4]}, "--players must name them"),
         ({"sweeps": 0}, "sweeps must be"),
-        ({"sweeps": 2, "method": "table"}, "passes of the exact-table method"),
+        ({"sweeps": 2, "method": "self-play"}, "passes of the exact-table method"),
+        ({"method": "table"}, "method must be self-play or exact-table"),  # issue 29 item 1
+        # checks the removed table method's tests made, kept for this method
+        ({"workers": 0}, "workers must be"),
+        ({"init": "missing.npz"}, "cannot load a value net"),
+        ({"opponents": ["smart"], "opponent_share": 0.5}, "no opponents"),
     ],
 )
 def test_bad_exact_table_settings_are_refused_in_one_line(changes, message):
     with pytest.raises(ValueError, match=message) as e:
         exact_config(**changes).validate()
     assert "\n" not in str(e.value)
+
+
+def test_a_resumed_run_no_longer_needs_its_init_network(tmp_path):
+    import train_planner
+
+    start = to_value_net(torch_net(FeatureSpec(SMALL), (16,), 7), FeatureSpec(SMALL))
+    start = start.save(tmp_path / "start.npz")
+    argv = [
+        "--target", "1000", "--entry", "300", "--hidden", "16", "--iterations", "4",
+        "--games-per-iteration", "2", "--fit-steps", "5", "--eval-freq", "0",
+        "--checkpoint-freq", "2", "--method", "exact-table", "--players", "3",
+        "--eval-tables", ",".join(TABLE), "--eval-games", "6", "--no-progress",
+        "--init", str(start), "--checkpoints", str(tmp_path), "--run-name", "r",
+    ]  # fmt: skip
+    assert train_planner.main([*argv, "--stop-after", "2"]) == 0
+    start.unlink()
+    resume = ["--resume", str(tmp_path / "r"), "--workers", "2", "--no-progress"]
+    assert train_planner.main(resume) == 0

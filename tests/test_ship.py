@@ -154,8 +154,8 @@ BAD = {
         "was trained for",
     ),
     "value-net averaging of a PPO run": (
-        lambda r, o, t: [r, "--name", "new", "--out", o, "--weight-average-from", "1"],
-        "average value nets: a planner run's only",
+        lambda r, o, t: [r, "--name", "new", "--out", o, "--average-with", "x.npz"],
+        "--average-with averages value nets: a planner run's only",
     ),
 }
 
@@ -410,16 +410,14 @@ def test_a_run_resumed_past_its_summary_is_described_by_its_state(tmp_path):
     assert summary == {"iterations": 20, "games": 400, "wall_seconds": 600.0, "eval_seconds": 60.0}
 
 
-def test_a_table_method_card_says_what_it_answers_and_where_it_started(tmp_path):
-    """A run of the table method is a best response to named tables: its card says so,
-    names the network it started from and that network's own training time."""
-    config = {"method": "table", "lam": 0.8, "players": [3, 4], "eval_tables": []}
+def test_an_exact_table_card_says_what_it_answers_and_where_it_started(tmp_path):
+    """A run of the exact-table method is a best response to a named table: its card says
+    so, names the network it started from and that network's own training time."""
+    config = {"method": "exact-table", "players": [4], "eval_tables": []}
     text = ship.method_text(config)
-    assert "best response" in text and "lambda = 0.8" in text
-    assert "(smart,turn-ev), (smart,turn-ev,threshold:350)" in text
+    assert "best response" in text and "(smart,turn-ev,threshold:350)" in text
+    assert "a bot's turn valued by its exact ends" in text and "reads the agent's seat" in text
     assert "from self-play" in ship.method_text({"method": "self-play"})
-    rollouts = ship.method_text({**config, "rollouts": 3})
-    assert "3 plays of the bots' turns" in rollouts and "lambda" not in rollouts
     start = tmp_path / "start_run" / "best"
     start.mkdir(parents=True)
     (start / "value_net.npz").write_bytes(b"")
@@ -445,6 +443,9 @@ def test_an_exact_table_card_says_the_net_plays_its_table_size_only():
         ({"players": [9]}, "names no valid players"),
         ({"players": 2}, "names no valid players"),
         ({"target": 1000, "entry": 300}, "ship.py evaluates the standard game"),
+        # issue 29 item 1: runs of the removed table method
+        ({"method": "table", "lam": 0.8}, "uses --method table, removed (see the git history)"),
+        ({"rollouts": 3}, "uses --rollouts 3, removed (see the git history)"),
     ],
 )
 def test_a_planner_run_that_cannot_be_shipped_is_refused_first(
@@ -497,81 +498,6 @@ def test_a_planner_run_ships_averaged_with_other_nets(tmp_path, others, wording)
     assert wording.format(*paths) in card
 
 
-def iteration_nets(run, iterations) -> list:
-    """Networks of a fake planner run's iterations, kept where train_planner.py keeps them."""
-    from agents.value_net import ValueNet, iteration_net
-
-    base = ValueNet.load(run / "latest" / "value_net.npz")
-    nets = []
-    for i in iterations:
-        net = ValueNet(base.spec, [w * (1 + i / 10) for w in base.weights], base.biases)
-        net.save(iteration_net(run, i))
-        nets.append(net)
-    return nets
-
-
-def test_a_planner_run_ships_the_weight_average_of_its_last_networks(tmp_path):
-    """--weight-average-from I: the run's networks of iterations I..the model's (20 here,
-    the latest) averaged weight by weight, then (--average-with) with another net."""
-    from agents.value_net import ValueNet, average_nets, weight_average
-
-    run = planner_run(tmp_path / "planner_run", [3])
-    (run / "networks").mkdir()
-    nets = iteration_nets(run, [17, 18, 19, 20])
-    other = planner_run(tmp_path / "other_run", [3]) / "best" / "value_net.npz"
-    out = tmp_path / "checkpoints"
-    out.mkdir()
-    args = [str(run), "--name", "swa", "--out", str(out), "--games", "3", "--workers", "1",
-            "--model", "latest", "--weight-average-from", "18"]  # fmt: skip
-    assert ship.main([*args, "--average-with", str(other)]) == 0
-    shipped = ValueNet.load(out / "swa" / "value_net.npz")
-    expected = average_nets([weight_average(nets[1:]), ValueNet.load(other)])
-    assert_same_net(shipped, expected)
-    card = (out / "swa" / "MODEL_CARD.md").read_text()
-    assert "networks of iterations 18 to 20 averaged weight by weight" in card
-    assert f"the average of that mean and `{other}`" in card
-
-
-@pytest.mark.parametrize(
-    "model, first, message",
-    [
-        ("latest", "0", "--weight-average-from must be 1 to 20 (the model's iteration), got 0"),
-        ("latest", "21", "--weight-average-from must be 1 to 20 (the model's iteration)"),
-        ("latest", "15", "lacks iteration_0015.npz, iteration_0016.npz"),
-        ("best", "19", "lacks iteration_0019.npz"),  # best is iteration 20 too; none kept
-    ],
-)
-def test_a_weight_average_of_networks_the_run_lacks_is_refused_first(
-    tmp_path, monkeypatch, capsys, model, first, message
-):
-    monkeypatch.setattr(evaluate, "main", no_work)
-    run = planner_run(tmp_path / "planner_run", [3])
-    if model == "latest":
-        (run / "networks").mkdir()
-        iteration_nets(run, [17, 18, 19, 20])
-    out = tmp_path / "checkpoints"
-    out.mkdir()
-    assert (
-        ship.main(
-            [
-                str(run),
-                "--name",
-                "p",
-                "--out",
-                str(out),
-                "--model",
-                model,
-                "--weight-average-from",
-                first,
-            ]
-        )
-        == 2
-    )
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and message in err and err.count("\n") == 0, err
-    assert list(out.iterdir()) == []
-
-
 @pytest.mark.parametrize(
     "other, message",
     [
@@ -617,3 +543,22 @@ def test_an_averaged_network_is_timed_as_it_will_be_shipped(tmp_path, monkeypatc
     assert ship.main(args) == 1
     assert ship.main([*args, "--average-with", str(run / "latest" / "value_net.npz")]) == 1
     assert timed == [(8,), (16,)]
+
+
+PLANNER_RUNS = sorted(
+    p.parent
+    for p in (ROOT / "checkpoints").glob("*/config.json")
+    if (p.parent / "value_net.npz").is_file() or (p.parent / "latest" / "value_net.npz").is_file()
+)
+
+
+@pytest.mark.parametrize("folder", PLANNER_RUNS, ids=lambda p: p.name)
+def test_every_committed_planner_config_still_reads(folder):
+    """Issue 29 item 1: the committed planner runs and agents saved the removed table
+    method's settings unused (rollouts 0, lam 0.8); ship.py and train_planner.py --resume
+    still read their config.json."""
+    import train_planner
+
+    config = ship.read_json_object(folder / "config.json")
+    assert ship.planner_config(config).method in ("self-play", "exact-table")
+    assert train_planner.read_config(folder).players == config["players"]

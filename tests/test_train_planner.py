@@ -40,19 +40,13 @@ def without_clock(evals: list[dict]) -> list[dict]:
     return [{k: v for k, v in e.items() if k != "wall_seconds"} for e in evals]
 
 
-TABLE_METHOD = ["--method", "table", "--lam", "0.7", "--workers", "2"]
-ROLLOUTS = [
-    "--method", "table", "--rollouts", "2", "--targets-per-iteration", "20", "--workers", "2"
-]  # fmt: skip
-
-
 EXACT_TABLE = ["--method", "exact-table", "--sweeps", "2", "--workers", "2"]
 
 
 @pytest.mark.parametrize(
     "method",
-    [[], TABLE_METHOD, ROLLOUTS, EXACT_TABLE],
-    ids=["self-play", "table", "table-rollouts", "exact-table"],
+    [[], EXACT_TABLE],
+    ids=["self-play", "exact-table"],
 )
 def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, method):
     assert train(tmp_path, "--run-name", "straight", *method) == 0
@@ -120,13 +114,10 @@ def test_the_run_folder_records_what_was_done(tmp_path):
     assert summary["last_eval"]["exact_error"] is not None  # 2 players: the yardstick
     assert "train_planner.py" in (run / "command.txt").read_text()
     assert any((run / "tb").iterdir())
-    # every checkpointed iteration's network is kept (checkpoint every 2 iterations)
-    kept = sorted(p.name for p in (run / "networks").iterdir())
-    assert kept == ["iteration_0002.npz", "iteration_0004.npz"]
-    for a, b in zip(
-        weights(run / "networks" / kept[-1]), weights(run / "latest" / "value_net.npz"), strict=True
-    ):
-        np.testing.assert_array_equal(a, b)
+    # issue 29 item 1: no per-iteration networks (ship.py's weight averaging is gone)
+    assert sorted(p.name for p in run.iterdir()) == [
+        "best", "command.txt", "config.json", "evals.json", "latest", "summary.json", "tb"
+    ]  # fmt: skip
 
 
 def test_resuming_a_finished_run_changes_nothing(tmp_path, capsys):
@@ -198,13 +189,61 @@ def test_presets_and_saved_configs_are_typed(values, message):
 
 
 @pytest.mark.parametrize(
+    "text, message",
+    [
+        ("players: [2]\nlam: 0.8\nrollouts: 0\n", None),
+        (
+            "method: table\nplayers: [3, 4, 6]\n",
+            "uses --method table, removed (see the git history)",
+        ),
+        ("rollouts: 3\n", "uses --rollouts 3, removed (see the git history)"),
+    ],
+)
+def test_a_preset_naming_removed_settings_loads_if_unused_else_is_refused(tmp_path, text, message):
+    """Issue 29 item 1: a preset written for the removed table method."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    if message is None:
+        assert train_planner.load_preset(str(path)).players == [2]
+    else:
+        with pytest.raises(ValueError) as e:
+            train_planner.load_preset(str(path))
+        assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "removed, message",
+    [
+        ({"lam": 0.8, "rollouts": 0}, None),  # as every exact-table run before issue 29 saved
+        ({"method": "table", "lam": 0.7}, "uses --method table, removed (see the git history)"),
+        ({"rollouts": 3}, "uses --rollouts 3, removed (see the git history)"),
+    ],
+)
+def test_an_old_runs_removed_settings_are_dropped_if_unused_else_refused(
+    tmp_path, capsys, removed, message
+):
+    """Issue 29 item 1: the table method (TD(lambda) returns, rollouts) is gone; a run
+    whose config.json still names its settings resumes if it did not use them, else is
+    refused in one line naming what it used, with nothing written."""
+    assert train(tmp_path, "--run-name", "old", "--stop-after", "2") == 0
+    run = tmp_path / "old"
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, **removed}))
+    before = folder_hash(run)
+    code = train_planner.main(["--resume", str(run), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    if message is None:
+        assert code == 0 and train_planner.read_state(run)["trainer"]["iteration"] == 4
+    else:
+        assert code == 2 and message in err and "\n" not in err
+        assert folder_hash(run) == before
+
+
+@pytest.mark.parametrize(
     "preset, players, method",
     [
         ("planner_2p", [2], "self-play"),
         ("planner_multi", [3, 4, 6], "self-play"),
-        ("planner_4p", [4], "self-play"),
-        ("planner_tables", [3, 4, 6], "table"),  # its --init network is committed
-        ("planner_rollouts", [3, 4, 6], "table"),
         ("planner_table_4p", [4], "exact-table"),
         ("planner_table_3p", [3], "exact-table"),
         ("planner_table_6p", [6], "exact-table"),

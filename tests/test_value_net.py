@@ -21,7 +21,6 @@ from agents.value_net import (
     ValueNet,
     average_nets,
     masked_softmax,
-    weight_average,
 )
 from envs.driver import play
 from envs.game import Game
@@ -203,33 +202,6 @@ def test_nets_that_do_not_fit_together_are_not_averaged():
         average_nets([to_value_net(torch_net(s, (8,), 0), s) for s in (t1, t2)])
     with pytest.raises(ValueError, match="at least one"):
         average_nets([])
-
-
-def test_a_weight_average_is_one_net_of_the_same_shape_with_the_mean_weights():
-    spec = FeatureSpec(SMALL, table=("smart", "turn-ev"))
-    nets = [to_value_net(torch_net(spec, (16, 8), seed), spec) for seed in range(3)]
-    mean = weight_average(nets)
-    assert mean.spec == spec and mean.hidden == (16, 8)
-    for i in range(3):
-        np.testing.assert_allclose(mean.weights[i], sum(n.weights[i] for n in nets) / 3, atol=1e-6)
-        np.testing.assert_allclose(mean.biases[i], sum(n.biases[i] for n in nets) / 3, atol=1e-6)
-    (one,) = nets[:1]
-    np.testing.assert_array_equal(weight_average([one]).weights[0], one.weights[0])
-
-
-def test_nets_of_different_shapes_or_specs_are_not_weight_averaged():
-    spec = FeatureSpec(SMALL)
-    net = to_value_net(torch_net(spec, (16, 16), 0), spec)
-    table = FeatureSpec(SMALL, table=("smart", "turn-ev"))
-    for other, message in [
-        (to_value_net(torch_net(spec, (16, 8), 0), spec), "same layer shapes"),
-        (to_value_net(torch_net(table, (16, 16), 0), table), "same rules, seats and table"),
-    ]:
-        with pytest.raises(ValueError, match=message) as e:
-            weight_average([net, other])
-        assert "\n" not in str(e.value)
-    with pytest.raises(ValueError, match="at least one"):
-        weight_average([])
 
 
 @pytest.mark.parametrize(

@@ -10,27 +10,8 @@ turn with no dice noise, a winning bank an exact 1), and the network is fitted t
 those targets (cross-entropy against the soft targets). The exact 2-player
 solver is never a target: it is a yardstick only (``exact_error``).
 
-``method="table"`` (a best response to the evaluation tables' bots): the planner plays
-games at those tables, in a random seat with the bots' order around it kept (as
-evaluations seat them), and learns the value of the positions *after its own turn*,
-the ones it plans against. The bots' turns cannot be planned, so a target is a
-TD(lambda) return along the game: the planner's exact expectation of its next turn
-(``plan_turn`` at that turn start), mixed with the returns of the turns after, down to
-the winner. The larger lambda, the closer the targets are to what the planner really
-wins there. Such a target is made once, when its game is played, and stays in the
-buffer as it was; it carries the dice of every bot's turn up to the game's end, and so
-far (README) these returns have not beaten the self-play network they start from.
-
-``rollouts=K`` (K > 0) makes the table method's targets as self-play does, fresh every
-iteration from a sample of the buffered positions, with the bots' turns sampled: a
-position's target is the mean, over K plays of the bots' turns from it, of the
-planner's exact expectation at its next turn start under the current network (a win
-during the bots' turns, a bot's or the planner's by a gift (R9): a one-hot for the
-winner). The dice noise is that of one round of bot turns, its variance divided by K,
-and the targets follow the network as it improves.
-
-Either way one network serves several tables of different sizes (the number of
-players is one of its features).
+A self-play network serves several tables of different sizes (the number of players
+is one of its features).
 
 ``method="exact-table"`` (a best response to one table's bots, with no dice noise at
 all): fitted value iteration over *every* turn start of games at that table, the bots'
@@ -120,18 +101,8 @@ class PlannerConfig:
     """Hidden layers of the value network (tanh)."""
     method: str = "self-play"
     """How targets are made: "self-play" (each position's target the planner's exact
-    expectation of its turn), "table" (a best response to the bots of the evaluation
-    tables: TD(lambda) returns of games at those tables) or "exact-table" (a best
-    response to one table's bots, their turns expanded exactly); see the module doc."""
-    lam: float = 0.8
-    """lambda of the "table" method's returns (1: the game's outcome, 0: the next turn's
-    planned expectation); unused with rollouts."""
-    rollouts: int = 0
-    """The "table" method's targets. 0: TD(lambda) returns (--lam), made once when
-    their game is played. K > 0: every iteration re-targets a sample of the buffered
-    positions, each by K rollouts of the bots' turns to the planner's next turn start,
-    valued there by its exact plan under the current network (a win on the way: a
-    one-hot for the winner)."""
+    expectation of its turn) or "exact-table" (a best response to one table's bots,
+    their turns expanded exactly); see the module doc."""
     sweeps: int = 1
     """The exact-table method's passes per iteration over the sampled positions, each a
     re-target and a fit (every pass carries the values one turn further back)."""
@@ -145,8 +116,8 @@ class PlannerConfig:
     smaller learning rate) then fine-tunes on every position the earlier run saw instead
     of the few its first games meet. Same method, rules and tables; empty: none."""
     workers: int = 1
-    """Processes playing the "table" method's games and rollouts (the results do not
-    depend on it)."""
+    """Processes playing the exact-table method's games, bots' turn ends and plans (the
+    results do not depend on it)."""
 
     # --- evaluation and checkpoints
     eval_freq: int = 10
@@ -202,12 +173,8 @@ class PlannerConfig:
             raise ValueError("opponent_share > 0 needs opponents")
         if self.method not in METHODS:
             raise ValueError(f"method must be {' or '.join(METHODS)}, got {self.method!r}")
-        if self.method in ("table", "exact-table"):
-            self._check_table_method()
         if self.method == "exact-table":
             self._check_exact_table()
-        if self.rollouts and self.method != "table":
-            raise ValueError("rollouts are targets of the table method (--method table)")
         if self.sweeps > 1 and self.method != "exact-table":
             raise ValueError("sweeps are passes of the exact-table method (--method exact-table)")
         if self.init and check_init:
@@ -220,33 +187,20 @@ class PlannerConfig:
             for name in table:
                 make_policy(name).check_game(len(table) + 1, self.rules)
 
-    def _check_table_method(self) -> None:
-        sizes = [len(table) + 1 for table in self.tables]
-        if len(set(sizes)) < len(sizes):
-            raise ValueError(
-                f"the table method learns one table per size, got {len(sizes)} evaluation "
-                f"tables for sizes {sizes} (give one per size with --eval-tables)"
-            )
-        if set(sizes) != set(self.players):
-            raise ValueError(
-                f"the table method trains at its tables' sizes {sorted(set(sizes))}: "
-                f"--players must name them, got {self.players}"
-            )
-        if self.opponent_share > 0:
-            raise ValueError("the table method plays the evaluation tables' bots: no opponents")
-        models = [n for t in self.tables for n in t if n.endswith(MODEL_SUFFIXES)]
-        if models and self.workers > 1:
-            raise ValueError(
-                f"the table method's worker processes play scripted bots only, not "
-                f"{models[0]}: use --workers 1"
-            )
-
     def _check_exact_table(self) -> None:
         if len(self.tables) != 1:
             raise ValueError(
                 f"the exact-table method learns one table, got {len(self.tables)} "
                 "(give it with --eval-tables)"
             )
+        size = len(self.tables[0]) + 1
+        if set(self.players) != {size}:
+            raise ValueError(
+                f"the exact-table method trains at its table's size {size}: --players must "
+                f"name them, got {self.players}"
+            )
+        if self.opponent_share > 0:
+            raise ValueError("the exact-table method plays its table's bots: no opponents")
         for name in self.tables[0]:
             if name.split(":")[0] not in DETERMINISTIC_BOTS:
                 raise ValueError(
@@ -259,20 +213,32 @@ class PlannerConfig:
         return tuple(self.tables[0]) if self.method == "exact-table" else ()
 
 
-METHODS = ("self-play", "table", "exact-table")
+METHODS = ("self-play", "exact-table")
 # Bots whose every choice is a function of the position (no dice drawn from the rng).
 DETERMINISTIC_BOTS = ("smart", "turn-ev", "threshold", "optimal")
 BOUNDS = {
     **dict.fromkeys(("iterations", "games_per_iteration", "buffer_size"), POSITIVE),
     **dict.fromkeys(("targets_per_iteration", "fit_steps", "batch_size"), POSITIVE),
     **dict.fromkeys(("learning_rate", "eval_games", "checkpoint_freq"), POSITIVE),
-    **dict.fromkeys(("epsilon", "opponent_share", "lam"), FRACTION),
+    **dict.fromkeys(("epsilon", "opponent_share"), FRACTION),
     "workers": ("between 1 and 64", lambda v: 1 <= v <= 64),
-    "rollouts": ("between 0 and 64", lambda v: 0 <= v <= 64),
     "sweeps": ("between 1 and 100", lambda v: 1 <= v <= 100),
     "eval_freq": (">= 0 (0: only at the end)", lambda v: v >= 0),
     "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
 }
+
+REMOVED = "removed (see the git history)"
+
+
+def without_removed(values: dict, where: str) -> dict:
+    """`values` (a run's config.json, a preset, --params) less the keys of the table
+    method's settings, removed in issue 29 (older runs' config.json carry them): dropped
+    when the run did not use them, else a one-line ValueError naming what it used."""
+    if values.get("method") == "table":
+        raise ValueError(f"{where} uses --method table, {REMOVED}")
+    if values.get("rollouts", 0) != 0:
+        raise ValueError(f"{where} uses --rollouts {values['rollouts']}, {REMOVED}")
+    return {key: value for key, value in values.items() if key not in ("lam", "rollouts")}
 
 
 # ---------------------------------------------------------------- self-play
@@ -346,7 +312,7 @@ def turn_targets(positions: Sequence[tuple[int, ...]], rules: Rules, value_fn) -
     return out
 
 
-# ---------------------------------------------------------------- the table method
+# ---------------------------------------------------------- the exact-table method
 @functools.cache  # the bots of the tables, built once per process
 def _bot(name: str) -> Policy:
     return make_policy(name)
@@ -365,73 +331,6 @@ def _table_game(
     return seat, policies, Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
 
 
-def table_returns(
-    net: ValueNet, table: Sequence[str], rules: Rules, lam: float, seed: int
-) -> list[tuple[tuple[int, ...], np.ndarray]]:
-    """One game of the planner (`net`) at `table` (the bots after its seat, in turn
-    order), its seat and the first player drawn from `seed`: each position after the
-    planner's turn (scores in turn order from the next player) with its TD(lambda)
-    return, every player's win probability in that order. [] if the game is cut off."""
-    rng = np.random.default_rng(seed)
-    planner = PlannerBot(net, rules=rules)
-    seat, policies, game = _table_game(planner, table, rules, rng)
-    n = game.n_players
-    after: list[tuple[int, ...]] = []  # positions after each of the planner's turns
-    planned: list[np.ndarray] = []  # its expectation at the start of the turn after each
-
-    def record(game: Game, _event: object = None) -> None:
-        if (position := turn_start(game)) is None:
-            return
-        if game.state.current == (seat + 1) % n:
-            after.append(position)
-        elif game.state.current == seat and after:
-            mine = planner.plan(game).probabilities[0, NUM_DICE]  # from the planner's seat
-            planned.append(np.roll(mine, -1))  # from the seat after it, as `after`
-
-    play(game, policies, rng, on_event=record)
-    if game.state.winner is None:
-        return []
-    out, ret = [], np.eye(n)[(game.state.winner - seat - 1) % n]  # the outcome: the winner, one-hot
-    for t in range(len(after) - 1, -1, -1):
-        if t < len(planned):  # the planner had another turn: bootstrap from its plan
-            ret = (1 - lam) * planned[t] + lam * ret
-        out.append((after[t], ret))
-    return out[::-1]
-
-
-def _planner_turn_start(game: Game) -> bool:
-    """An `until` for a rollout: the last seat (the planner's) starts its turn."""
-    return turn_start(game) is not None and game.state.current == game.n_players - 1
-
-
-def rollout_target(
-    planner: PlannerBot,
-    table: Sequence[str],
-    rules: Rules,
-    position: tuple[int, ...],
-    rollouts: int,
-    seed: int,
-) -> np.ndarray:
-    """The value of `position`, a turn start of the first of `table`'s bots with the
-    planner seated after the last of them (scores in that turn order), estimated by
-    `rollouts` plays of the bots' turns: each ends at the planner's next turn start,
-    valued by its exact plan there (every player's win probability), or at a win (a
-    bot's, or the planner's by a gift, R9: a one-hot for the winner)."""
-    rng = np.random.default_rng(seed)
-    n = len(position)
-    policies: list[Policy | None] = [_bot(name) for name in table] + [None]
-    total = np.zeros(n)
-    for _ in range(rollouts):
-        game = Game(n, rules, seed=rng)
-        game.state.scores = list(position)
-        play(game, policies, rng, until=_planner_turn_start)
-        if game.state.winner is not None:
-            total[game.state.winner] += 1.0
-        else:  # the plan is from the planner's seat, the last: roll it to this order
-            total += np.roll(planner.plan(game).probabilities[0, NUM_DICE], -1)
-    return total / rollouts
-
-
 _WORKER: dict = {}
 
 
@@ -442,18 +341,6 @@ def _init_worker(cfg: PlannerConfig, net: ValueNet, forked: bool = True) -> None
         one_thread_per_process()  # the pool is the parallelism
     # one planner per process and network: its plans are cached across jobs
     _WORKER.update(cfg=cfg, net=net, planner=PlannerBot(net, rules=cfg.rules))
-
-
-def _worker_returns(job: tuple[tuple[str, ...], int]) -> list[tuple[tuple[int, ...], np.ndarray]]:
-    table, seed = job
-    cfg = _WORKER["cfg"]
-    return table_returns(_WORKER["net"], table, cfg.rules, cfg.lam, seed)
-
-
-def _worker_rollouts(job: tuple[tuple[str, ...], tuple[int, ...], int]) -> np.ndarray:
-    table, position, seed = job
-    cfg = _WORKER["cfg"]
-    return rollout_target(_WORKER["planner"], table, cfg.rules, position, cfg.rollouts, seed)
 
 
 def _in_workers(cfg: PlannerConfig, net: ValueNet, work: Callable, jobs: list) -> list:
@@ -482,26 +369,6 @@ def _in_workers(cfg: PlannerConfig, net: ValueNet, work: Callable, jobs: list) -
         return list(pool.map(work, jobs, chunksize=chunk))
 
 
-def play_table_games(
-    cfg: PlannerConfig, net: ValueNet, table: Sequence[str], seeds: Sequence[int]
-) -> list[tuple[tuple[int, ...], np.ndarray]]:
-    """``table_returns`` of one game per seed, in `cfg.workers` processes (the same
-    samples, in the same order, whatever their number)."""
-    jobs = [(tuple(table), int(seed)) for seed in seeds]
-    return [sample for game in _in_workers(cfg, net, _worker_returns, jobs) for sample in game]
-
-
-def rollout_targets(
-    cfg: PlannerConfig, net: ValueNet, positions: Sequence[tuple[int, ...]], seeds: Sequence[int]
-) -> list[np.ndarray]:
-    """``rollout_target`` of each position (at the table of its size), one seed each,
-    in `cfg.workers` processes."""
-    tables = {len(table) + 1: tuple(table) for table in cfg.tables}
-    jobs = [(tables[len(p)], p, int(seed)) for p, seed in zip(positions, seeds, strict=True)]
-    return _in_workers(cfg, net, _worker_rollouts, jobs)
-
-
-# ---------------------------------------------------------- the exact-table method
 def exact_table_positions(
     planner: PlannerBot, table: Sequence[str], rules: Rules, epsilon: float, seed: int
 ) -> list[tuple[tuple[int, ...], int]]:
@@ -627,7 +494,6 @@ class ValueIteration:
         self.rng = np.random.default_rng(cfg.seed)
         self.opponents = [make_policy(name) for name in cfg.opponents]
         self.buffer: dict[tuple[int, ...], int] = {}  # position -> iteration last seen
-        self.samples: list[tuple[tuple[int, ...], np.ndarray]] = []  # the table method's
         # exact-table: the buffer's keys are (position, agent's index); a bot's turn ends
         self.outcomes: dict[tuple[tuple[int, ...], int], TurnOutcomes] = {}
         self.iteration = 0
@@ -636,8 +502,6 @@ class ValueIteration:
 
     def iterate(self) -> dict:
         """One iteration; returns its statistics."""
-        if self.cfg.method == "table":
-            return self._iterate_tables()
         if self.cfg.method == "exact-table":
             return self._iterate_exact_table()
         cfg, it, start = self.cfg, self.iteration, time.perf_counter()
@@ -649,26 +513,6 @@ class ValueIteration:
         targets = turn_targets(keys, cfg.rules, self.net)
         loss = self._fit(keys, targets)
         return self._next(n_players, len(self.buffer), len(keys), loss, start)
-
-    def _iterate_tables(self) -> dict:
-        """One iteration of the table method: games at the next table, then a fit on
-        the most recent samples (their returns), or on a sample of the buffered
-        positions re-targeted by rollouts."""
-        cfg, it, start = self.cfg, self.iteration, time.perf_counter()
-        table = cfg.tables[it % len(cfg.tables)]
-        seeds = self.rng.integers(2**63, size=cfg.games_per_iteration)
-        played = play_table_games(cfg, self.net, table, seeds)
-        if cfg.rollouts:
-            keys = self._remember([position for position, _ in played], it)
-            seeds = self.rng.integers(2**63, size=len(keys))
-            loss = self._fit(keys, rollout_targets(cfg, self.net, keys, seeds))
-            return self._next(len(table) + 1, len(self.buffer), len(keys), loss, start)
-        self.samples += played
-        del self.samples[: max(0, len(self.samples) - cfg.buffer_size)]
-        chosen = self._sample(self.samples)
-        keys = [position for position, _ in chosen]
-        loss = self._fit(keys, [target for _, target in chosen])
-        return self._next(len(table) + 1, len(self.samples), len(keys), loss, start)
 
     def _iterate_exact_table(self) -> dict:
         """One iteration of the exact-table method: games at the table; the exact ends of
@@ -705,20 +549,18 @@ class ValueIteration:
 
     def _remember(self, seen: Sequence[tuple[int, ...]], it: int) -> list[tuple[int, ...]]:
         """Add positions to the buffer (the most recently seen kept); the positions to
-        re-target this iteration, a random sample of it."""
+        re-target this iteration, `targets_per_iteration` of it at random, in its order
+        (all if no more)."""
         cfg = self.cfg
         for p in seen:
             self.buffer.pop(p, None)
             self.buffer[p] = it
         while len(self.buffer) > cfg.buffer_size:
             self.buffer.pop(next(iter(self.buffer)))
-        return self._sample(list(self.buffer))
-
-    def _sample(self, items: list) -> list:
-        """`targets_per_iteration` of `items` at random, in their order (all if no more)."""
-        if len(items) <= self.cfg.targets_per_iteration:
+        items = list(self.buffer)
+        if len(items) <= cfg.targets_per_iteration:
             return items
-        chosen = self.rng.choice(len(items), self.cfg.targets_per_iteration, replace=False)
+        chosen = self.rng.choice(len(items), cfg.targets_per_iteration, replace=False)
         return [items[i] for i in np.sort(chosen)]
 
     def _next(self, n_players: int, positions: int, fitted: int, loss: float, start: float) -> dict:
@@ -781,7 +623,6 @@ class ValueIteration:
             "torch": weights.getvalue(),
             "rng": self.rng.bit_generator.state,
             "buffer": [[_plain(key), it] for key, it in self.buffer.items()],
-            "samples": [[list(p), t.tolist()] for p, t in self.samples],
             "outcomes": [
                 [list(p), agent, o.positions.tolist(), o.probs.tolist(), o.wins.tolist()]
                 for (p, agent), o in self.outcomes.items()
@@ -800,8 +641,8 @@ class ValueIteration:
         self._next_net()
 
     def adopt_buffer(self, state: dict) -> None:
-        """Take the buffered positions (and the bots' turn ends, the table samples) of a
-        ``state_dict``: a resume's, or another run's for ``buffer_from``."""
+        """Take the buffered positions (and the bots' turn ends) of a ``state_dict``: a
+        resume's, or another run's for ``buffer_from``."""
         self.buffer = {_key(key): int(it) for key, it in state["buffer"]}
         self.outcomes = {
             (tuple(p), agent): TurnOutcomes(
@@ -809,7 +650,6 @@ class ValueIteration:
             )
             for p, agent, ends, probs, wins in state.get("outcomes", [])
         }
-        self.samples = [(tuple(p), np.array(t)) for p, t in state.get("samples", [])]
 
 
 def _plain(key: tuple) -> list:
