@@ -1,8 +1,11 @@
 """Package a training run as a shipped agent: model, config, learning curve, evaluation
 and a model card, in checkpoints/NAME/.
 
-    python ship.py checkpoints/ppo_2p_tune_free_seed1 --name ppo-2p --games 20000 --workers 2
-    python ship.py checkpoints/planner_2p_free_seed0 --name planner-2p
+    python ship.py checkpoints/ppo_2p_free_seed0 --name my-ppo --games 20000 --workers 2
+    python ship.py runs/planner_2p_free_seed0 --name planner-2p --force   # a rebuild
+
+(The shipped agents' runs keep only their record in checkpoints/, no model: each card and
+checkpoints/README.md give the commands that rebuild the agent.)
 
 Two kinds of run: a MaskablePPO run of train.py (RUN/best/model.zip: the agent is
 model.zip) and a planner run of train_planner.py (RUN/latest/value_net.npz: the agent
@@ -216,7 +219,10 @@ def check_args(args: argparse.Namespace) -> dict:
     planner = (run / "latest" / VALUE_NET).is_file()  # a run of train_planner.py
     model = run / args.model / (VALUE_NET if planner else "model.zip")
     if not model.is_file() or not (run / "config.json").is_file():
-        raise ShipError(f"{run} is not a finished training run (no {model})")
+        # A folder with neither model (a run record whose state left the tree, issue 29
+        # item 7) may have been a planner run: name both.
+        wanted = model if planner else f"{model} nor {run / 'latest' / VALUE_NET}"
+        raise ShipError(f"{run} is not a finished training run (no {wanted})")
     history = planner_stages(run) if planner else stages(run)
     config = history[-1]["config"]
     sizes = config.get("players") if planner else [config.get("players")]

@@ -2,7 +2,7 @@
 
     python train.py --preset ppo_2p                   # a preset from hyperparams/
     python train.py --players 4 --n-timesteps 2e6 --opponents smart turn-ev threshold:350
-    python train.py --resume checkpoints/ppo_2p_free_seed1   # continue an interrupted run
+    python train.py --resume checkpoints/ppo_2p_free_seed0   # continue an interrupted run
     python train.py --preset quick --params ent_coef=0.02 n_envs=4
     python train.py --preset ppo_2p --init-from RUN/latest/model.zip --run-name tuned \\
         --params ent_coef=0 learning_rate=5e-5     # a new run from trained weights

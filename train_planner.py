@@ -4,7 +4,7 @@ value iteration from self-play, each turn planned exactly against it.
     python train_planner.py --preset planner_2p           # a preset from hyperparams/
     python train_planner.py --players 3 4 6 --iterations 200 --opponents smart turn-ev \\
         --opponent-share 0.5
-    python train_planner.py --resume checkpoints/planner_2p_free_seed0   # continue
+    python train_planner.py --resume checkpoints/RUN   # continue an interrupted run
     python train_planner.py --resume RUN --iterations 120      # extend a finished run
 
 Top to bottom: the command line (PlannerConfig and Args), the run's config and folder,

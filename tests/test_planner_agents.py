@@ -22,7 +22,7 @@ from envs.game import Game
 from envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
-SNAPSHOT_2P = ROOT / "checkpoints" / "ppo_2p_free_seed1" / "snapshots" / "step7753728.npz"
+SNAPSHOT_2P = ROOT / "tests" / "data" / "ppo_2p_free_seed1" / "snapshots" / "step7753728.npz"
 SMALL = Rules(target=2000, entry=300)  # a shrunken game: small nets, quick plans
 
 

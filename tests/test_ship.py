@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
 from hashlib import sha256
 from pathlib import Path
 
@@ -545,11 +546,8 @@ def test_an_averaged_network_is_timed_as_it_will_be_shipped(tmp_path, monkeypatc
     assert timed == [(8,), (16,)]
 
 
-PLANNER_RUNS = sorted(
-    p.parent
-    for p in (ROOT / "checkpoints").glob("*/config.json")
-    if (p.parent / "value_net.npz").is_file() or (p.parent / "latest" / "value_net.npz").is_file()
-)
+# The committed planner agents and the records of their runs (config.json kept).
+PLANNER_RUNS = sorted(p.parent for p in (ROOT / "checkpoints").glob("planner*/config.json"))
 
 
 @pytest.mark.parametrize("folder", PLANNER_RUNS, ids=lambda p: p.name)
@@ -562,3 +560,66 @@ def test_every_committed_planner_config_still_reads(folder):
     config = ship.read_json_object(folder / "config.json")
     assert ship.planner_config(config).method in ("self-play", "exact-table")
     assert train_planner.read_config(folder).players == config["players"]
+
+
+# The shipped agents' training runs: since issue 29 item 7 only their record stays in
+# the tree (config, command, evaluations); their state (models, state.pkl, snapshots,
+# TensorBoard logs) is rebuilt by the commands in checkpoints/README.md.
+RUN_RECORDS = [
+    "ppo_2p_free_seed1",
+    "ppo_2p_tune_free_seed1",
+    "ppo_4p_free_seed0",
+    "planner_2p_free_seed0",
+    "planner_multi_free_seed0",
+    "planner_table_3p_free_seed0",
+    "planner_table_4p_free_seed0",
+    "planner_table_4p_free_seed1",
+    "planner_table_4p_finetune",
+    "planner_table_6p_free_seed0",
+]
+RECORD_FILES = {"config.json", "command.txt", "evals.json", "summary.json", "best/eval.json"}
+SHIPPED = ["ppo-2p", "ppo-4p", "planner-2p", "planner-multi", "planner-3p", "planner-4p"]
+SHIPPED += ["planner-6p"]
+
+
+def test_the_committed_checkpoints_are_agents_and_run_records_only():
+    """Issue 29 item 7: the product ships agents, not training state. Tracked
+    checkpoints/ is the README, the shipped agents and their runs' records, 20 MB at
+    most."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "checkpoints"], cwd=ROOT, capture_output=True, text=True
+    )
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: the committed checkpoints are unknown")
+    files = [Path(name) for name in listed.stdout.split("\0") if name]
+    assert sum((ROOT / f).stat().st_size for f in files) <= 20_000_000
+    folders = {f.parts[1] for f in files if len(f.parts) > 2}
+    assert folders == {*SHIPPED, *RUN_RECORDS}
+    state = [
+        f.as_posix()
+        for f in files
+        if len(f.parts) > 2
+        and f.parts[1] in RUN_RECORDS
+        and Path(*f.parts[2:]).as_posix() not in RECORD_FILES
+    ]
+    assert state == []
+    for name in RUN_RECORDS:
+        for kept in ("config.json", "command.txt", "evals.json"):
+            assert Path("checkpoints", name, kept) in files
+
+
+@pytest.mark.parametrize("name", RUN_RECORDS)
+def test_a_run_record_is_refused_in_one_line(name, tmp_path, monkeypatch, capsys):
+    """Issue 29 item 7: a run whose model left the tree cannot be shipped again; ship.py
+    says so in one line, naming what is missing, and writes nothing."""
+    monkeypatch.setattr(evaluate, "main", no_work)
+    monkeypatch.setattr(ship, "learning_curve", no_work)
+    monkeypatch.setattr(ship, "games_per_second", no_work, raising=False)
+    run, out = ROOT / "checkpoints" / name, tmp_path / "out"
+    out.mkdir()
+    before = tree(run)
+    assert ship.main([str(run), "--name", "rebuilt", "--out", str(out), "--games", "10"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "is not a finished training run (no " in err, err
+    assert "model.zip" in err and "value_net.npz" in err
+    assert tree(run) == before and not any(out.iterdir())
