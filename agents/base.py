@@ -1,14 +1,24 @@
 """The policy interface (defined once, in ``envs.policy``, where the environments can
-see it) and the output-path checks that the command-line tools make before their work."""
+see it), and what every tool shares about its output: the path checks made before the
+work, the one atomic write, and the one way a duration is shown."""
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from envs.policy import Policy
 
-__all__ = ["Policy", "check_output_folder", "check_output_path", "check_plot_path"]
+__all__ = [
+    "Policy",
+    "atomic_write",
+    "check_output_folder",
+    "check_output_path",
+    "check_plot_path",
+    "duration",
+]
 
 
 def check_output_path(path: str | Path, option: str) -> None:
@@ -50,3 +60,51 @@ def check_plot_path(path: str | Path, option: str = "--plot") -> None:
             f"{option} {path}: unknown picture format {suffix!r} "
             f"(use one of: {', '.join(sorted(formats))})"
         )
+
+
+def atomic_write(path: str | Path, content: str | bytes | Callable[[str], object]) -> Path:
+    """Write `path` so that no reader (and no crash) ever sees half of it: the content
+    goes to a temporary file beside it, is flushed to disk, then renamed over `path`.
+
+    `content` is the text or bytes to write, or a function that writes a file at the
+    name it is given (``model.save``, ``np.savez``); that name ends with `path`'s own
+    suffix, since such writers add theirs otherwise. The file gets the usual permissions
+    (0o644, or those of the file it replaces); nothing is left behind on an error."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    aside = {"prefix": f".{path.stem}.", "suffix": f".tmp{path.suffix}"}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, **aside)
+    os.close(fd)
+    try:
+        if callable(content):
+            content(tmp)
+        else:
+            Path(tmp).write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())  # on disk before the rename makes it the file
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path
+
+
+DURATION_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+
+
+def duration(seconds: float) -> str:
+    """`seconds` for people, in its largest unit and the next one when that is not zero:
+    0.3 -> "<1 s", 7.4 -> "7 s", 125 -> "2 min 5 s", 1800 -> "30 min",
+    3725 -> "1 h 2 min", 604800 -> "7 d"."""
+    if seconds < 0.5:
+        return "<1 s"
+    left = round(seconds)
+    for i, (unit, size) in enumerate(DURATION_UNITS):
+        if left >= size or size == 1:
+            shown = f"{left // size} {unit}"
+            if size > 1:
+                smaller, small = DURATION_UNITS[i + 1]
+                if part := left % size // small:
+                    shown += f" {part} {smaller}"
+            return shown
+    raise AssertionError("unreachable: the last unit is one second")

@@ -38,7 +38,7 @@ from envs.rules import (
 )
 
 ROLL, DECIDE, OVER = "roll", "decide", "over"
-MIN_PLAYERS, MAX_PLAYERS = 2, 8
+MIN_PLAYERS, MAX_PLAYERS = 2, 8  # the one bound on the table size (R11)
 
 
 class IllegalMoveError(ValueError):
@@ -49,6 +49,21 @@ def is_int(value: object) -> bool:
     """Whether a value read from a save is an integer (not a bool, float or string):
     int(True), int(2.7) and int("3") would hide a corrupt file."""
     return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def check_players(n_players: object, name: str = "n_players") -> int:
+    """`n_players` if it is a table size the rules allow, else a one-line ValueError
+    naming the argument (every entry point checks the player count here)."""
+    if not is_int(n_players) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
+        raise ValueError(f"{name} must be {MIN_PLAYERS}..{MAX_PLAYERS}, got {n_players!r}")
+    return int(n_players)
+
+
+def in_turn_order(scores: Sequence[int], first: int) -> tuple[int, ...]:
+    """The banked scores rotated so that seat `first` comes first, then the seats after
+    it in playing order: how a position is seen from the player to move (the solver,
+    the planners and the observations all use this order)."""
+    return tuple(scores[first:]) + tuple(scores[:first])
 
 
 def action_index(action: object) -> int:
