@@ -72,8 +72,10 @@ def atomic_write(path: str | Path, content: str | bytes | Callable[[str], object
     (0o644, or those of the file it replaces); nothing is left behind on an error."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    aside = {"prefix": f".{path.stem}.", "suffix": f".tmp{path.suffix}"}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, **aside)
+    # Hidden, and ending in .tmp unless a writer needs the real suffix: a reader that
+    # lists the folder's *.json (the web store) never takes a crash's leftover for a file.
+    suffix = f".tmp{path.suffix}" if callable(content) else ".tmp"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     os.close(fd)
     try:
         if callable(content):
@@ -89,22 +91,24 @@ def atomic_write(path: str | Path, content: str | bytes | Callable[[str], object
     return path
 
 
-DURATION_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+DURATION_UNITS = ((86400, "day"), (3600, "h"), (60, "min"), (1, "s"))
+
+
+def _in_unit(count: int, size: int, unit: str) -> str:
+    return f"{count} {unit}{'s' * (size == 86400 and count != 1)}"  # "2 days", "2 h"
 
 
 def duration(seconds: float) -> str:
     """`seconds` for people, in its largest unit and the next one when that is not zero:
     0.3 -> "<1 s", 7.4 -> "7 s", 125 -> "2 min 5 s", 1800 -> "30 min",
-    3725 -> "1 h 2 min", 604800 -> "7 d"."""
+    3725 -> "1 h 2 min", 604800 -> "7 days"."""
     if seconds < 0.5:
         return "<1 s"
-    left = round(seconds)
-    for i, (unit, size) in enumerate(DURATION_UNITS):
-        if left >= size or size == 1:
-            shown = f"{left // size} {unit}"
-            if size > 1:
-                smaller, small = DURATION_UNITS[i + 1]
-                if part := left % size // small:
-                    shown += f" {part} {smaller}"
-            return shown
-    raise AssertionError("unreachable: the last unit is one second")
+    left = max(round(seconds), 1)  # round(0.5) is 0
+    size, unit = next((size, unit) for size, unit in DURATION_UNITS if left >= size)
+    shown = _in_unit(left // size, size, unit)
+    if size > 1:
+        small, smaller = DURATION_UNITS[[s for s, _ in DURATION_UNITS].index(size) + 1]
+        if part := left % size // small:
+            shown += f" {_in_unit(part, small, smaller)}"
+    return shown

@@ -16,15 +16,18 @@ from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players, in_turn_order
     [
         (0.0, "<1 s"),
         (0.3, "<1 s"),
+        (0.5, "1 s"),
         (7.4, "7 s"),
         (59.6, "1 min"),
         (125, "2 min 5 s"),
         (1800, "30 min"),
         (3725, "1 h 2 min"),
         (3600 * 5, "5 h"),
-        (86400, "1 d"),
-        (7 * 86400, "7 d"),
-        (7 * 86400 + 3 * 3600 + 59, "7 d 3 h"),
+        (86400, "1 day"),
+        (86400 + 60, "1 day"),
+        (2 * 86400 + 3600, "2 days 1 h"),
+        (7 * 86400, "7 days"),
+        (7 * 86400 + 3 * 3600 + 59, "7 days 3 h"),
     ],
 )
 def test_duration(seconds, text):

@@ -472,7 +472,7 @@ def test_the_help_states_the_rule(capsys):
     for words in (
         "unused for 7 days",
         "unused for 30 days",
-        "last 30 minutes is never deleted",
+        "last 30 min is never deleted",  # the one duration formatter (issue 29 item 4)
         "--allowed-host",
         "--grace MINUTES",
         "fewer than 100 addresses",

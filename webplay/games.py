@@ -46,7 +46,6 @@ import math
 import os
 import re
 import secrets
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -56,6 +55,7 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
+from agents.base import atomic_write, duration
 from envs import driver
 from envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
 from envs.game_log import check_fields, log_entry, one_line, replay_log
@@ -286,15 +286,6 @@ def said(error: BaseException, *folders: Path) -> str:
     return text.replace(str(Path.home()), "~")
 
 
-def duration(seconds: float) -> str:
-    """`seconds` in words: "30 minutes", "7 days"."""
-    unit, n = "minute", seconds / MINUTE
-    for name, size in (("hour", HOUR), ("day", DAY)):
-        if seconds >= size and seconds % size == 0:
-            unit, n = name, seconds / size
-    return f"{n:g} {unit}{'' if n == 1 else 's'}"
-
-
 @dataclass(frozen=True)
 class Limits:
     """How many games a Store keeps and how long (seconds): the rule of the module
@@ -397,19 +388,9 @@ class Store:
         os.utime(self.path(web.id), (web.touched, web.touched))
 
     def save(self, web: WebGame) -> None:
-        """Write `web` atomically: a temporary file in the folder, then os.replace."""
-        data = json.dumps(web.to_dict(), separators=(",", ":"))
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".part")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.utime(tmp, (web.touched, web.touched))
-            os.replace(tmp, self.path(web.id))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        """Write `web` atomically, stamped with its last use."""
+        atomic_write(self.path(web.id), json.dumps(web.to_dict(), separators=(",", ":")))
+        self._stamp(web)
 
     # ------------------------------------------------------------- the rule
     def _expired(self, web: WebGame, now: float) -> bool:

@@ -20,12 +20,11 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from agents.base import check_plot_path
+from agents.base import atomic_write, check_plot_path
 from envs.game import Game
 from envs.policy import Policy
 from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
@@ -78,20 +77,13 @@ def _load(path: Path, rules: Rules) -> TwoPlayerSolution | None:
 
 
 def _save(path: Path, sol: TwoPlayerSolution) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "rules": sol.rules.to_dict(),
         "version": SOLVER_VERSION,
         "checksum": _checksum(sol.scores, sol.V, sol.W),
     }
-    # Write to a temporary file in the same folder, then rename: never a half file.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, meta=json.dumps(meta), scores=sol.scores, V=sol.V, W=sol.W)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    arrays = {"meta": json.dumps(meta), "scores": sol.scores, "V": sol.V, "W": sol.W}
+    atomic_write(path, lambda aside: np.savez(aside, **arrays))
 
 
 _MEMORY: dict[Rules, TwoPlayerSolution] = {}
