@@ -66,7 +66,7 @@ def measure(
     """Each agent (label -> spec) against each bot of BOTS, `games` games per pair with
     seats alternating, in one pool of workers; "win rate ±half-interval" per pair."""
     from agents.tournament import schedule, summarize
-    from evaluate import run_with_bar
+    from agents.tournament_report import run_with_bar
 
     names = [*agents, *BOTS]
     seatings = [  # agents against bots, not against each other
@@ -116,19 +116,29 @@ def report(console: Console, rates: dict[tuple[str, str], str], model: str, run_
 
 
 def train_and_evaluate(seed: int, games: int, workers: int) -> int:
+    import dataclasses
     import shutil
 
     from rich.panel import Panel
 
-    import train
+    from agents.training import ppo, progress
+    from agents.training.config import load_preset, new_run_config
 
     console = Console()
     console.print(Panel(INTRO, title="5000-RL demo", expand=False))
     run_dir = ROOT / "checkpoints" / "demo_quick"
     if run_dir.exists():
         shutil.rmtree(run_dir)  # the demo's own scratch run
-    console.rule("1/2  training: python train.py --preset quick --run-name demo_quick")
-    code = train.main(["--preset", "quick", "--run-name", "demo_quick", "--seed", str(seed)])
+    argv = ["--preset", "quick", "--run-name", "demo_quick", "--seed", str(seed)]
+    console.rule(f"1/2  training: python train.py {' '.join(argv[:4])}")
+    try:  # what train.py does with these flags
+        config = dataclasses.replace(load_preset("quick"), run_name="demo_quick", seed=seed)
+        config = new_run_config(config, [], name_given=True)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(progress.plan(config, run_dir, 0, no_flags=False)), flush=True)
+    code = ppo.train(config, run_dir, None, ["python", "train.py", *argv])
     if code != 0:
         return code
     model = (run_dir / "best" / "model.zip").relative_to(ROOT)

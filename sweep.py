@@ -43,16 +43,18 @@ try:  # an optional extra: main() says how to install it when it is missing
 except ImportError:
     tune, Callback = None, object
 
-from agents.base import check_output_folder
+from agents.base import check_output_folder, duration
 from agents.training.config import (
     TrainConfig,
     check_plain_name,
+    check_resume_flags,
     is_preset_name,
     load_preset,
     make_config,
+    new_run_config,
+    read_run_config,
     with_params,
 )
-from agents.training.progress import duration
 
 ROOT = Path(__file__).resolve().parent
 METRIC = "mean_win_rate"  # train.py's evaluation score: the mean over its opponents
@@ -125,7 +127,7 @@ SWEEP_FLAGS = (
     "cpus_per_trial",
     "max_concurrent",
 )
-RESUME_FLAGS = {"--resume", "--ray", "--checkpoints", "--no-progress", "--progress", "--cpus"}
+RESUME_FLAGS = ["--ray", "--checkpoints", "--cpus", "--no-progress"]  # what --resume takes
 
 
 # ============================================================== the search space
@@ -255,13 +257,13 @@ def check_numbers(args: SweepArgs) -> None:
 
 # ============================================================== one trial
 def run_trial(space: dict, settings: dict) -> None:
-    """One trial, in a Ray worker: train.py with the trial's values (or --resume its run
-    after an interruption), each evaluation reported to Tune."""
-    sys.path.insert(0, settings["root"])  # train.py, beside this file
-    import train
+    """One trial, in a Ray worker: a train.py run with the trial's values (or resuming
+    its run after an interruption), each evaluation reported to Tune."""
+    sys.path.insert(0, settings["root"])  # the repository's packages, in a Ray worker
     from agents.threads import one_thread_per_process
+    from agents.training import checkpoint, ppo
 
-    one_thread_per_process()  # trials side by side; train.py then sets torch_threads
+    one_thread_per_process()  # trials side by side; the run then sets torch_threads
 
     def report(steps: int, score: float, results: dict) -> None:
         rates = {f"win_rate/{name}": r["win_rate"] for name, r in results.items()}
@@ -275,14 +277,18 @@ def run_trial(space: dict, settings: dict) -> None:
         last = json.loads(summary.read_text())["last_eval"]
         report(last["steps"], last["mean_win_rate"], last["results"])
         return
+    values = [f"{key}={json.dumps(value)}" for key, value in space.items()]
     if (run_dir / "latest").is_dir():
         argv = ["--resume", str(run_dir)]
+        config = read_run_config(run_dir)
+        extra = checkpoint.read_checkpoint(run_dir, config)
     else:
-        values = [f"{key}={json.dumps(value)}" for key, value in space.items()]
         argv = ["--preset", settings["preset"], "--run-name", name]
         argv += ["--params", *settings["params"], *values]
+        base = dataclasses.replace(load_preset(settings["preset"]), run_name=name)
+        config, extra = new_run_config(base, [*settings["params"], *values], True), None
     argv += ["--checkpoints", str(runs), "--no-progress"]
-    code = train.main(argv, on_eval=report)
+    code = ppo.train(config, run_dir, extra, ["python", "train.py", *argv], None, False, report)
     if code != 0:
         raise RuntimeError(f"train.py {shlex.join(argv)} exited with code {code}")
 
@@ -478,7 +484,7 @@ def pct(value: float | None) -> str:
 
 def plot_curves(rows: list[dict], path: Path) -> None:
     """Each trial's evaluation win rate against training steps."""
-    from evaluate import figure  # saved without a display
+    from agents.tournament_report import figure  # saved without a display
 
     with figure(path, figsize=(8, 5)) as (_, ax):
         for row in rows:
@@ -496,7 +502,7 @@ def print_results(rows: list[dict], varied: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from evaluate import print_whole  # a table wider than the terminal, uncut
+    from agents.tournament_report import print_whole  # a table wider than the terminal, uncut
 
     table = Table(title="sweep results, best first")
     for col in ["trial", *varied, "status", "steps", "best", "at steps", "last"]:
@@ -518,11 +524,7 @@ def prepare(args: SweepArgs, given: frozenset[str]) -> tuple[SweepArgs, Space, P
     check_numbers(args)
     folder = sweep_dir(args)
     if args.resume:
-        if extra := sorted(given - RESUME_FLAGS):
-            raise ValueError(
-                f"--resume continues a sweep as it was asked; it takes only --ray, "
-                f"--checkpoints, --cpus, --no-progress (not {extra[0]})"
-            )
+        check_resume_flags(given, RESUME_FLAGS, "a sweep as it was asked")
         try:
             saved = json.loads((folder / "sweep.json").read_text())
             args = dataclasses.replace(args, **{k: saved[k] for k in SWEEP_FLAGS})

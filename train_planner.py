@@ -8,15 +8,15 @@ value iteration from self-play, each turn planned exactly against it.
     python train_planner.py --resume RUN --iterations 120      # extend a finished run
 
 Top to bottom: the command line (PlannerConfig and Args), the run's config and folder,
-the training loop (iterate, log, evaluate, checkpoint), the end. The trainer, its
-config and the evaluation are in agents/training/value_iteration.py. A run's folder
+the training loop (iterate, log, evaluate, checkpoint), the end. The config and the run
+machinery are train.py's (agents/training/config.py); the trainer and the evaluation
+are in agents/training/value_iteration.py. A run's folder
 (checkpoints/NAME) holds config.json, command.txt, TensorBoard logs (tb/), the latest
 state (latest/: to resume bit for bit) and the best network (best/value_net.npz).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import pickle
 import shlex
@@ -26,31 +26,27 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, get_type_hints
+from typing import Annotated
 
 import tyro
 
-from agents.base import check_output_folder
+from agents.base import atomic_write, duration
 from agents.neural import first_line
-from agents.training.checkpoint import atomic_write, find_run, read_config_json, save_json
 from agents.training.config import (
-    check_plain_name,
-    is_preset_name,
-    parse_params,
-    read_preset,
-    to_number,
-)
-from agents.training.progress import duration, shown
-from agents.training.value_iteration import (
     PlannerConfig,
-    ValueIteration,
-    evaluate,
-    exact_error,
-    table_label,
-    without_removed,
+    find_run,
+    open_run,
+    parse_run_args,
+    read_run_config,
+    read_saved_state,
+    record_run,
+    save_json,
 )
+from agents.training.progress import Reporter, resume_command, shown
+from agents.training.value_iteration import ValueIteration, evaluate, exact_error, table_label
 
 ROOT = Path(__file__).resolve().parent
+SCRIPT = PlannerConfig.SCRIPT
 
 
 # ============================================================== command line
@@ -75,102 +71,18 @@ class Args:
     """Show a progress bar."""
 
 
-RESUME_FLAGS = {
-    "--resume", "--iterations", "--stop-after", "--no-progress", "--checkpoints", "--workers"
-}  # fmt: skip
-TYPES = get_type_hints(PlannerConfig)
-
-
-def parse_args(argv: list[str]) -> tuple[Args, set[str]]:
-    """The command line (a preset's values become the defaults under the flags) and the
-    flags given."""
-    given = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
-    cli = {"args": argv, "config": (tyro.conf.OmitArgPrefixes,)}
-    args = tyro.cli(Args, **cli)
-    if "--preset" in given:
-        preset = load_preset(args.config.preset)
-        args = tyro.cli(Args, **cli, default=Args(config=preset))
-    return args, given
-
-
-KINDS = {int: "an integer", float: "a number", str: "a string"}
-KINDS.update({list[int]: "a list of integers", list[str]: "a list of names"})
-
-
-def fits(value: Any, kind: Any) -> bool:
-    """`value` (from YAML or JSON) is of the config type `kind` (ints pass as floats)."""
-    if kind in (list[int], list[str]):
-        return isinstance(value, list) and all(fits(v, kind.__args__[0]) for v in value)
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, kind) or (kind is float and isinstance(value, int))
-
-
-def config_from(values: dict[str, Any], where: str) -> PlannerConfig:
-    """A PlannerConfig from YAML or JSON values, or a one-line ValueError naming `where`
-    and the key."""
-    typed = {}
-    for key, value in values.items():
-        if key not in TYPES:
-            raise ValueError(f"{where}: unknown key {key!r}; known: {', '.join(TYPES)}")
-        if TYPES[key] in (int, float) and isinstance(value, str):  # YAML 1.1 reads 1e-3 as text
-            with contextlib.suppress(ValueError):
-                value = to_number(key, value, TYPES[key])
-        if not fits(value, TYPES[key]):
-            raise ValueError(f"{where}: {key} must be {KINDS[TYPES[key]]}, got {value!r}")
-        typed[key] = value
-    return PlannerConfig(**typed)
-
-
-def load_preset(preset: str) -> PlannerConfig:
-    path, values = read_preset(preset, "train_planner.py")
-    where = f"preset {path}"  # a preset of before issue 29 may name the table method's settings
-    return config_from(without_removed({**values, "preset": preset}, where), where)
-
-
-def default_run_name(config: PlannerConfig) -> str:
-    prefix = config.preset if is_preset_name(config.preset) else Path(config.preset).stem
-    prefix = prefix or f"custom_planner_{'-'.join(map(str, config.players))}p"
-    return f"{prefix}_{config.hold}_seed{config.seed}"
+STATE_KEYS = ("trainer", "evals", "best_score", "wall_seconds", "eval_seconds")  # state.pkl
 
 
 def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | None, dict | None]:
-    """The run's config and folder, for --resume its saved state, and for --buffer-from
-    the trainer state whose buffer it starts from; everything checked before any work or
-    any write (ValueError: one line for the user)."""
-    if args.stop_after is not None and args.stop_after < 1:
-        raise ValueError(f"--stop-after must be positive, got {args.stop_after}")
-    runs = Path(args.checkpoints) if args.checkpoints else ROOT / "checkpoints"
-    if not args.resume:
-        check_output_folder(runs, "--checkpoints")  # the run folder is made in it
-        values = {**dataclasses.asdict(args.config), **parse_params(args.params)}
-        config = config_from(values, "--params")  # the flags' values are typed already
-        if "--run-name" in given or config.run_name:
-            check_plain_name(config.run_name)
-        config.validate()
-        config.run_name = config.run_name or default_run_name(config)
-        check_plain_name(config.run_name)
-        buffer = buffer_source(config, runs)["trainer"] if config.buffer_from else None
-        run_dir = runs / config.run_name
-        if run_dir.exists():
-            raise ValueError(
-                f"{run_dir} exists: --resume {run_dir} to continue it, or pick another --run-name"
-            )
-        return config, run_dir, None, buffer
-    if fixed := sorted(given - RESUME_FLAGS):
-        raise ValueError(
-            f"--resume continues a run as configured; it takes only --iterations, "
-            f"--stop-after, --workers, --no-progress (not {fixed[0]})"
-        )
-    run_dir = find_run(args.resume, runs)
-    check_output_folder(run_dir, "--resume")
-    config = read_config(run_dir)
-    if "--iterations" in given:
-        config.iterations = args.config.iterations
-    if "--workers" in given:  # the samples do not depend on it
-        config.workers = args.config.workers
-    config.validate(check_init=False)  # the saved state holds the weights
-    return config, run_dir, read_state(run_dir), None
+    """The run's config and folder (as train.py's), for --resume its saved state, and
+    for --buffer-from the trainer state whose buffer it starts from; everything checked
+    before any work or any write (ValueError: one line for the user)."""
+    config, run_dir = open_run(args, given, ROOT / "checkpoints")
+    if args.resume:
+        return config, run_dir, read_saved_state(run_dir, STATE_KEYS), None
+    buffer = buffer_source(config, run_dir.parent)["trainer"] if config.buffer_from else None
+    return config, run_dir, None, buffer
 
 
 SAME_GAME = ("method", "hold", "target", "entry", "players", "eval_tables")
@@ -184,45 +96,14 @@ def buffer_source(config: PlannerConfig, runs: Path) -> dict:
     except ValueError:
         there = config.buffer_from
         raise ValueError(f"--buffer-from {there}: no run there (no config.json)") from None
-    theirs = dataclasses.asdict(read_config(source))
+    theirs = dataclasses.asdict(read_run_config(source, PlannerConfig))
     for key in SAME_GAME:
         if theirs[key] != getattr(config, key):
             raise ValueError(
                 f"--buffer-from {config.buffer_from}: that run's {key} is {theirs[key]!r}, "
                 f"this run's {getattr(config, key)!r}"
             )
-    return read_state(source)
-
-
-def read_config(run_dir: Path) -> PlannerConfig:
-    """A run's config.json as its PlannerConfig (an older run's unused settings of the
-    removed table method dropped, a run of that method refused: one-line ValueError)."""
-    path = run_dir / "config.json"
-    return config_from(without_removed(read_config_json(path), str(path)), str(path))
-
-
-STATE_KEYS = ("trainer", "evals", "best_score", "wall_seconds", "eval_seconds")
-
-
-def read_state(run_dir: Path) -> dict:
-    """latest/state.pkl, checked to hold everything a resume restores."""
-    path = run_dir / "latest" / "state.pkl"
-    try:
-        state = pickle.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise ValueError(f"{run_dir} has no checkpoint to resume (latest/ is missing)") from None
-    except Exception as e:  # unpickling garbage raises about anything
-        raise ValueError(f"the checkpoint {path} is unreadable: {first_line(e)}") from None
-    if not isinstance(state, dict) or any(key not in state for key in STATE_KEYS):
-        raise ValueError(f"the checkpoint {path} is incomplete or not a planner checkpoint")
-    return state
-
-
-# ============================================================== training
-def save_net(net, path: Path) -> None:
-    """Save a network through a temporary file, then rename (never half written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    net.save(path.with_name(path.stem + ".tmp.npz")).replace(path)
+    return read_saved_state(source, STATE_KEYS)
 
 
 class Run:
@@ -291,44 +172,31 @@ class Run:
         best = score > self.best_score
         if best:
             self.best_score = score
-            save_net(self.trainer.net, self.run_dir / "best" / "value_net.npz")
+            atomic_write(self.run_dir / "best" / "value_net.npz", self.trainer.net.save)
             save_json(self.run_dir / "best" / "eval.json", record)
         rates = ", ".join(f"{label} {r['win_rate']:.1%}" for label, r in results.items())
         say(f"iteration {it}: {rates}{', best' * best} ({duration(time.monotonic() - started)})")
 
     def checkpoint(self) -> None:
         latest = self.run_dir / "latest"
-        save_net(self.trainer.net, latest / "value_net.npz")
+        atomic_write(latest / "value_net.npz", self.trainer.net.save)
         trainer = self.trainer.state_dict()
         self.elapsed()  # wall_seconds up to now
         state = {"trainer": trainer, **{key: getattr(self, key) for key in STATE_KEYS[1:]}}
-        atomic_write(latest / "state.pkl", lambda tmp: Path(tmp).write_bytes(pickle.dumps(state)))
+        atomic_write(latest / "state.pkl", pickle.dumps(state))
         save_json(self.run_dir / "evals.json", self.evals)
         self.saved_iteration = self.trainer.iteration
 
 
 def train(config: PlannerConfig, run_dir: Path, run: Run, args: Args, argv: list[str]) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from torch.utils.tensorboard import SummaryWriter
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    save_json(run_dir / "config.json", dataclasses.asdict(config))
-    with open(run_dir / "command.txt", "a") as f:
-        f.write(shlex.join(["python", "train_planner.py", *argv]) + "\n")
+    record_run(run_dir, config, ["python", SCRIPT, *argv])
     trainer = run.trainer
     writer = SummaryWriter(str(run_dir / "tb"), purge_step=trainer.iteration)
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("iterations"),
-        TimeElapsedColumn(),
-        disable=not args.progress,
-    )
-    say = bar.console.print if args.progress else print
-    task = bar.add_task("training", total=config.iterations, completed=trainer.iteration)
+    reporter = Reporter(config.iterations, trainer.iteration, args.progress, "iterations")
     try:
-        with bar:
+        with reporter:
             while trainer.iteration < config.iterations:
                 stats = trainer.iterate()
                 it = trainer.iteration
@@ -338,28 +206,24 @@ def train(config: PlannerConfig, run_dir: Path, run: Run, args: Args, argv: list
                 if run.solution is not None:
                     error = exact_error(trainer.net, run.solution)  # a yardstick only
                     writer.add_scalar("value/exact_mean_abs_error", error, it)
-                bar.update(task, completed=it, description=f"training (loss {stats['loss']:.4f})")
+                reporter.update(it, f"training (loss {stats['loss']:.4f})")
                 last = it == config.iterations
                 if last or (config.eval_freq and it % config.eval_freq == 0):
-                    bar.update(task, description="evaluating")
-                    run.evaluate(writer, say)
+                    reporter.update(it, "evaluating")
+                    run.evaluate(writer, reporter.say)
                 if last or it % config.checkpoint_freq == 0:
                     run.checkpoint()
                     if args.stop_after is not None and it >= args.stop_after and not last:
-                        say(
-                            f"stopped at iteration {it} (checkpoint saved); continue with: "
-                            f"python train_planner.py --resume {shlex.quote(shown(run_dir))}"
-                        )
+                        again = f"continue with: {resume_command(run_dir, SCRIPT)}"
+                        reporter.say(f"stopped at iteration {it} (checkpoint saved); {again}")
                         return 0
     except KeyboardInterrupt:
         if run.saved_iteration is None:  # nothing to resume from: leave no folder behind
             shutil.rmtree(run_dir, ignore_errors=True)
             print(f"interrupted before the first checkpoint: {shown(run_dir)} removed")
         else:
-            print(
-                f"interrupted; the checkpoint at iteration {run.saved_iteration} continues "
-                f"with: python train_planner.py --resume {shlex.quote(shown(run_dir))}"
-            )
+            kept = f"the checkpoint at iteration {run.saved_iteration}"
+            print(f"interrupted; {kept} continues with: {resume_command(run_dir, SCRIPT)}")
         return 130
     finally:
         writer.close()
@@ -396,7 +260,7 @@ def interrupt(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args, given = parse_args(argv)
+        args, given = parse_run_args(Args, argv)
         config, run_dir, saved, buffer = prepare(args, given)
         if saved is not None and saved["trainer"]["iteration"] >= config.iterations:
             print(

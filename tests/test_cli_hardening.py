@@ -22,9 +22,7 @@ import sweep
 import train
 import train_planner
 from agents import ray_tools
-from agents.training.checkpoint import read_config_json
-from agents.training.config import TrainConfig
-from agents.training.value_iteration import PlannerConfig
+from agents.training.config import PlannerConfig, TrainConfig, parse_run_args, read_config_json
 from agents.value_net import KIND
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,7 +147,9 @@ def test_a_preset_of_the_other_training_script_says_whose_it_is(
 def test_train_planner_takes_params_last(argv, expected, tmp_path):
     """Issue 28 item 11: train_planner.py had no --params (train.py's, shared)."""
     quick = ["--eval-tables", "threshold:300"]  # the default tables load a PPO model: seconds
-    args, given = train_planner.parse_args([*argv, *quick, "--checkpoints", str(tmp_path)])
+    args, given = parse_run_args(
+        train_planner.Args, [*argv, *quick, "--checkpoints", str(tmp_path)]
+    )
     config = train_planner.prepare(args, given)[0]
     assert {key: getattr(config, key) for key in expected} == expected
 

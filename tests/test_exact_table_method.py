@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from agents.optimal import two_player_solution
+from agents.training.config import PlannerConfig
 from agents.training.value_iteration import (
-    PlannerConfig,
     ValueIteration,
     bot_turn_targets,
     exact_table_positions,

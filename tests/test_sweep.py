@@ -66,7 +66,7 @@ def test_randint_includes_both_ends_and_the_grid_covers_seeds():
     "argv, message",
     [
         (["--grid", "learning_rate"], "--grid takes KEY=V1,V2"),
-        (["--grid", "no_such_key=1,2"], "unknown config key 'no_such_key'"),
+        (["--grid", "no_such_key=1,2"], "unknown key 'no_such_key'"),
         (["--grid", "learning_rate=1e-4,-1"], "learning_rate must be"),
         (["--grid", "n_epochs=2,two"], "n_epochs must be an integer"),
         (["--sample", "learning_rate=normal:0:1", "--samples", "2"], "--sample takes KEY=DIST"),

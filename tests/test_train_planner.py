@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 import train_planner
-from agents.training.value_iteration import PlannerConfig, table_label
+from agents.training import config as config_module
+from agents.training.config import (
+    PlannerConfig,
+    load_preset,
+    make_config,
+    read_run_config,
+    read_saved_state,
+)
+from agents.training.value_iteration import table_label
 from agents.value_net import ValueNet
 
 # A shrunken game (R10 scores to 1000, entry 300) and a tiny network: seconds per run.
@@ -66,7 +74,7 @@ def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, method)
 def buffered(run) -> tuple[dict, list]:
     """The buffer of a run's latest state (key -> iteration last seen) and the bots'
     turn ends it holds."""
-    trainer = train_planner.read_state(run)["trainer"]
+    trainer = read_saved_state(run, train_planner.STATE_KEYS)["trainer"]
     return {json.dumps(key): it for key, it in trainer["buffer"]}, trainer["outcomes"]
 
 
@@ -81,7 +89,7 @@ def test_a_new_run_can_start_from_another_runs_buffer(tmp_path):
     assert set(first) <= set(again)  # every position the first run met, and its own games'
     assert len(again) > len(first)
     assert [e[:2] for e in first_ends] == [e[:2] for e in again_ends][: len(first_ends)]
-    assert train_planner.read_config(tmp_path / "again").buffer_from == "first"
+    assert read_run_config(tmp_path / "again", PlannerConfig).buffer_from == "first"
 
 
 @pytest.mark.parametrize(
@@ -105,7 +113,7 @@ def test_a_buffer_from_another_game_is_refused_with_nothing_written(
 def test_the_run_folder_records_what_was_done(tmp_path):
     assert train(tmp_path, "--run-name", "r", "--seed", "3") == 0
     run = tmp_path / "r"
-    config = train_planner.read_config(run)
+    config = read_run_config(run, PlannerConfig)
     assert config.seed == 3 and config.target == 1000 and config.hidden == [8]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["iterations"] == 4 and summary["games"] == 8
@@ -185,7 +193,7 @@ def test_resume_refuses_other_flags_and_damaged_checkpoints(tmp_path, capsys):
 )
 def test_presets_and_saved_configs_are_typed(values, message):
     with pytest.raises(ValueError, match=message):
-        train_planner.config_from(values, "preset x.yaml")
+        make_config(values, PlannerConfig, "preset x.yaml")
 
 
 @pytest.mark.parametrize(
@@ -204,10 +212,10 @@ def test_a_preset_naming_removed_settings_loads_if_unused_else_is_refused(tmp_pa
     path = tmp_path / "mine.yaml"
     path.write_text(text)
     if message is None:
-        assert train_planner.load_preset(str(path)).players == [2]
+        assert load_preset(str(path), PlannerConfig).players == [2]
     else:
         with pytest.raises(ValueError) as e:
-            train_planner.load_preset(str(path))
+            load_preset(str(path), PlannerConfig)
         assert message in str(e.value) and "\n" not in str(e.value)
 
 
@@ -233,7 +241,8 @@ def test_an_old_runs_removed_settings_are_dropped_if_unused_else_refused(
     code = train_planner.main(["--resume", str(run), "--no-progress"])
     err = capsys.readouterr().err.strip()
     if message is None:
-        assert code == 0 and train_planner.read_state(run)["trainer"]["iteration"] == 4
+        state = read_saved_state(run, train_planner.STATE_KEYS)
+        assert code == 0 and state["trainer"]["iteration"] == 4
     else:
         assert code == 2 and message in err and "\n" not in err
         assert folder_hash(run) == before
@@ -250,7 +259,7 @@ def test_an_old_runs_removed_settings_are_dropped_if_unused_else_refused(
     ],
 )
 def test_the_shipped_presets_load_and_validate(preset, players, method):
-    config = train_planner.load_preset(preset)
+    config = load_preset(preset, PlannerConfig)
     config.validate()
     assert (config.preset, config.players, config.method) == (preset, players, method)
 
@@ -266,3 +275,19 @@ def test_the_shipped_presets_load_and_validate(preset, players, method):
 )
 def test_default_evaluation_tables_are_the_issues_tables(players, labels):
     assert [table_label(t) for t in PlannerConfig(players=players).tables] == labels
+
+
+def test_the_2_player_tables_never_depend_on_the_files_there(tmp_path, monkeypatch, capsys):
+    """Issue 29 item 2: the shipped ppo-2p is always one of the default 2-player tables
+    (as in every shipped run); when it is missing, the run is refused before any work."""
+    assert [table_label(t) for t in PlannerConfig().tables] == [
+        "2p:optimal",
+        "2p:smart",
+        "2p:ppo-2p",
+    ]
+    monkeypatch.setattr(config_module, "SHIPPED_PPO_2P", tmp_path / "gone" / "model.zip")
+    argv = ["--players", "2", "--iterations", "1", "--checkpoints", str(tmp_path / "runs")]
+    assert train_planner.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "gone/model.zip, which is missing" in err and "--eval-tables" in err and "\n" not in err
+    assert not (tmp_path / "runs").exists()

@@ -14,11 +14,12 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import HParam
 
 from agents import Policy, make_policy
-from agents.networks import NumpyScorer
+from agents.base import atomic_write, duration
+from agents.neural import NumpyScorer
 from agents.tournament import seat_record
-from agents.training.checkpoint import RunState, save_checkpoint, save_json, save_model
-from agents.training.config import TrainConfig
-from agents.training.progress import Clock, Reporter, duration
+from agents.training.checkpoint import RunState, save_checkpoint
+from agents.training.config import TrainConfig, save_json
+from agents.training.progress import Clock, Reporter
 
 # Told of each evaluation: (steps, mean win rate, results per opponent); sweep.py
 # reports them to Ray Tune.
@@ -173,7 +174,7 @@ class RunCallback(BaseCallback):
         best = score > state.best_score
         if best:
             state.best_score = score
-            save_model(self.model, self.run_dir / "best" / "model.zip")
+            atomic_write(self.run_dir / "best" / "model.zip", self.model.save)
             save_json(self.run_dir / "best" / "eval.json", state.evals[-1])
         self.logger.dump(steps)
         seconds = time.monotonic() - started

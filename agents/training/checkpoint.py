@@ -1,22 +1,20 @@
-"""A run's folder: atomic writes, its config.json, and the checkpoint (latest/model.zip
-and latest/state.pkl) from which a run resumes exactly as if it had not stopped."""
+"""A PPO run's checkpoint (latest/model.zip and latest/state.pkl), from which a run
+resumes exactly as if it had not stopped, and its JSON files."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import pickle
 import random
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agents.base import atomic_write
 from agents.neural import first_line
-from agents.training.config import TrainConfig, make_config, parse_opponents, to_number
+from agents.training.config import TrainConfig, parse_opponents, read_saved_state, save_json
 
 
 @dataclass
@@ -63,36 +61,13 @@ def monitor_state(vec_env, saved: dict[str, list] | None = None) -> dict[str, li
     return {key: vec_env.get_attr(key) for key in MONITOR_FIELDS}
 
 
-def atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: a crash never
-    leaves a half-written file under `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes files private; these are ordinary outputs
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def save_model(model, path: Path) -> None:
-    atomic_write(path, model.save)  # the temporary name has a suffix: SB3 keeps it
-
-
-def save_json(path: Path, data: Any) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2)))
-
-
 def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
     """The latest model plus everything random or stateful, so that a resumed run
     continues exactly as an uninterrupted one would."""
     import torch
 
     latest = run_dir / "latest"
-    save_model(model, latest / "model.zip")
+    atomic_write(latest / "model.zip", model.save)
     extra = {
         "state": dataclasses.asdict(state),
         "num_timesteps": model.num_timesteps,
@@ -102,73 +77,18 @@ def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
         "env_states": model.get_env().env_method("get_state"),
         "monitor": monitor_state(model.get_env()),
     }
-    atomic_write(latest / "state.pkl", lambda tmp: Path(tmp).write_bytes(pickle.dumps(extra)))
+    atomic_write(latest / "state.pkl", pickle.dumps(extra))
     save_json(run_dir / "evals.json", state.evals)
-
-
-def find_run(name: str, runs: Path) -> Path:
-    """The run folder `name` (a path, else a name in the runs folder)."""
-    for run_dir in (Path(name), runs / name):
-        if (run_dir / "config.json").is_file():
-            return run_dir
-    raise ValueError(f"no run to resume at {name} (no config.json)")
-
-
-def open_run(run_dir: Path, n_timesteps: float | None = None) -> tuple[TrainConfig, Path, dict]:
-    """A run to resume: its config (with a new n_timesteps if given), its folder and the
-    saved state of its latest checkpoint, all checked."""
-    config = read_run_config(run_dir)
-    if n_timesteps is not None:  # extend (or shorten) the run
-        config.n_timesteps = to_number("n_timesteps", n_timesteps)
-        config.validate()
-    return config, run_dir, read_checkpoint(run_dir, config)
-
-
-def read_config_json(path: Path) -> dict:
-    """A run's config.json as a dict, every problem reported in one line naming it."""
-    try:
-        saved = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        # RecursionError: json.loads on a file nested thousands of levels deep
-        raise ValueError(f"{path} is unreadable: {e}") from None
-    if not isinstance(saved, dict):
-        kinds = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-        kind = kinds.get(type(saved), "a number")
-        raise ValueError(f"{path} must hold a JSON object of config keys, not {kind}")
-    return saved
-
-
-def read_run_config(run_dir: Path) -> TrainConfig:
-    """The config.json of a run, every problem reported in one line naming the file."""
-    path = run_dir / "config.json"
-    saved = read_config_json(path)
-    try:
-        config = make_config(saved)
-        config.validate()
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
-    return config
 
 
 def read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
     """The saved state of a run's latest checkpoint (latest/state.pkl), checked to have
     everything resume restores, so that a damaged one is refused in one line."""
-    latest = run_dir / "latest"
-    unreadable = f"the checkpoint in {latest} is unreadable"
-    try:
-        extra = pickle.loads((latest / "state.pkl").read_bytes())
-    except FileNotFoundError:
-        raise ValueError(f"{run_dir} has no checkpoint to resume (latest/ is missing)") from None
-    except Exception as e:  # unpickling garbage raises about anything
-        raise ValueError(f"{unreadable}: {first_line(e)}") from None
-    if not isinstance(extra, dict):
-        raise ValueError(f"{unreadable}: state.pkl holds no checkpoint")
-    missing = [key for key in CHECKPOINT_KEYS if key not in extra]
-    if not missing and not isinstance(extra["state"], dict):
+    extra = read_saved_state(run_dir, CHECKPOINT_KEYS)
+    unreadable = f"the checkpoint in {run_dir / 'latest'} is unreadable"
+    if not isinstance(extra["state"], dict):
         raise ValueError(f"{unreadable}: state.pkl's run state is not a mapping")
-    if not missing:
-        missing = [f"state.{key}" for key in STATE_KEYS if key not in extra["state"]]
-    if missing:
+    if missing := [f"state.{key}" for key in STATE_KEYS if key not in extra["state"]]:
         raise ValueError(f"{unreadable}: state.pkl is incomplete (no {', '.join(missing)})")
     steps = extra["num_timesteps"]
     if not isinstance(steps, int) or steps < 0:

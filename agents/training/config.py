@@ -1,26 +1,39 @@
-"""TrainConfig: every setting of a training run, in one dataclass from which train.py's
-command line is made (tyro); presets (hyperparams/*.yaml); the values checked, each
-refusal one line naming the setting."""
+"""The run machinery both training scripts share: TrainConfig (train.py) and
+PlannerConfig (train_planner.py), every setting of a run in one dataclass from which the
+script's command line is made (tyro); loosely typed values (presets, config.json,
+--params) typed by the dataclass's own field types; presets (hyperparams/*.yaml); run
+names and folders; --resume. Every refusal is one line naming the setting."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import json
 import math
+import pickle
 import re
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, get_type_hints
+from typing import Annotated, Any, ClassVar, get_type_hints
 
 import tyro
 import yaml
 
 from agents import make_policy
+from agents.base import atomic_write, check_output_folder
+from agents.tournament import standard_table
+from agents.value_net import FeatureSpec, ValueNet
 from envs.encoding import ObsSpec
+from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players
 from envs.rules import HOLD_VARIANTS, Rules
 
 ROOT = Path(__file__).resolve().parents[2]
 PRESETS = ROOT / "hyperparams"
+# The 2-player planner's default evaluation includes it (as in every shipped planner run).
+SHIPPED_PPO_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
 
 
 # From this many environments on, the batched vector env trains faster than one game at
@@ -33,6 +46,9 @@ class TrainConfig:
     """Everything that defines a training run (saved as config.json in the run). Each
     field is a flag of train.py (--n-timesteps for n_timesteps) and a key of presets and
     --params; its docstring is its --help text."""
+
+    SCRIPT: ClassVar[str] = "train.py"
+    RESUMABLE: ClassVar[tuple[str, ...]] = ("n_timesteps",)  # what --resume may change
 
     # --- the game
     players: int = 2
@@ -145,23 +161,35 @@ class TrainConfig:
         """The observations the run's environments write, saved with every model."""
         return ObsSpec("rich", self.players, self.rules)
 
-    def validate(self) -> None:
-        """Refuse, in one line, any value the run could not use (before any work)."""
-        check_bounds(self, BOUNDS)
-        for name, allowed in CHOICES.items():
-            if (value := getattr(self, name)) not in allowed:
-                raise ValueError(f"{name} must be {' or '.join(allowed)}, got {value!r}")
+    def init_net(self) -> ValueNet:
+        """The network `init` names (a relative path from the repository's root, as in
+        presets), checked to fit the run (one-line ValueError). An exact-table run may
+        start from a network of no table: it then reads the agent's seat with zero weights."""
+        net = ValueNet.load(ROOT / self.init)
+        fitting = (FeatureSpec(self.rules), FeatureSpec(self.rules, table=self.exact_table()))
+        if net.spec not in fitting:
+            raise ValueError(f"init {self.init} reads other features or rules than this run's")
+        if list(net.hidden) != list(self.hidden):
+            hidden = list(net.hidden)
+            raise ValueError(f"init {self.init} has hidden layers {hidden}, not {self.hidden}")
+        return net
+
+    def validate(self, new_run: bool = True) -> None:
+        """Refuse, in one line, any value the run could not use (before any work);
+        `new_run`: check the --init-from model too (a resumed run holds its weights)."""
+        check_players(self.players, "players")
+        check_fields(self, BOUNDS, CHOICES, NETWORK_KEYS)
         if (self.n_envs * self.n_steps) % self.batch_size:
             raise ValueError("n_envs * n_steps must be a multiple of batch_size")
-        for name in NETWORK_KEYS:
-            layers = getattr(self, name)
-            if not layers or any(not isinstance(n, int) or n < 1 for n in layers):
-                raise ValueError(f"{name} must be a non-empty list of positive sizes, got {layers}")
-        if self.run_name:
-            check_plain_name(self.run_name)
         opponents = [name for name, _ in parse_opponents(self.opponents)]
         for name in opponents + self.eval_pool:  # unknown names, or models for other games
             make_policy(name).check_game(self.players, self.rules)
+        if self.init_from and new_run:  # the model to start from plays this game
+            if not self.init_from.endswith(".zip"):
+                raise ValueError(
+                    f"init_from must be a MaskablePPO checkpoint (.zip), got {self.init_from!r}"
+                )
+            make_policy(str(init_path(self))).check_game(self.players, self.rules)
 
 
 # Numeric fields: (the rule, as the error message says it; the check). Seeds feed
@@ -169,8 +197,8 @@ class TrainConfig:
 POSITIVE = ("positive", lambda v: v > 0)
 NOT_NEGATIVE = (">= 0", lambda v: v >= 0)
 FRACTION = ("between 0 and 1", lambda v: 0 <= v <= 1)
+SEED = ("0..4294967295", lambda v: 0 <= v < 2**32)
 BOUNDS = {
-    "players": ("2..8", lambda v: 2 <= v <= 8),
     **dict.fromkeys(("max_turns", "snapshot_freq", "max_snapshots", "n_timesteps"), POSITIVE),
     **dict.fromkeys(("n_envs", "n_steps", "batch_size", "n_epochs", "clip_range"), POSITIVE),
     **dict.fromkeys(("max_grad_norm", "torch_threads", "eval_episodes"), POSITIVE),
@@ -179,7 +207,7 @@ BOUNDS = {
     **dict.fromkeys(("ent_coef", "vf_coef"), NOT_NEGATIVE),
     **dict.fromkeys(("gamma", "gae_lambda"), FRACTION),
     "eval_freq": (">= 0 (0: no evaluation)", lambda v: v >= 0),
-    "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
+    "seed": SEED,
 }
 CHOICES = {
     "hold": HOLD_VARIANTS,
@@ -189,15 +217,25 @@ CHOICES = {
 NETWORK_KEYS = ("state_layers", "scorer_layers", "critic_layers")  # layer sizes (networks.py)
 
 
-def check_bounds(config: Any, bounds: dict) -> None:
-    """Each numeric field of `config` named in `bounds` finite and within its rule, or a
-    one-line ValueError naming it."""
+def check_fields(config: Any, bounds: dict, choices: dict, layers: tuple[str, ...]) -> None:
+    """What every run's config is checked for: each numeric field of `bounds` finite and
+    within its rule, each of `choices` one of its values, each of `layers` a non-empty
+    list of positive sizes, the run name a plain one; else a one-line ValueError."""
     for name, (rule, ok) in bounds.items():
         value = getattr(config, name)
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number, got {value}")
         if not ok(value):
             raise ValueError(f"{name} must be {rule}, got {value}")
+    for name, allowed in choices.items():
+        if (value := getattr(config, name)) not in allowed:
+            raise ValueError(f"{name} must be {' or '.join(allowed)}, got {value!r}")
+    for name in layers:
+        sizes = getattr(config, name)
+        if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes):
+            raise ValueError(f"{name} must be a non-empty list of positive sizes, got {sizes}")
+    if config.run_name:
+        check_plain_name(config.run_name)
 
 
 # A run folder's name, or a preset's: one plain folder name, so that a run stays
@@ -211,9 +249,6 @@ def check_plain_name(name: str) -> None:
             f"run name must be a plain folder name (letters, digits, _ . + = @ -, "
             f"not starting with . or -, at most 100 characters), got {name!r}"
         )
-
-
-TYPES = get_type_hints(TrainConfig)  # every field's annotation, as a type (not a string)
 
 
 def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
@@ -234,9 +269,276 @@ def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
     return pool
 
 
+@dataclass
+class PlannerConfig:
+    """Everything that defines a planner training run (saved as config.json in the run).
+    Each field is a flag of train_planner.py and a key of presets; its docstring is its
+    --help text."""
+
+    SCRIPT: ClassVar[str] = "train_planner.py"
+    RESUMABLE: ClassVar[tuple[str, ...]] = ("iterations", "workers")  # same samples
+
+    # --- the game
+    players: list[int] = field(default_factory=lambda: [2])
+    """Table sizes played, one per iteration in turn (one network serves them all)."""
+    hold: str = "free"
+    """Hold rule (RULES.md R5): "free" or "all"."""
+    target: int = 5000
+    """The winning score (smaller: a shrunken game, for tests)."""
+    entry: int = 500
+    """The turn total a player at 0 needs to bank (R8)."""
+
+    # --- self-play and fitting
+    iterations: int = 40
+    """Iterations to train for: each plays games, re-targets positions and fits."""
+    games_per_iteration: int = 20
+    """Self-play games per iteration."""
+    epsilon: float = 0.1
+    """Share of self-play decisions taken at random among the legal ones (exploration)."""
+    opponents: list[str] = field(default_factory=list)
+    """Scripted bots (any agent name) met in `opponent_share` of the games, random seats."""
+    opponent_share: float = 0.0
+    """Share of the games with scripted opponents (0: pure self-play)."""
+    buffer_size: int = 50_000
+    """Turn-start positions kept, the most recently seen."""
+    targets_per_iteration: int = 20_000
+    """Positions re-targeted and fitted each iteration (a random sample of the buffer)."""
+    fit_steps: int = 300
+    """Adam steps per iteration (the network is warm-started)."""
+    batch_size: int = 512
+    """Minibatch size of the fit."""
+    learning_rate: float = 1e-3
+    """Adam step size."""
+    hidden: list[int] = field(default_factory=lambda: [128, 128])
+    """Hidden layers of the value network (tanh)."""
+    method: str = "self-play"
+    """How targets are made: "self-play" (each position's target the planner's exact
+    expectation of its turn) or "exact-table" (a best response to one table's bots,
+    their turns expanded exactly); see the module doc."""
+    sweeps: int = 1
+    """The exact-table method's passes per iteration over the sampled positions, each a
+    re-target and a fit (every pass carries the values one turn further back)."""
+    init: str = ""
+    """Start from this value network (.npz, same rules and hidden sizes; a relative path
+    is read from the repository's root) instead of random weights; empty: random."""
+    buffer_from: str = ""
+    """Start the buffer from this run's latest state (a run folder, or a run's name under
+    the runs folder): the positions it met and, for the exact-table method, the bots'
+    turn ends it computed. A new run with other settings (a bigger --init network, a
+    smaller learning rate) then fine-tunes on every position the earlier run saw instead
+    of the few its first games meet. Same method, rules and tables; empty: none."""
+    workers: int = 1
+    """Processes playing the exact-table method's games, bots' turn ends and plans (the
+    results do not depend on it)."""
+
+    # --- evaluation and checkpoints
+    eval_freq: int = 10
+    """Iterations between evaluations (0: none; there is always one at the end)."""
+    eval_games: int = 1000
+    """Games per evaluation table (seats rotated; the same seeds every time)."""
+    eval_tables: list[str] = field(default_factory=list)
+    """Evaluation tables, each the other seats as comma-separated agent names
+    ("smart,turn-ev"), played at the table size they give; empty: per trained size,
+    2: optimal, smart (and the shipped ppo-2p); more: agents.tournament.standard_table."""
+    checkpoint_freq: int = 5
+    """Iterations between saves of the resumable latest state."""
+
+    # --- the run
+    seed: int = 0
+    """Seed of everything: games, network, sampling, evaluation."""
+    run_name: str = ""
+    """Folder name under checkpoints/, one plain name; empty: {preset}_{hold}_seed{seed}."""
+    preset: str = ""
+    """The preset this config started from (a name from hyperparams/ or a .yaml path)."""
+
+    @property
+    def rules(self) -> Rules:
+        return Rules(hold=self.hold, target=self.target, entry=self.entry)
+
+    @property
+    def tables(self) -> list[list[str]]:
+        """The evaluation tables: each the agents in the seats beside the learner."""
+        if self.eval_tables:
+            return [table.split(",") for table in self.eval_tables]
+        out = []
+        for n in dict.fromkeys(self.players):
+            if n > 2:
+                out.append(standard_table(n))
+                continue
+            out += [["optimal"], ["smart"]]
+            if self.rules == Rules():
+                out.append([str(SHIPPED_PPO_2P)])
+        return out
+
+    def init_net(self) -> ValueNet:
+        """The network `init` names (a relative path from the repository's root, as in
+        presets), checked to fit the run (one-line ValueError). An exact-table run may
+        start from a network of no table: it then reads the agent's seat with zero weights."""
+        net = ValueNet.load(ROOT / self.init)
+        fitting = (FeatureSpec(self.rules), FeatureSpec(self.rules, table=self.exact_table()))
+        if net.spec not in fitting:
+            raise ValueError(f"init {self.init} reads other features or rules than this run's")
+        if list(net.hidden) != list(self.hidden):
+            hidden = list(net.hidden)
+            raise ValueError(f"init {self.init} has hidden layers {hidden}, not {self.hidden}")
+        return net
+
+    def validate(self, new_run: bool = True) -> None:
+        """Refuse, in one line, any value the run could not use (before any work);
+        `new_run`: load the --init network too (a resumed run holds its weights)."""
+        check_fields(self, PLANNER_BOUNDS, {"hold": HOLD_VARIANTS, "method": METHODS}, ("hidden",))
+        self.rules  # noqa: B018 (target and entry checked by Rules, in one line)
+        if not self.players or any(not MIN_PLAYERS <= n <= MAX_PLAYERS for n in self.players):
+            bounds = f"{MIN_PLAYERS}..{MAX_PLAYERS}"
+            raise ValueError(f"players must be table sizes in {bounds}, got {self.players}")
+        if self.opponent_share > 0 and not self.opponents:
+            raise ValueError("opponent_share > 0 needs opponents")
+        if self.method == "exact-table":
+            self._check_exact_table()
+        if self.sweeps > 1 and self.method != "exact-table":
+            raise ValueError("sweeps are passes of the exact-table method (--method exact-table)")
+        if self.init and new_run:
+            self.init_net()
+        for name in self.opponents:
+            make_policy(name).check_game(max(self.players), self.rules)
+        if [str(SHIPPED_PPO_2P)] in self.tables and not SHIPPED_PPO_2P.is_file():
+            raise ValueError(
+                f"the default 2-player evaluation plays the shipped {SHIPPED_PPO_2P}, which is "
+                "missing: restore it (git checkout -- checkpoints/ppo-2p/model.zip) or name "
+                "the tables with --eval-tables"
+            )
+        for table in self.tables:
+            if not 1 <= len(table) <= MAX_PLAYERS - 1:
+                raise ValueError(
+                    f"an evaluation table seats 1 to {MAX_PLAYERS - 1} others, got {table}"
+                )
+            for name in table:
+                make_policy(name).check_game(len(table) + 1, self.rules)
+
+    def _check_exact_table(self) -> None:
+        if len(self.tables) != 1:
+            raise ValueError(
+                f"the exact-table method learns one table, got {len(self.tables)} "
+                "(give it with --eval-tables)"
+            )
+        size = len(self.tables[0]) + 1
+        if set(self.players) != {size}:
+            raise ValueError(
+                f"the exact-table method trains at its table's size {size}: --players must "
+                f"name them, got {self.players}"
+            )
+        if self.opponent_share > 0:
+            raise ValueError("the exact-table method plays its table's bots: no opponents")
+        for name in self.tables[0]:
+            if name.split(":")[0] not in DETERMINISTIC_BOTS:
+                raise ValueError(
+                    f"the exact-table method expands the bots' turns exactly: the bots must be "
+                    f"deterministic scripted ones ({', '.join(DETERMINISTIC_BOTS)}), not {name}"
+                )
+
+    def exact_table(self) -> tuple[str, ...]:
+        """The table of an exact-table run (the bots after the agent); () otherwise."""
+        return tuple(self.tables[0]) if self.method == "exact-table" else ()
+
+
+METHODS = ("self-play", "exact-table")
+# Bots whose every choice is a function of the position (no dice drawn from the rng).
+DETERMINISTIC_BOTS = ("smart", "turn-ev", "threshold", "optimal")
+PLANNER_BOUNDS = {
+    **dict.fromkeys(("iterations", "games_per_iteration", "buffer_size"), POSITIVE),
+    **dict.fromkeys(("targets_per_iteration", "fit_steps", "batch_size"), POSITIVE),
+    **dict.fromkeys(("learning_rate", "eval_games", "checkpoint_freq"), POSITIVE),
+    **dict.fromkeys(("epsilon", "opponent_share"), FRACTION),
+    "workers": ("between 1 and 64", lambda v: 1 <= v <= 64),
+    "sweeps": ("between 1 and 100", lambda v: 1 <= v <= 100),
+    "eval_freq": (">= 0 (0: only at the end)", lambda v: v >= 0),
+    "seed": SEED,
+}
+
+REMOVED = "removed (see the git history)"
+
+
+def without_removed(values: dict, where: str, cls: type = PlannerConfig) -> dict:
+    """`values` (a planner run's config.json, a preset) less the keys of the table
+    method's settings, removed in issue 29 (older runs' config.json carry them): dropped
+    when the run did not use them, else a one-line ValueError naming what it used."""
+    if cls is not PlannerConfig:
+        return values
+    if values.get("method") == "table":
+        raise ValueError(f"{where} uses --method table, {REMOVED}")
+    if values.get("rollouts", 0) != 0:
+        raise ValueError(f"{where} uses --rollouts {values['rollouts']}, {REMOVED}")
+    return {key: value for key, value in values.items() if key not in ("lam", "rollouts")}
+
+
+Config = TrainConfig | PlannerConfig  # a run's settings, of either script
+
+# ------------------------------------------------------------------ typing the values
+KINDS = {int: "an integer", float: "a number", str: "a string"}
+KINDS.update({list[int]: "a list of integers", list[str]: "a list of names"})
+
+
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """The config class's fields and their types (not strings; ClassVars left out)."""
+    hints = get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def make_config(values: dict[str, Any], cls: type = TrainConfig, where: str = "") -> Any:
+    """A `cls` from loosely typed values (YAML, JSON, flags as typed), each made its
+    field's type or refused in one line naming the field (after `where`, where the
+    values came from: a file, --params)."""
+    types, typed = field_types(cls), {}
+    for name, value in values.items():
+        try:
+            if name not in types:
+                raise ValueError(f"unknown key {name!r}; known: {', '.join(sorted(types))}")
+            typed[name] = coerce(name, value, types[name])
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}" if where else str(e)) from None
+    return cls(**typed)
+
+
+def coerce(name: str, value: Any, kind: Any) -> Any:
+    """`value` as a `kind` (a field type of KINDS), or a one-line ValueError. Numbers may
+    come as text ("1e6": YAML 1.1 reads exponents without a dot as strings); a string
+    setting takes a number as its text and nothing (YAML's null) as ""."""
+    with contextlib.suppress(ValueError):
+        if kind in (int, float):
+            return to_number(name, value, kind)
+        if kind is str and (value is None or is_number(value) or isinstance(value, str)):
+            return "" if value is None else str(value)
+        if kind in (list[int], list[str]):  # one value stands for a list of one
+            items = list(value) if isinstance(value, list | tuple) else [value]
+            if kind == list[int]:
+                return [to_number(name, v) for v in items]
+            if all(isinstance(v, str) for v in items):
+                return items
+    raise ValueError(f"{name} must be {KINDS[kind]}, got {value!r}")
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def to_number(name: str, value: Any, kind: type = int) -> Any:
+    """A `kind` (int or float) from a number or a numeric string; bools, and fractions
+    for an int, are refused in one line."""
+    number = None
+    if is_number(value) or isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = value if isinstance(value, int) and kind is int else float(value)
+    if isinstance(number, int) or (kind is float and number is not None):
+        return number
+    if isinstance(number, float) and number.is_integer():
+        return int(number)
+    raise ValueError(f"{name} must be {KINDS[kind]}, got {value!r}")
+
+
 def parse_params(params: list[str]) -> dict[str, Any]:
     """--params KEY=VALUE ... as {KEY: value}, the values read as YAML (typed, never
-    evaluated as code); train.py's and train_planner.py's."""
+    evaluated as code)."""
     values = {}
     for item in params:
         key, sep, raw = item.partition("=")
@@ -249,50 +551,11 @@ def parse_params(params: list[str]) -> dict[str, Any]:
     return values
 
 
-def with_params(config: TrainConfig, params: list[str]) -> TrainConfig:
-    """`config` with --params KEY=VALUE ... applied."""
-    return make_config({**dataclasses.asdict(config), **parse_params(params)})
-
-
-def make_config(values: dict[str, Any]) -> TrainConfig:
-    """A TrainConfig from loosely typed values (YAML, JSON, flags), each coerced to its
-    field's type or refused in one line naming the field."""
-    return TrainConfig(**{name: coerce(name, value) for name, value in values.items()})
-
-
-def coerce(name: str, value: Any) -> Any:
-    """A config value of the right type for field `name`, or a one-line ValueError."""
-    if name not in TYPES:
-        raise ValueError(f"unknown config key {name!r}; known: {', '.join(sorted(TYPES))}")
-    kind = TYPES[name]
-    if kind in (list[str], list[int]):
-        items = list(value) if isinstance(value, list | tuple) else [value]
-        if kind == list[int]:
-            return [to_number(name, item) for item in items]
-        if not all(isinstance(item, str) for item in items):
-            raise ValueError(f"{name} must be a list of names, got {value!r}")
-        return items
-    if kind in (int, float):
-        return to_number(name, value, kind)
-    if value is None:  # "--params init_from=" (YAML reads nothing as null)
-        return ""
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ValueError(f"{name} must be a string, got {value!r}")
-    return str(value)
-
-
-def to_number(name: str, value: Any, kind: type = int) -> Any:
-    """A `kind` (int or float) from a number or a numeric string ("1e6": YAML 1.1 reads
-    exponents without a dot as strings); bools, and fractions for an int, are refused."""
-    number = None
-    if isinstance(value, int | float | str) and not isinstance(value, bool):
-        with contextlib.suppress(ValueError):
-            number = value if isinstance(value, int) and kind is int else float(value)
-    if isinstance(number, int) or (kind is float and number is not None):
-        return number
-    if isinstance(number, float) and number.is_integer():
-        return int(number)
-    raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
+def with_params(config: Config, params: list[str]) -> Any:
+    """`config` (its values typed first: the flags') with --params KEY=VALUE ... applied."""
+    cls = type(config)
+    typed = dataclasses.asdict(make_config(dataclasses.asdict(config), cls))
+    return make_config({**typed, **parse_params(params)}, cls, "--params" * bool(params))
 
 
 # Numbers on the command line as typed ("2e6", "inf"): tyro leaves them to make_config,
@@ -344,10 +607,9 @@ def preset_path(preset: str) -> Path:
     )
 
 
-def read_preset(preset: str, script: str = "train.py") -> tuple[Path, dict]:
-    """A preset's file and its values (a mapping of config keys), checked to be a preset
-    of `script` ("train.py" or "train_planner.py"): one of the other script's is
-    refused in one line saying whose it is."""
+def load_preset(preset: str, cls: type = TrainConfig) -> Any:
+    """The defaults of `cls` with a preset's values (and its name, for the record); a
+    preset of the other script is refused in one line saying whose it is."""
     from agents.neural import first_line
 
     path = preset_path(preset)
@@ -357,33 +619,23 @@ def read_preset(preset: str, script: str = "train.py") -> tuple[Path, dict]:
         raise ValueError(f"cannot read preset {path}: {first_line(e)}") from None
     if not isinstance(data, dict):
         raise ValueError(f"preset {path} must be a mapping of config keys")
-    keys = preset_keys()
-    (other,) = set(keys) - {script}
-    if not set(data) <= keys[script] and set(data) <= keys[other]:
+    other = PlannerConfig if cls is TrainConfig else TrainConfig
+    if not set(data) <= set(field_types(cls)) and set(data) <= set(field_types(other)):
         raise ValueError(
-            f"preset {preset!r} is a preset of {other}, not {script}: "
-            f"python {other} --preset {preset}"
+            f"preset {preset!r} is a preset of {other.SCRIPT}, not {cls.SCRIPT}: "
+            f"python {other.SCRIPT} --preset {preset}"
         )
-    return path, data
+    where = f"preset {path}"
+    return make_config(without_removed({**data, "preset": preset}, where, cls), cls, where)
 
 
-def preset_keys() -> dict[str, set[str]]:
-    """Each training script's config keys: TrainConfig's, PlannerConfig's."""
-    from agents.training.value_iteration import PlannerConfig  # which imports this module
-
-    planner = {f.name for f in dataclasses.fields(PlannerConfig)}
-    return {"train.py": set(TYPES), "train_planner.py": planner}
-
-
-def load_preset(preset: str) -> TrainConfig:
-    """The defaults with a preset's values (and its name, for the record)."""
-    return make_config({**read_preset(preset)[1], "preset": preset})
-
-
-def default_run_name(config: TrainConfig) -> str:
-    """{preset}_{hold}_seed{seed} ("quick" for both "quick" and "path/to/quick.yaml"),
-    custom_{players}p_{hold}_seed{seed} without a preset."""
-    if not config.preset:
+# ------------------------------------------------------------------ run names and folders
+def default_run_name(config: Config) -> str:
+    """{preset}_{hold}_seed{seed} ("quick" for both "quick" and "path/to/quick.yaml");
+    without a preset custom_{players}p (train.py), custom_planner_{2-3}p (the planner)."""
+    if isinstance(config, PlannerConfig) and not config.preset:
+        prefix = f"custom_planner_{'-'.join(map(str, config.players))}p"
+    elif not config.preset:
         prefix = f"custom_{config.players}p"
     else:
         prefix = config.preset if is_preset_name(config.preset) else Path(config.preset).stem
@@ -396,7 +648,7 @@ def default_run_name(config: TrainConfig) -> str:
     return name
 
 
-def new_run_config(base: TrainConfig, params: list[str], name_given: bool) -> TrainConfig:
+def new_run_config(base: Config, params: list[str], name_given: bool) -> Any:
     """A new run's config: `base` (defaults, preset, flags) with --params applied, its
     run name made if none was given, everything checked."""
     if name_given:  # an empty name given would fall back silently
@@ -404,12 +656,6 @@ def new_run_config(base: TrainConfig, params: list[str], name_given: bool) -> Tr
     config = with_params(base, params)
     config.run_name = config.run_name or default_run_name(config)
     config.validate()
-    if config.init_from:  # the model to start from plays this game (a resumed run skips it)
-        if not config.init_from.endswith(".zip"):
-            raise ValueError(
-                f"init_from must be a MaskablePPO checkpoint (.zip), got {config.init_from!r}"
-            )
-        make_policy(str(init_path(config))).check_game(config.players, config.rules)
     return config
 
 
@@ -417,3 +663,124 @@ def init_path(config: TrainConfig) -> Path:
     """config.init_from, read from the current folder, else from the repository's."""
     path = Path(config.init_from)
     return ROOT / path if not path.exists() and (ROOT / path).exists() else path
+
+
+def find_run(name: str, runs: Path) -> Path:
+    """The run folder `name` (a path, else a name in the runs folder)."""
+    for run_dir in (Path(name), runs / name):
+        if (run_dir / "config.json").is_file():
+            return run_dir
+    raise ValueError(f"no run to resume at {name} (no config.json)")
+
+
+def read_config_json(path: Path) -> dict:
+    """A run's config.json as a dict, every problem reported in one line naming it."""
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        # RecursionError: json.loads on a file nested thousands of levels deep
+        raise ValueError(f"{path} is unreadable: {e}") from None
+    if not isinstance(saved, dict):
+        kinds = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+        kind = kinds.get(type(saved), "a number")
+        raise ValueError(f"{path} must hold a JSON object of config keys, not {kind}")
+    return saved
+
+
+def save_json(path: Path, data: Any) -> None:
+    atomic_write(path, json.dumps(data, indent=2))
+
+
+def record_run(run_dir: Path, config: Config, command: list[str]) -> None:
+    """Make the run folder, with the run's config.json, and add the command (the script
+    and its flags) to its command.txt: a line per session."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    save_json(run_dir / "config.json", dataclasses.asdict(config))
+    with open(run_dir / "command.txt", "a") as f:
+        f.write(shlex.join(command) + "\n")
+
+
+def read_saved_state(run_dir: Path, keys: Sequence[str]) -> dict:
+    """A run's latest/state.pkl (what a resume restores), checked to be a mapping that
+    holds `keys`; every problem one line."""
+    from agents.neural import first_line
+
+    latest = run_dir / "latest"
+    unreadable = f"the checkpoint in {latest} is unreadable"
+    try:
+        state = pickle.loads((latest / "state.pkl").read_bytes())
+    except FileNotFoundError:
+        raise ValueError(f"{run_dir} has no checkpoint to resume (latest/ is missing)") from None
+    except Exception as e:  # unpickling garbage raises about anything
+        raise ValueError(f"{unreadable}: {first_line(e)}") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{unreadable}: state.pkl holds no checkpoint")
+    if missing := [key for key in keys if key not in state]:
+        raise ValueError(f"{unreadable}: state.pkl is incomplete (no {', '.join(missing)})")
+    return state
+
+
+def read_run_config(run_dir: Path, cls: type = TrainConfig) -> Any:
+    """The config.json of a run, checked; every problem reported in one line naming it."""
+    path = run_dir / "config.json"
+    config = make_config(without_removed(read_config_json(path), str(path), cls), cls, str(path))
+    try:
+        config.validate(new_run=False)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    return config
+
+
+# ------------------------------------------------------------------ --resume
+RESUME_FLAGS = ("--stop-after", "--no-progress")  # besides the RESUMABLE settings' flags
+
+
+def check_resume_flags(given: set[str], shown: list[str], what: str = "a run as configured"):
+    """--resume given with only the flags that change nothing of what is resumed (`shown`,
+    and --resume, --checkpoints, --progress), else a one-line ValueError."""
+    if extra := sorted(set(given) - {"--resume", "--checkpoints", "--progress", *shown}):
+        raise ValueError(
+            f"--resume continues {what}; it takes only {', '.join(shown)} (not {extra[0]})"
+        )
+
+
+def open_run(args: Any, given: set[str], runs: Path) -> tuple[Any, Path]:
+    """The config and folder of the run a training script's command line asks for
+    (`args`: its Args, whose .config is a TrainConfig or a PlannerConfig): a new run's,
+    whose folder must not exist yet, or with --resume the saved one's with what the
+    flags may change (cls.RESUMABLE); everything checked before any work or any write."""
+    if args.stop_after is not None and to_number("--stop-after", args.stop_after) < 1:
+        raise ValueError(f"--stop-after must be positive, got {args.stop_after:g}")
+    runs = Path(args.checkpoints) if args.checkpoints else runs
+    if not args.resume:
+        check_output_folder(runs, "--checkpoints")  # the run folder is made in it
+        config = new_run_config(args.config, args.params, name_given="--run-name" in given)
+        run_dir = runs / config.run_name
+        if run_dir.exists():
+            raise ValueError(
+                f"{run_dir} exists: --resume {run_dir} to continue it, or pick another --run-name"
+            )
+        return config, run_dir
+    cls = type(args.config)
+    flags = {f"--{key.replace('_', '-')}": key for key in cls.RESUMABLE}
+    check_resume_flags(given, [*flags, *RESUME_FLAGS])
+    run_dir = find_run(args.resume, runs)
+    check_output_folder(run_dir, "--resume")
+    config = read_run_config(run_dir, cls)
+    if changed := {key: getattr(args.config, key) for flag, key in flags.items() if flag in given}:
+        config = make_config({**dataclasses.asdict(config), **changed}, cls)
+        config.validate(new_run=False)
+    return config, run_dir
+
+
+def parse_run_args(args_class: type, argv: list[str]) -> tuple[Any, frozenset[str]]:
+    """A training script's command line (`args_class`: its Args, with a .config) and the
+    flags given; a preset's values become the defaults under the flags."""
+    given = frozenset(arg.split("=", 1)[0] for arg in argv if arg.startswith("--"))
+    cli = {"args": argv, "config": (tyro.conf.OmitArgPrefixes,)}
+    with NUMBERS:
+        args = tyro.cli(args_class, **cli)
+        if "--preset" in given:
+            preset = load_preset(args.config.preset, type(args.config))
+            args = tyro.cli(args_class, **cli, default=args_class(config=preset))
+    return args, given

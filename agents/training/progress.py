@@ -1,4 +1,4 @@
-"""What the user sees while a run trains: durations, the time left (Clock), the
+"""What the user sees while a run trains: the time left (Clock), the
 progress bar and its lines (Reporter), and the plan said before the work starts."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from agents.base import duration
 from agents.training.config import TrainConfig
 
 
@@ -42,8 +43,8 @@ def plan(config: TrainConfig, run_dir: Path, steps: int, no_flags: bool) -> list
     return lines
 
 
-def resume_command(run_dir: Path) -> str:
-    return f"python train.py --resume {shlex.quote(shown(run_dir))}"
+def resume_command(run_dir: Path, script: str = "train.py") -> str:
+    return f"python {script} --resume {shlex.quote(shown(run_dir))}"
 
 
 def interrupted(steps: int, saved: int | None, run_dir: Path) -> str:
@@ -71,18 +72,6 @@ def finished(config: TrainConfig, run_dir: Path, steps: int, evals: list, second
     opponents = " ".join([shlex.quote(shown(model))] * (config.players - 1))
     hold = " --hold all" if config.hold == "all" else ""
     return [*lines, f"play against it: python play.py --opponents {opponents}{hold}"]
-
-
-def duration(seconds: float) -> str:
-    """3725 -> "1 h 2 min", 125 -> "2 min 5 s", 7.4 -> "7 s", 0.3 -> "<1 s"."""
-    if seconds < 0.5:
-        return "<1 s"
-    seconds = round(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-    if seconds >= 60:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds} s"
 
 
 class Clock:
@@ -139,10 +128,10 @@ class Clock:
 
 class Reporter:
     """What the user sees while a run trains: a progress bar over the run's steps (or
-    none, with --no-progress) whose label says what is going on and how long is left,
-    and a line for each evaluation."""
+    iterations: `unit`; none with --no-progress) whose label says what is going on and
+    how long is left, and a line for each evaluation."""
 
-    def __init__(self, total: int, steps: int, show_bar: bool) -> None:
+    def __init__(self, total: int, steps: int, show_bar: bool, unit: str = "steps") -> None:
         self.total = total
         self.bar = None
         if show_bar:
@@ -151,7 +140,7 @@ class Reporter:
             self.bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
-                TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
+                TextColumn(f"{{task.completed:,.0f}}/{{task.total:,.0f}} {unit}"),
                 TimeElapsedColumn(),
                 TextColumn("{task.fields[left]}"),
             )

@@ -22,9 +22,9 @@ network's values there; a planner-to-move position's target is the planner's exa
 as in self-play. Since the bots differ, the network also reads the agent's seat in the
 turn order (``FeatureSpec.table``): it is a network of that one table.
 
-``PlannerConfig`` is the one definition of a run's settings (train_planner.py's flags,
-presets, config.json); ``ValueIteration`` holds a run's trainer, with ``state_dict``
-and ``load_state_dict`` for an exact resume; ``evaluate`` plays the evaluation tables.
+A run's settings are a ``PlannerConfig`` (``agents.training.config``); ``ValueIteration``
+holds a run's trainer, with ``state_dict`` and ``load_state_dict`` for an exact resume;
+``evaluate`` plays the evaluation tables.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ import io
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,201 +43,18 @@ from agents.batched import batched
 from agents.neural import short_name
 from agents.planner import PlannerBot
 from agents.threads import one_thread_per_process
-from agents.tournament import seat_record, standard_table
-from agents.training.config import FRACTION, POSITIVE, ROOT, check_bounds
-from agents.value_net import MAX_PLAYERS, FeatureSpec, ValueNet
+from agents.tournament import seat_record
+from agents.training.config import PlannerConfig
+from agents.value_net import FeatureSpec, ValueNet
 from envs.driver import play
-from envs.game import ROLL, Game
+from envs.game import ROLL, Game, in_turn_order
 from envs.policy import Policy
-from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
+from envs.rules import NUM_DICE, Rules
 from envs.turn_outcomes import TurnOutcomes, turn_outcomes
 from envs.turn_planner import plan_turn
 
 if TYPE_CHECKING:
     import torch  # imported by the trainer alone, when it runs
-
-SHIPPED_PPO_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
-
-
-@dataclass
-class PlannerConfig:
-    """Everything that defines a planner training run (saved as config.json in the run).
-    Each field is a flag of train_planner.py and a key of presets; its docstring is its
-    --help text."""
-
-    # --- the game
-    players: list[int] = field(default_factory=lambda: [2])
-    """Table sizes played, one per iteration in turn (one network serves them all)."""
-    hold: str = "free"
-    """Hold rule (RULES.md R5): "free" or "all"."""
-    target: int = 5000
-    """The winning score (smaller: a shrunken game, for tests)."""
-    entry: int = 500
-    """The turn total a player at 0 needs to bank (R8)."""
-
-    # --- self-play and fitting
-    iterations: int = 40
-    """Iterations to train for: each plays games, re-targets positions and fits."""
-    games_per_iteration: int = 20
-    """Self-play games per iteration."""
-    epsilon: float = 0.1
-    """Share of self-play decisions taken at random among the legal ones (exploration)."""
-    opponents: list[str] = field(default_factory=list)
-    """Scripted bots (any agent name) met in `opponent_share` of the games, random seats."""
-    opponent_share: float = 0.0
-    """Share of the games with scripted opponents (0: pure self-play)."""
-    buffer_size: int = 50_000
-    """Turn-start positions kept, the most recently seen."""
-    targets_per_iteration: int = 20_000
-    """Positions re-targeted and fitted each iteration (a random sample of the buffer)."""
-    fit_steps: int = 300
-    """Adam steps per iteration (the network is warm-started)."""
-    batch_size: int = 512
-    """Minibatch size of the fit."""
-    learning_rate: float = 1e-3
-    """Adam step size."""
-    hidden: list[int] = field(default_factory=lambda: [128, 128])
-    """Hidden layers of the value network (tanh)."""
-    method: str = "self-play"
-    """How targets are made: "self-play" (each position's target the planner's exact
-    expectation of its turn) or "exact-table" (a best response to one table's bots,
-    their turns expanded exactly); see the module doc."""
-    sweeps: int = 1
-    """The exact-table method's passes per iteration over the sampled positions, each a
-    re-target and a fit (every pass carries the values one turn further back)."""
-    init: str = ""
-    """Start from this value network (.npz, same rules and hidden sizes; a relative path
-    is read from the repository's root) instead of random weights; empty: random."""
-    buffer_from: str = ""
-    """Start the buffer from this run's latest state (a run folder, or a run's name under
-    the runs folder): the positions it met and, for the exact-table method, the bots'
-    turn ends it computed. A new run with other settings (a bigger --init network, a
-    smaller learning rate) then fine-tunes on every position the earlier run saw instead
-    of the few its first games meet. Same method, rules and tables; empty: none."""
-    workers: int = 1
-    """Processes playing the exact-table method's games, bots' turn ends and plans (the
-    results do not depend on it)."""
-
-    # --- evaluation and checkpoints
-    eval_freq: int = 10
-    """Iterations between evaluations (0: none; there is always one at the end)."""
-    eval_games: int = 1000
-    """Games per evaluation table (seats rotated; the same seeds every time)."""
-    eval_tables: list[str] = field(default_factory=list)
-    """Evaluation tables, each the other seats as comma-separated agent names
-    ("smart,turn-ev"), played at the table size they give; empty: per trained size,
-    2: optimal, smart (and the shipped ppo-2p); more: agents.tournament.standard_table."""
-    checkpoint_freq: int = 5
-    """Iterations between saves of the resumable latest state."""
-
-    # --- the run
-    seed: int = 0
-    """Seed of everything: games, network, sampling, evaluation."""
-    run_name: str = ""
-    """Folder name under checkpoints/, one plain name; empty: {preset}_{hold}_seed{seed}."""
-    preset: str = ""
-    """The preset this config started from (a name from hyperparams/ or a .yaml path)."""
-
-    @property
-    def rules(self) -> Rules:
-        return Rules(hold=self.hold, target=self.target, entry=self.entry)
-
-    @property
-    def tables(self) -> list[list[str]]:
-        """The evaluation tables: each the agents in the seats beside the learner."""
-        if self.eval_tables:
-            return [table.split(",") for table in self.eval_tables]
-        out = []
-        for n in dict.fromkeys(self.players):
-            if n > 2:
-                out.append(standard_table(n))
-                continue
-            out += [["optimal"], ["smart"]]
-            if self.rules == Rules() and SHIPPED_PPO_2P.is_file():
-                out.append([str(SHIPPED_PPO_2P)])
-        return out
-
-    def validate(self, check_init: bool = True) -> None:
-        """Refuse, in one line, any value the run could not use (before any work);
-        `check_init`: load the --init network too (a resumed run no longer needs it)."""
-        check_bounds(self, BOUNDS)
-        if self.hold not in HOLD_VARIANTS:
-            raise ValueError(f"hold must be {' or '.join(HOLD_VARIANTS)}, got {self.hold!r}")
-        self.rules  # noqa: B018 (target and entry checked by Rules, in one line)
-        if not self.players or any(not 2 <= n <= MAX_PLAYERS for n in self.players):
-            raise ValueError(f"players must be table sizes in 2..{MAX_PLAYERS}, got {self.players}")
-        if not self.hidden or any(n < 1 for n in self.hidden):
-            raise ValueError(f"hidden must be a non-empty list of positive sizes: {self.hidden}")
-        if self.opponent_share > 0 and not self.opponents:
-            raise ValueError("opponent_share > 0 needs opponents")
-        if self.method not in METHODS:
-            raise ValueError(f"method must be {' or '.join(METHODS)}, got {self.method!r}")
-        if self.method == "exact-table":
-            self._check_exact_table()
-        if self.sweeps > 1 and self.method != "exact-table":
-            raise ValueError("sweeps are passes of the exact-table method (--method exact-table)")
-        if self.init and check_init:
-            init_net(self)
-        for name in self.opponents:
-            make_policy(name).check_game(max(self.players), self.rules)
-        for table in self.tables:
-            if not 1 <= len(table) <= MAX_PLAYERS - 1:
-                raise ValueError(f"an evaluation table seats 1 to 7 others, got {table}")
-            for name in table:
-                make_policy(name).check_game(len(table) + 1, self.rules)
-
-    def _check_exact_table(self) -> None:
-        if len(self.tables) != 1:
-            raise ValueError(
-                f"the exact-table method learns one table, got {len(self.tables)} "
-                "(give it with --eval-tables)"
-            )
-        size = len(self.tables[0]) + 1
-        if set(self.players) != {size}:
-            raise ValueError(
-                f"the exact-table method trains at its table's size {size}: --players must "
-                f"name them, got {self.players}"
-            )
-        if self.opponent_share > 0:
-            raise ValueError("the exact-table method plays its table's bots: no opponents")
-        for name in self.tables[0]:
-            if name.split(":")[0] not in DETERMINISTIC_BOTS:
-                raise ValueError(
-                    f"the exact-table method expands the bots' turns exactly: the bots must be "
-                    f"deterministic scripted ones ({', '.join(DETERMINISTIC_BOTS)}), not {name}"
-                )
-
-    def exact_table(self) -> tuple[str, ...]:
-        """The table of an exact-table run (the bots after the agent); () otherwise."""
-        return tuple(self.tables[0]) if self.method == "exact-table" else ()
-
-
-METHODS = ("self-play", "exact-table")
-# Bots whose every choice is a function of the position (no dice drawn from the rng).
-DETERMINISTIC_BOTS = ("smart", "turn-ev", "threshold", "optimal")
-BOUNDS = {
-    **dict.fromkeys(("iterations", "games_per_iteration", "buffer_size"), POSITIVE),
-    **dict.fromkeys(("targets_per_iteration", "fit_steps", "batch_size"), POSITIVE),
-    **dict.fromkeys(("learning_rate", "eval_games", "checkpoint_freq"), POSITIVE),
-    **dict.fromkeys(("epsilon", "opponent_share"), FRACTION),
-    "workers": ("between 1 and 64", lambda v: 1 <= v <= 64),
-    "sweeps": ("between 1 and 100", lambda v: 1 <= v <= 100),
-    "eval_freq": (">= 0 (0: only at the end)", lambda v: v >= 0),
-    "seed": ("0..4294967295", lambda v: 0 <= v < 2**32),
-}
-
-REMOVED = "removed (see the git history)"
-
-
-def without_removed(values: dict, where: str) -> dict:
-    """`values` (a run's config.json, a preset, --params) less the keys of the table
-    method's settings, removed in issue 29 (older runs' config.json carry them): dropped
-    when the run did not use them, else a one-line ValueError naming what it used."""
-    if values.get("method") == "table":
-        raise ValueError(f"{where} uses --method table, {REMOVED}")
-    if values.get("rollouts", 0) != 0:
-        raise ValueError(f"{where} uses --rollouts {values['rollouts']}, {REMOVED}")
-    return {key: value for key, value in values.items() if key not in ("lam", "rollouts")}
 
 
 # ---------------------------------------------------------------- self-play
@@ -259,7 +75,7 @@ def turn_start(game: Game) -> tuple[int, ...] | None:
     """The banked scores in turn order from the player to move, at a turn's start."""
     s = game.state
     if s.phase == ROLL and s.turn_total == 0 and not s.held:
-        return tuple(s.scores[s.current :] + s.scores[: s.current])
+        return in_turn_order(s.scores, s.current)
     return None
 
 
@@ -424,18 +240,6 @@ def target_gap(net: ValueNet, keys: Sequence[tuple[tuple[int, ...], int]], targe
     return float(np.abs(net(positions, agents) - np.stack(targets)).mean())
 
 
-def init_net(cfg: PlannerConfig) -> ValueNet:
-    """The network `cfg.init` names (a relative path from the repository's root, as in
-    presets), checked to fit the run (one-line ValueError). An exact-table run may start
-    from a network of no table: it then reads the agent's seat with zero weights."""
-    net = ValueNet.load(ROOT / cfg.init)
-    if net.spec not in (FeatureSpec(cfg.rules), FeatureSpec(cfg.rules, table=cfg.exact_table())):
-        raise ValueError(f"init {cfg.init} reads other features or rules than this run's")
-    if list(net.hidden) != list(cfg.hidden):
-        raise ValueError(f"init {cfg.init} has hidden layers {list(net.hidden)}, not {cfg.hidden}")
-    return net
-
-
 # ---------------------------------------------------------------- the trainer
 def torch_net(spec: FeatureSpec, hidden: Sequence[int], seed: int):
     import torch
@@ -489,7 +293,7 @@ class ValueIteration:
         self.spec = FeatureSpec(cfg.rules, table=cfg.exact_table())
         self.model = torch_net(self.spec, cfg.hidden, cfg.seed)
         if cfg.init and fresh:
-            load_weights(self.model, init_net(cfg))
+            load_weights(self.model, cfg.init_net())
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate)
         self.rng = np.random.default_rng(cfg.seed)
         self.opponents = [make_policy(name) for name in cfg.opponents]
