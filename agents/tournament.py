@@ -31,7 +31,7 @@ from agents.base import Policy
 from agents.threads import one_thread_per_process, usable_cpus
 from envs.batch import play_games
 from envs.driver import play
-from envs.game import Game
+from envs.game import Game, check_players
 from envs.rules import Rules
 
 
@@ -56,8 +56,7 @@ def schedule(n_agents: int, players: int, games_per_matchup: int) -> list[Seatin
     """Every `players`-subset of the agents plays `games_per_matchup` games, the seats
     rotating one place each game so that each agent sits in each seat equally often
     (the count must be a multiple of `players`)."""
-    if not 2 <= players <= 8:
-        raise ValueError(f"players must be 2..8, got {players}")
+    check_players(players, "players")
     if n_agents < players:
         raise ValueError(
             f"{players} players need at least {players} agents, got {n_agents} "

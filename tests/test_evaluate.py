@@ -13,6 +13,7 @@ from rich.console import Console
 
 import evaluate
 from agents import tournament as tour
+from agents import tournament_report
 from agents.neural import attach_obs_spec
 from envs.encoding import ObsSpec
 from envs.rules import Rules
@@ -256,7 +257,7 @@ def test_plot_of_0_and_100_percent_win_rates_and_outputs_after_it(tmp_path):
     # A summary from elsewhere whose bounds cross the rate still draws (clipped bars).
     summary["agents"][0]["ci95_high"] = 0.9999999999999999
     summary["agents"][1]["ci95_low"] = 1e-17
-    evaluate.plot(summary, str(tmp_path / "again.png"))
+    tournament_report.plot(summary, str(tmp_path / "again.png"))
     assert (tmp_path / "again.png").stat().st_size > 5000
 
 
@@ -309,7 +310,7 @@ class Named:
 )
 def test_agents_get_short_names_that_still_tell_them_apart(specs, short, labels):
     """Issue 9 item 11."""
-    assert evaluate.label_agents(specs, [Named(n) for n in short]) == labels
+    assert tournament_report.label_agents(specs, [Named(n) for n in short]) == labels
 
 
 def test_a_shipped_agent_is_shown_by_its_name_and_no_table_cuts_names(tmp_path, capsys):
@@ -326,7 +327,7 @@ def test_a_shipped_agent_is_shown_by_its_name_and_no_table_cuts_names(tmp_path, 
     summary["agents"][0]["agent"] = long_name
     summary["pairwise"] = {long_name: {}, "threshold:350": {}}
     console = Console(width=40, file=io.StringIO())
-    evaluate.print_summary(console, summary)
+    tournament_report.print_summary(console, summary)
     text = console.file.getvalue()
     assert text.count(long_name) == 3 and "…" not in text  # table, matrix row and column
     assert "threshold:350" in text

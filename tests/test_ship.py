@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import evaluate
 import ship
+from agents import shipping, tournament_report
 from envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +54,11 @@ def tree(folder: Path) -> dict[str, str]:
 
 def no_work(*_args, **_kwargs):
     raise AssertionError("bad input must be refused before any work")
+
+
+def failed(*_args, **_kwargs):
+    """An evaluation whose games failed (a worker could not load an agent)."""
+    raise RuntimeError("a worker failed")
 
 
 def bad_run(tmp_path: Path, config: str = "", state: bytes = b"") -> Path:
@@ -165,9 +170,9 @@ BAD = {
 def test_bad_input_is_refused_in_one_line_before_anything_is_touched(
     case, run, out, tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr(evaluate, "main", no_work)
-    monkeypatch.setattr(ship, "learning_curve", no_work)
-    monkeypatch.setattr(ship, "games_per_second", no_work, raising=False)
+    monkeypatch.setattr(tournament_report, "play_and_report", no_work)
+    monkeypatch.setattr(shipping, "ppo_curve", no_work)
+    monkeypatch.setattr(shipping, "games_per_second", no_work, raising=False)
     make_args, message = BAD[case]
     before = tree(out)
     args = [str(a) for a in make_args(run, out, tmp_path)]
@@ -178,7 +183,7 @@ def test_bad_input_is_refused_in_one_line_before_anything_is_touched(
 
 
 def test_a_folder_that_is_no_shipped_agent_is_never_replaced(run, out, monkeypatch, capsys):
-    monkeypatch.setattr(evaluate, "main", no_work)
+    monkeypatch.setattr(tournament_report, "play_and_report", no_work)
     (out / "notes").mkdir()
     (out / "notes" / "mine.txt").write_text("keep me")
     (out / "file").write_text("keep me too")
@@ -193,14 +198,14 @@ def test_a_folder_that_is_no_shipped_agent_is_never_replaced(run, out, monkeypat
 def test_a_failure_after_the_checks_leaves_the_shipped_agent_as_it_was(
     failure, run, out, monkeypatch
 ):
-    def evaluation(argv):
+    def evaluation(specs, *args, **kwargs):
         # The evaluation plays the model being built, under the agent's own folder name.
-        assert Path(argv[0]).parent.name == "ppo-2p" and ".shipping-" in argv[0]
+        assert Path(specs[0]).parent.name == "ppo-2p" and ".shipping-" in specs[0]
         if failure == "evaluation fails":
-            return 1
+            raise RuntimeError("a worker failed")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(evaluate, "main", evaluation)
+    monkeypatch.setattr(tournament_report, "play_and_report", evaluation)
     before = tree(out)
     args = [str(run), "--name", "ppo-2p", "--out", str(out), "--games", "10", "--force"]
     if failure == "evaluation fails":
@@ -255,35 +260,28 @@ def test_help_shows_the_defaults(capsys):
 def test_the_evaluation_duration_is_told_before_it_starts(run, out, monkeypatch, capsys):
     told = []
 
-    def evaluation(argv):
+    def evaluation(*args, **kwargs):
         told.append(capsys.readouterr().out)  # what the user saw before it started
-        return 1
+        raise RuntimeError("a worker failed")
 
-    monkeypatch.setattr(evaluate, "main", evaluation)
-    monkeypatch.setattr(ship, "games_per_second", lambda *a: 100.0)  # timed below
+    monkeypatch.setattr(tournament_report, "play_and_report", evaluation)
+    monkeypatch.setattr(shipping, "games_per_second", lambda *a: 100.0)  # timed below
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     args = [str(run), "--name", "new", "--out", str(out), "--games", "1000", "--workers", "2"]
     assert ship.main(args) == 1
     assert told == [
         "evaluation: 10 pairing(s) x 1,000 games = 10,000 games; about 50 s with 2 workers, "
-        "2 min in one process (100 games/s timed; --games sets the count)\n"
+        "1 min 40 s in one process (100 games/s timed; --games sets the count)\n"
     ]
     # A few games are not worth timing: the count alone is told.
-    monkeypatch.setattr(ship, "games_per_second", no_work)
+    monkeypatch.setattr(shipping, "games_per_second", no_work)
     assert ship.main([*args[:-4], "--games", "10"]) == 1
     assert told[-1] == "evaluation: 10 pairing(s) x 10 games = 100 games\n"
 
 
 def test_games_per_second_is_timed_on_real_games():
-    rate = ship.games_per_second(["smart", "random", "threshold:350"], 2, Rules(), seed=0)
+    rate = shipping.games_per_second(["smart", "random", "threshold:350"], 2, Rules(), seed=0)
     assert 1 < rate < 1e6
-
-
-@pytest.mark.parametrize(
-    "seconds, text", [(0.4, "1 s"), (50, "50 s"), (600, "10 min"), (3 * 3600, "3.0 h")]
-)
-def test_duration_in_words(seconds, text):
-    assert ship.duration(seconds) == text
 
 
 # ------------------------------------------------------------- planner runs
@@ -407,7 +405,7 @@ def test_a_run_resumed_past_its_summary_is_described_by_its_state(tmp_path):
     run = planner_run(tmp_path / "planner_run", [3], finished=True)
     stale = {"iterations": 10, "games": 200, "wall_seconds": 300.0, "eval_seconds": 30.0}
     (run / "summary.json").write_text(json.dumps(stale))
-    summary = ship.planner_stages(run)[0]["summary"]
+    summary = shipping.planner_stages(run)[0]["summary"]
     assert summary == {"iterations": 20, "games": 400, "wall_seconds": 600.0, "eval_seconds": 60.0}
 
 
@@ -415,27 +413,27 @@ def test_an_exact_table_card_says_what_it_answers_and_where_it_started(tmp_path)
     """A run of the exact-table method is a best response to a named table: its card says
     so, names the network it started from and that network's own training time."""
     config = {"method": "exact-table", "players": [4], "eval_tables": []}
-    text = ship.method_text(config)
+    text = shipping.method_text(config)
     assert "best response" in text and "(smart,turn-ev,threshold:350)" in text
     assert "a bot's turn valued by its exact ends" in text and "reads the agent's seat" in text
-    assert "from self-play" in ship.method_text({"method": "self-play"})
+    assert "from self-play" in shipping.method_text({"method": "self-play"})
     start = tmp_path / "start_run" / "best"
     start.mkdir(parents=True)
     (start / "value_net.npz").write_bytes(b"")
     (start / "eval.json").write_text(json.dumps({"iteration": 72, "wall_seconds": 7200.0}))
-    line = ship.init_line({"init": str(start / "value_net.npz")})
+    line = shipping.init_line({"init": str(start / "value_net.npz")})
     assert "iteration 72 of its own run, start_run, reached after 2.00 h" in line
-    assert ship.init_line({"init": ""}) == ""
+    assert shipping.init_line({"init": ""}) == ""
 
 
 def test_an_exact_table_card_says_the_net_plays_its_table_size_only():
     table = ["smart,turn-ev,threshold:350"]
     config = {"method": "exact-table", "players": [4], "eval_tables": table}
-    text = ship.tables_text(config, "a.npz")
+    text = shipping.tables_text(config, "a.npz")
     assert "plays 4-player games only" in text
     assert "`python evaluate.py a.npz smart turn-ev threshold:350 --players 4`" in text
     assert "`python play.py --opponents a.npz turn-ev threshold:350`" in text
-    assert "2 to 8 players" in ship.tables_text({"method": "self-play"}, "a.npz")
+    assert "2 to 8 players" in shipping.tables_text({"method": "self-play"}, "a.npz")
 
 
 @pytest.mark.parametrize(
@@ -452,7 +450,7 @@ def test_an_exact_table_card_says_the_net_plays_its_table_size_only():
 def test_a_planner_run_that_cannot_be_shipped_is_refused_first(
     tmp_path, monkeypatch, capsys, config, message
 ):
-    monkeypatch.setattr(evaluate, "main", no_work)
+    monkeypatch.setattr(tournament_report, "play_and_report", no_work)
     run = planner_run(tmp_path / "planner_run", [2], config=config)
     out = tmp_path / "checkpoints"
     out.mkdir()
@@ -509,7 +507,7 @@ def test_a_planner_run_ships_averaged_with_other_nets(tmp_path, others, wording)
 def test_averaging_with_what_is_no_fitting_value_net_is_refused_first(
     tmp_path, monkeypatch, capsys, other, message
 ):
-    monkeypatch.setattr(evaluate, "main", no_work)
+    monkeypatch.setattr(tournament_report, "play_and_report", no_work)
     run = planner_run(tmp_path / "planner_run", [3])
     out = tmp_path / "checkpoints"
     out.mkdir()
@@ -535,8 +533,8 @@ def test_an_averaged_network_is_timed_as_it_will_be_shipped(tmp_path, monkeypatc
         timed.append(ValueNet.load(agents[0]).hidden)
         return 100.0
 
-    monkeypatch.setattr(ship, "games_per_second", games_per_second)
-    monkeypatch.setattr(evaluate, "main", lambda argv: 1)
+    monkeypatch.setattr(shipping, "games_per_second", games_per_second)
+    monkeypatch.setattr(tournament_report, "play_and_report", failed)
     run = planner_run(tmp_path / "planner_run", [3])
     out = tmp_path / "checkpoints"
     out.mkdir()
@@ -555,11 +553,11 @@ def test_every_committed_planner_config_still_reads(folder):
     """Issue 29 item 1: the committed planner runs and agents saved the removed table
     method's settings unused (rollouts 0, lam 0.8); ship.py and train_planner.py --resume
     still read their config.json."""
-    import train_planner
+    from agents.training.config import PlannerConfig, read_run_config
 
-    config = ship.read_json_object(folder / "config.json")
-    assert ship.planner_config(config).method in ("self-play", "exact-table")
-    assert train_planner.read_config(folder).players == config["players"]
+    config = shipping.read_json(folder / "config.json")
+    assert shipping.planner_config(config).method in ("self-play", "exact-table")
+    assert read_run_config(folder, PlannerConfig).players == config["players"]
 
 
 # The shipped agents' training runs: since issue 29 item 7 only their record stays in
@@ -612,9 +610,9 @@ def test_the_committed_checkpoints_are_agents_and_run_records_only():
 def test_a_run_record_is_refused_in_one_line(name, tmp_path, monkeypatch, capsys):
     """Issue 29 item 7: a run whose model left the tree cannot be shipped again; ship.py
     says so in one line, naming what is missing, and writes nothing."""
-    monkeypatch.setattr(evaluate, "main", no_work)
-    monkeypatch.setattr(ship, "learning_curve", no_work)
-    monkeypatch.setattr(ship, "games_per_second", no_work, raising=False)
+    monkeypatch.setattr(tournament_report, "play_and_report", no_work)
+    monkeypatch.setattr(shipping, "ppo_curve", no_work)
+    monkeypatch.setattr(shipping, "games_per_second", no_work, raising=False)
     run, out = ROOT / "checkpoints" / name, tmp_path / "out"
     out.mkdir()
     before = tree(run)

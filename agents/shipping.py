@@ -1,0 +1,574 @@
+"""What ship.py makes of a training run (a MaskablePPO run of train.py, or a planner run
+of train_planner.py): its history (stages, summaries, evaluations), its learning curve
+(from each run's evals.json), the network to ship (the run's, or averaged), the timed
+estimate and the evaluation tournaments, the model card, and the folder that holds
+them, swapped in whole."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import math
+import pickle
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from agents import make_policy
+from agents import tournament as tour
+from agents import tournament_report as report
+from agents.base import duration
+from agents.value_net import ValueNet, average_nets
+from envs.rules import Rules
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository: agents are named from it
+PILOT_GAMES = 10  # games per pairing timed to estimate the evaluation's duration
+VALUE_NET = "value_net.npz"  # a planner run's network, in RUN/best/ and RUN/latest/
+FILES = (("json", "json"), ("markdown", "md"), ("plot", "png"))  # evaluation outputs
+
+
+class ShipError(ValueError):
+    """An argument or input that cannot be shipped: reported in one line."""
+
+
+# ------------------------------------------------------------- run history
+def read_json(path: Path, kind: type = dict, what: str = "a JSON object"):
+    """The JSON value in `path`, of this kind; ShipError naming the file otherwise."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ShipError(f"cannot read {path}: {e}") from None
+    if not isinstance(value, kind):
+        raise ShipError(f"{path} is not {what}")
+    return value
+
+
+def commands(run: Path) -> list[str]:
+    """The commands that made `run`, from its command.txt ([] without one)."""
+    path = run / "command.txt"
+    return path.read_text().strip().splitlines() if path.is_file() else []
+
+
+def evaluations(run: Path) -> list[dict]:
+    """The evaluations a run logged (its evals.json; [] without one), or ShipError."""
+    path, what = run / "evals.json", "a list of evaluations"
+    evals = read_json(path, list, what) if path.is_file() else []
+    if not all(isinstance(e, dict) for e in evals):
+        raise ShipError(f"{path} is not {what}")
+    return evals
+
+
+def stages(run: Path) -> list[dict]:
+    """The training stages that made a PPO run's model, oldest first: a run started with
+    --init-from RUN/{latest,best}/model.zip follows the stages of RUN."""
+    out: list[dict] = []
+    while run is not None and (run / "config.json").is_file() and len(out) < 20:
+        config = read_json(run / "config.json")
+        summary_file = run / "summary.json"
+        summary = read_json(summary_file) if summary_file.is_file() else {}
+        if not summary and (run / "latest" / "state.pkl").is_file():  # still in progress
+            summary = read_state(
+                run / "latest" / "state.pkl",
+                lambda s: {"steps": s["num_timesteps"], "wall_seconds": s["state"]["wall_seconds"]},
+            )
+        out.insert(0, run_stage(run, config, summary))
+        init_from = config.get("init_from")  # relative to the repository, or absolute
+        run = (ROOT / str(init_from)).parent.parent if init_from else None
+    for before, after in itertools.pairwise(out):  # steps counted on from the stage before
+        after["offset"] = before["offset"] + before["summary"].get("steps", 0)
+    return out
+
+
+def run_stage(run: Path, config: dict, summary: dict) -> dict:
+    """One stage of a run's history: its folder, config, summary, evaluations, commands
+    and the steps of the stages before it (offset)."""
+    stage = dict(run=run, config=config, summary=summary, offset=0)
+    return stage | {"evals": evaluations(run), "commands": commands(run)}
+
+
+def planner_stages(run: Path) -> list[dict]:
+    """A planner run as the one stage of its history: config, commands, and a summary
+    (summary.json, or for a run in progress or resumed past it its latest/state.pkl:
+    whichever is further) with the number of iterations, games and wall-clock seconds,
+    and the evaluations (evals.json)."""
+    config = read_json(run / "config.json")
+    planner_config(config, str(run / "config.json"))  # a run of a removed method: refused
+    summary_file, state_file = run / "summary.json", run / "latest" / "state.pkl"
+    summary = read_json(summary_file) if summary_file.is_file() else {}
+    if state_file.is_file():
+        games = int(config.get("games_per_iteration", 0))
+        progress = read_state(
+            state_file,
+            lambda s: {
+                "iterations": int(s["trainer"]["iteration"]),
+                "games": int(s["trainer"]["iteration"]) * games,
+                "wall_seconds": float(s["wall_seconds"]),
+                "eval_seconds": float(s.get("eval_seconds", 0.0)),
+            },
+        )
+        # A run resumed past its end (--iterations N) has an older summary.json.
+        if progress["iterations"] > summary.get("iterations", 0):
+            summary = progress
+    return [run_stage(run, config, summary)]
+
+
+def read_state(state_file: Path, progress: Callable[[dict], dict]) -> dict:
+    """How far a run in progress is, `progress` of its latest/state.pkl; ShipError
+    naming the file if it cannot be read."""
+    try:
+        return progress(pickle.loads(state_file.read_bytes()))
+    except Exception as e:  # a truncated or foreign pickle fails in many ways
+        raise ShipError(f"cannot read {state_file}: {e!r}") from None
+
+
+def best_record(run: Path, model: str) -> dict | None:
+    """The run's best/eval.json when `model` is "best" and the run has one, else None."""
+    path = run / "best" / "eval.json"
+    return read_json(path) if model == "best" and path.is_file() else None
+
+
+def planner_rules(config: dict) -> Rules:
+    """The rules a planner run was trained under, or ShipError (one line)."""
+    try:
+        return Rules(
+            hold=config.get("hold", "free"),
+            target=config.get("target", 5000),
+            entry=config.get("entry", 500),
+        )
+    except (TypeError, ValueError) as e:
+        raise ShipError(f"the run's config.json names no valid rules: {e}") from None
+
+
+def planner_config(config: dict, where: str = "the run"):
+    """A planner run's config.json as its ``PlannerConfig`` (fields it does not know
+    left out); ShipError (one line) if the run used a removed method."""
+    from agents.training.config import PlannerConfig, without_removed  # tyro: heavy
+
+    try:
+        values = without_removed(config, where)
+    except ValueError as e:
+        raise ShipError(str(e)) from None
+    known = {f.name for f in dataclasses.fields(PlannerConfig)}
+    return PlannerConfig(**{k: v for k, v in values.items() if k in known})
+
+
+# ------------------------------------------------------------- averaging
+def averaged_network(others: list[str], model: Path) -> ValueNet | None:
+    """The network to ship when it is not the run's model as it is, else None: the model
+    averaged with the nets `others` (--average-with); ShipError (one line) if one does
+    not load or fit."""
+    if not others:
+        return None
+    try:
+        return average_nets([ValueNet.load(path) for path in (model, *others)])
+    except ValueError as e:
+        raise ShipError(f"--average-with: {e}") from None
+
+
+# ------------------------------------------------------------- learning curves
+def _win_rate_lines(ax, lines: dict[str, list[tuple]]) -> None:
+    """Each line's (x, win rate, 95% interval) points, with a band where every point
+    has its interval."""
+    for label, points in lines.items():
+        x = [p[0] for p in points]
+        ax.plot(x, [p[1] for p in points], marker="o", ms=3, label=label)
+        bands = [p[2] for p in points]
+        if all(isinstance(b, list | tuple) and len(b) == 2 for b in bands):
+            ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], alpha=0.2)
+
+
+def ppo_curve(history: list[dict], path: Path) -> list[dict]:
+    """Plot the evaluation win rates (with 95% intervals) of each stage in turn, its steps
+    counted after those of the stages before; a row of eval/... values per step."""
+    rows: dict[int, dict] = {}
+    for stage in history:
+        for e in stage["evals"]:
+            row = rows.setdefault(stage["offset"] + e["steps"], {})
+            row["eval/mean_win_rate"] = e["mean_win_rate"]
+            for name, r in e["results"].items():
+                row[f"eval/win_rate/{name}"] = r["win_rate"]
+                row[f"eval/ci95_low/{name}"], row[f"eval/ci95_high/{name}"] = r["ci95"]
+    # In single precision, as the shipped cards' curves were logged (TensorBoard scalars).
+    curve = [
+        {"steps": s, **{k: float(np.float32(v)) for k, v in sorted(rows[s].items())}}
+        for s in sorted(rows)
+    ]
+    names = sorted({k.removeprefix("eval/win_rate/") for r in curve for k in r if "rate/" in k})
+    with report.figure(path, figsize=(8, 4.5)) as (_, ax):
+        _win_rate_lines(
+            ax,
+            {
+                f"vs {name}": [
+                    (r["steps"], r[key], (r[f"eval/ci95_low/{name}"], r[f"eval/ci95_high/{name}"]))
+                    for r in curve
+                    if (key := f"eval/win_rate/{name}") in r
+                ]
+                for name in names
+            },
+        )
+        ax.set_xlabel("training steps (learner decisions)")
+        ax.set_ylabel("win rate (95% interval)")
+        for stage in history[1:]:
+            ax.axvline(stage["offset"], color="grey", ls="--", lw=1)
+            ax.annotate(
+                f" {stage['run'].name}", (stage["offset"], 0.02), xycoords=("data", "axes fraction")
+            )
+        ax.set_title(f"Learning curve: {' then '.join(h['run'].name for h in history)}")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:  # a run without evaluations has no lines
+            ax.legend()
+    return curve
+
+
+def planner_curve(evals: list[dict], path: Path) -> list[dict]:
+    """Plot the evaluations of a planner run by iteration: win rate at each evaluation
+    table (95% intervals), and, where measured, the 2-player value error against the
+    exact solver (a yardstick the network never trains on). Returns the plotted data."""
+    rows = []
+    for e in evals:
+        row = {k: e.get(k) for k in ("iteration", "games", "wall_seconds", "exact_error")}
+        for label, r in (e.get("results") or {}).items():
+            row[f"win_rate/{label}"] = r.get("win_rate")
+            row[f"ci95/{label}"] = r.get("ci95")
+        rows.append(row)
+    with report.figure(path, figsize=(8, 4.5)) as (_, ax):
+        labels = sorted({k.removeprefix("win_rate/") for r in rows for k in r if "win_rate/" in k})
+        _win_rate_lines(
+            ax,
+            {
+                label: [
+                    (r["iteration"], r[f"win_rate/{label}"], r.get(f"ci95/{label}"))
+                    for r in rows
+                    if r.get(f"win_rate/{label}") is not None
+                ]
+                for label in labels
+            },
+        )
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("win rate of the planner (95% interval)")
+        ax.grid(alpha=0.3)
+        errors = [r for r in rows if r.get("exact_error") is not None]
+        if errors:
+            right = ax.twinx()
+            right.plot(
+                [r["iteration"] for r in errors],
+                [r["exact_error"] for r in errors],
+                color="black",
+                ls=":",
+                label="2-player value error vs the exact solver (yardstick)",
+            )
+            right.set_ylabel("mean |V_net - V_exact| (2 players)")
+            right.legend(loc="lower right")
+        if labels:
+            ax.legend(loc="upper left", title="table (the planner + these seats)")
+        ax.set_title("Learning curve of the planner's value network")
+    return rows
+
+
+# ------------------------------------------------------------- timing and evaluation
+def opponents(players: int) -> list[str]:
+    """The agent's opponents in the evaluation: with 2 players a round robin with optimal
+    and the scripted bots; with more, the standard table of scripted bots."""
+    if players == 2:
+        return ["optimal", "smart", "turn-ev", "threshold:350"]
+    return tour.standard_table(players)
+
+
+def games_per_second(agents: list[str], players: int, rules: Rules, seed: int) -> float:
+    """Games per second of this evaluation in one process, timed on PILOT_GAMES games of
+    each pairing (the first game, which loads the models, is not counted)."""
+    for spec in agents:  # the exact solver is solved (or loaded) once, untimed
+        make_policy(spec).prepare(rules)
+    pilot = -(-PILOT_GAMES // players) * players
+    seatings = tour.schedule(len(agents), players, pilot)
+    times: list[float] = []
+    tick = lambda _: times.append(time.perf_counter())  # noqa: E731
+    tour.run(agents, seatings, rules, seed, chunk_size=1, on_progress=tick)
+    return (len(times) - 1) / max(times[-1] - times[0], 1e-9)
+
+
+def announce(args: argparse.Namespace, agents: list[str], players: int, rules: Rules) -> None:
+    """Say how many games the evaluation plays and, when it is not quick, about how long
+    it will take: in one process, as timed now, and with the workers if each gets a core
+    of its own (on a busy machine the truth lies between)."""
+    pairings = math.comb(len(agents), players)
+    games = -(-args.games // players) * players
+    total = pairings * games
+    line = f"evaluation: {pairings} pairing(s) x {games:,} games = {total:,} games"
+    if total > 2 * pairings * PILOT_GAMES:
+        rate = games_per_second(agents, players, rules, args.seed)
+        workers = tour.worker_count(args.workers)[0]  # as the evaluation will run them
+        alone = total / rate
+        parallel = f"{duration(alone / workers)} with {workers} workers, " if workers > 1 else ""
+        line += (
+            f"; about {parallel}{duration(alone)} in one process "
+            f"({rate:,.0f} games/s timed; --games sets the count)"
+        )
+    print(line, flush=True)
+
+
+def shown(path: Path) -> str:
+    """A path as the card shows it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
+    """Write the shipped agent into the empty folder `out`, named as if it were
+    `inputs["target"]`: the model (a planner's value_net.npz, else model.zip), config.json,
+    learning_curve.*, an evaluation at each table size the run was trained at, and the
+    model card; False if an evaluation failed (said in one line)."""
+    run, history, sizes = inputs["run"], inputs["history"], inputs["sizes"]
+    model = inputs["model"].name
+    if inputs["network"] is None:
+        shutil.copy(inputs["model"], out / model)
+    else:
+        inputs["network"].save(out / model)
+    shutil.copy(run / "config.json", out / "config.json")
+    png = out / "learning_curve.png"  # from the runs' evals.json, either kind
+    curve = (
+        planner_curve(history[-1]["evals"], png) if inputs["planner"] else ppo_curve(history, png)
+    )
+    (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
+    evaluations = []
+    for n in sizes:
+        stem = "evaluation" if len(sizes) == 1 else f"evaluation-{n}p"  # or one of several
+        try:
+            evaluations.append((n, stem, *evaluation_files(args, inputs, out, n, stem)))
+        except RuntimeError as e:  # a worker failed
+            print(f"error: {e}", file=sys.stderr)
+            return False
+    write_card = planner_card if inputs["planner"] else card
+    (out / "MODEL_CARD.md").write_text(write_card(args, inputs, evaluations))
+    return True
+
+
+def evaluation_files(
+    args: argparse.Namespace, inputs: dict, out: Path, players: int, stem: str
+) -> tuple[dict, str]:
+    """Evaluate the model built in `out` at a table of `players` (against ``opponents``,
+    as evaluate.py would) and write out/STEM.json, .md and .png, the agent named by its
+    target; (the evaluation, its command as a reader of the card would type it)."""
+    model, final, hold = inputs["model"].name, inputs["target"], inputs["config"]["hold"]
+    agent, others = shown(final / model), opponents(players)
+    options = [*others, "--games", str(args.games), "--players", str(players)]
+    options += ["--seed", str(args.seed), "--workers", str(args.workers), "--hold", hold]
+    outputs = [f"--{flag} {shown(final / f'{stem}.{ext}')}" for flag, ext in FILES]
+    command = " ".join(["python evaluate.py", agent, *options, *outputs])
+    specs, rules = [shown(out / model), *others], Rules(hold=hold)
+    tournament = report.tournament_games(specs, players, args.games, rules)
+    # The model played is the one in `out`; it is named by the place it is moved to.
+    options = {"asked": args.games, "workers": args.workers, "shown": [agent, *others]}
+    evaluation = report.play_and_report(specs, *tournament, rules, args.seed, command, **options)
+    (out / f"{stem}.json").write_text(json.dumps(evaluation, indent=2))
+    (out / f"{stem}.md").write_text(report.markdown(evaluation))
+    report.plot(evaluation, out / f"{stem}.png")
+    return evaluation, command
+
+
+# ------------------------------------------------------------- model cards
+def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
+    """The model card of a planner: the method, its training, its evaluations."""
+    config, history, best = inputs["config"], inputs["history"][-1], inputs["best"] or {}
+    summary = history["summary"]
+    agent = shown(inputs["target"] / VALUE_NET)
+    sizes = " and ".join(map(str, inputs["sizes"]))
+    iterations = inputs["iteration"]
+    games = best.get("games", summary.get("games", 0))
+    hours = summary.get("wall_seconds", 0) / 3600
+    evals_hours = summary.get("eval_seconds", 0) / 3600
+    reached = (
+        f"; the {args.model} network was reached after {best['wall_seconds'] / 60:.1f} min"
+        if isinstance(best.get("wall_seconds"), (int, float))
+        else ""
+    )
+    error = best.get("exact_error")
+    error_line = (
+        f"\n- 2-player value error against the exact solver (a yardstick, never a "
+        f"training target): mean |V_net - V_exact| = {error:.4f}"
+        if isinstance(error, (int, float))
+        else ""
+    )
+    hidden = config.get("hidden") if inputs["network"] is None else list(inputs["network"].hidden)
+    averaged = averaged_line(args)
+    tables = "".join(
+        f"\n### {n} players\n\n"
+        + evaluation_text(args, evaluation, command, f"![evaluation at {n} players]({stem}.png)")
+        for n, stem, evaluation, command in evaluations
+    )
+    return f"""# {args.name}
+
+A planner agent for 5000 (hold rule `{config["hold"]}`, trained at {sizes} players): a
+value network of turn-start positions (`agents/value_net.py`: each player's chance of
+winning from the banked scores) {method_text(config)}, and
+an exact planner of each turn against it (`agents/planner.py`). {tables_text(config, agent)}
+export it with
+`python export.py {agent} -o bots/{args.name}.onnx`.
+
+## Training
+
+- iterations: {iterations:,} (the {args.model} network, shipped; the run went on to
+  {summary.get("iterations", 0):,}), games: {games:,}{init_line(config)}
+- wall-clock time on this 2-core machine: {hours:.2f} h for the whole run, of which
+  {evals_hours:.2f} h evaluations{reached}{error_line}
+- network: tanh hidden layers {hidden}, 8 outputs (a softmax over the seats present){averaged}
+- command(s), from the run's `command.txt`:
+
+```
+{chr(10).join(history["commands"])}
+```
+
+- configuration: `config.json` beside this card (preset `{config.get("preset") or "none"}`).
+
+![learning curve](learning_curve.png)
+
+## Evaluation
+{tables}
+{inputs["notes"]}
+"""
+
+
+def tables_text(config: dict, agent: str) -> str:
+    """Which games the planner plays, and how to play it, for the card."""
+    if config.get("method") == "exact-table":
+        table = planner_config(config).exact_table()
+        n = len(table) + 1
+        return (
+            f"Its network plays {n}-player games only: it reads its seat at the table it "
+            f"learned. Play it anywhere an agent is named, at that table: `python evaluate.py "
+            f"{agent} {' '.join(table)} --players {n}`, `python play.py --opponents {agent} "
+            f"{' '.join(table[1:])}` (you take a bot's place), or as `{agent}` in the "
+            "environment's opponents;"
+        )
+    return (
+        "Its network accepts tables of 2 to 8 players; its values were fitted only at the "
+        f"sizes above. Play it anywhere an agent is named: `python evaluate.py {agent} smart`, "
+        f"`python play.py --opponents {agent}`, or as `{agent}` in the environment's opponents;"
+    )
+
+
+def averaged_line(args: argparse.Namespace) -> str:
+    """What the shipped network averages (--average-with), for the card."""
+    if not args.average_with:
+        return ""
+    nets = [f"the run's {args.model} network", *(f"`{path}`" for path in args.average_with)]
+    listed = ", ".join(nets[:-1]) + " and " + nets[-1]
+    together = "both" if len(nets) == 2 else f"all {len(nets)}"
+    return (
+        f"\n- shipped as the average of {listed}: one network of {together} "
+        "side by side, whose logits are the mean of theirs "
+        "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
+    )
+
+
+def method_text(config: dict) -> str:
+    """How a planner run learned its values, in words (its config's method)."""
+    if config.get("method") != "exact-table":
+        return "learned by fitted value iteration from self-play"
+    tables = ", ".join(f"({','.join(t)})" for t in planner_config(config).tables)
+    return (
+        "learned as a best response to the scripted bots of fixed tables (the bots after "
+        f"its seat, in turn order: {tables}): fitted by value iteration over every turn "
+        "start of games there, the bots' included: a bot's turn valued by its exact ends "
+        "(every roll and its choices, envs.turn_outcomes), the planner's by its exact "
+        "plan; the network reads the agent's seat; so its values hold at those tables only"
+    )
+
+
+def init_line(config: dict) -> str:
+    """The network a run started from, with that run's own training time if it says."""
+    if not config.get("init"):
+        return ""
+    init = ROOT / config["init"]
+    line = f"\n- started from the network `{config['init']}`"
+    try:
+        record = json.loads((init.parent / "eval.json").read_text())
+        return line + (
+            f" (iteration {record['iteration']} of its own run, {init.parent.parent.name}, "
+            f"reached after {record['wall_seconds'] / 3600:.2f} h of that run)"
+        )
+    except (OSError, ValueError, KeyError, TypeError):  # no run's record beside it
+        return line
+
+
+def card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
+    """The model card: what the agent is, how it was trained, how it plays."""
+    run, config, history = inputs["run"], inputs["config"], inputs["history"]
+    [(_, _, evaluation, command)] = evaluations  # a PPO model plays one table size
+    agent = shown(inputs["target"] / "model.zip")
+    players = config["players"]
+    summary = history[-1]["summary"]
+    best_eval = best_record(run, args.model) or {}
+    steps = history[-1]["offset"] + (best_eval.get("steps") or summary.get("steps") or 0)
+    train_commands = [c for h in history for c in h["commands"]]
+    hours = sum(h["summary"].get("wall_seconds", 0) for h in history) / 3600
+    stage_lines = "".join(
+        f"\n  - `{shown(h['run'])}`: {h['summary'].get('steps', 0):,} steps, "
+        f"{h['summary'].get('wall_seconds', 0) / 3600:.2f} h"
+        + (f", starting from `{h['config']['init_from']}`" if h["config"].get("init_from") else "")
+        for h in history
+    )
+    stages_text = f"\n- stages, in order:{stage_lines}" if len(history) > 1 else ""
+    return f"""# {args.name}
+
+A MaskablePPO agent for {players}-player 5000 (hold rule `{config["hold"]}`), trained by
+reinforcement against scripted bots and its own snapshots. Play it anywhere an agent
+is named: `python evaluate.py {agent} smart`, or as `{agent}` in the environment's
+opponents.
+
+## Training
+
+- steps: {steps:,} learner decisions in all (the {args.model} model; the last run so far:
+  {summary.get("steps", 0):,}){stages_text}
+- wall-clock time on this 2-core machine: {hours:.2f} h
+- network: `agents/networks.py` (action-scoring policy on the "rich" observation)
+- command(s), from the run's `command.txt`:
+
+```
+{chr(10).join(train_commands)}
+```
+
+- configuration: `config.json` beside this card (preset `{config.get("preset") or "none"}`).
+
+![learning curve](learning_curve.png)
+
+## Evaluation
+
+{evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
+{inputs["notes"]}
+"""
+
+
+def evaluation_text(args: argparse.Namespace, evaluation: dict, command: str, picture: str) -> str:
+    """One evaluation on a card: its games, its command, its tables, its picture."""
+    return f"""{args.games:,} games per pairing, seats rotated, seed {args.seed}:
+
+```
+{command}
+```
+
+{report.markdown(evaluation)}
+{picture}
+"""
+
+
+def swap_in(built: Path, target: Path, aside: Path) -> None:
+    """Move the complete folder `built` to `target`; an agent already there is first
+    moved to `aside` (same file system: renames, no copies) and put back on failure."""
+    replaced = target.exists()
+    if replaced:
+        target.rename(aside)
+    try:
+        built.rename(target)
+    except OSError:
+        if replaced:
+            aside.rename(target)
+        raise
