@@ -4,6 +4,7 @@ package's ``make_policy`` is the policy resolver that the environments find thro
 
 from __future__ import annotations
 
+from agents.base import MODEL_SUFFIXES
 from agents.batched import (
     BatchedOptimalBot,
     BatchedRandomBot,
@@ -34,9 +35,6 @@ _SIMPLE = {
     "turn-ev": BatchedTurnEVBot,
     "optimal": BatchedOptimalBot,  # its solution loads when first asked for
 }
-
-
-MODEL_SUFFIXES = (".zip", ".npz", ".onnx")  # a spec ending so names a model file
 
 
 def make_policy(spec: str | Policy) -> Policy:

@@ -11,7 +11,10 @@ from pathlib import Path
 
 from envs.policy import Policy
 
+MODEL_SUFFIXES = (".zip", ".npz", ".onnx")  # a bot spec ending so names a model file
+
 __all__ = [
+    "MODEL_SUFFIXES",
     "Policy",
     "atomic_write",
     "check_output_folder",

@@ -8,7 +8,7 @@ bot does. ``tests/test_vector_env.py`` checks every deterministic bot's batched 
 against its per-game choice on the same positions.
 
 ``batched(policy)`` gives the batched twin of a bot (or the policy itself when it has
-none); ``make_batched_policy(name)`` builds one by name.
+none); ``agents.make_policy(name)`` builds one by name.
 """
 
 from __future__ import annotations
@@ -316,10 +316,3 @@ def batched(policy: Policy) -> Policy:
         return BatchedOptimalBot(policy.show_progress)
     twin = {RandomBot: BatchedRandomBot, TurnEVBot: BatchedTurnEVBot, SmartBot: BatchedSmartBot}
     return twin[kind]() if kind in twin else policy
-
-
-def make_batched_policy(spec: str | Policy) -> Policy:
-    """``agents.make_policy(spec)``, batched where a batched twin exists."""
-    from agents import make_policy  # agents/__init__ may import this module
-
-    return batched(make_policy(spec))

@@ -1,4 +1,5 @@
-"""The neural network of the trained agents, and a numpy copy of it for fast play.
+"""The neural network of the trained agents (its numpy copy for fast play,
+``NumpyScorer``, is in ``agents.neural``).
 
 ``ActionScoringPolicy`` is a MaskablePPO policy for the "rich" observation encoding
 (``envs.encoding``): the observation is a state part and one feature row per action
@@ -6,28 +7,18 @@ describing that action's consequences. The actor scores every action with the *s
 small network, fed with the action's row and an embedding of the state, so what it
 learns about one roll carries over to every roll that leads to the same place. The
 critic reads the state part alone.
-
-``NumpyScorer`` runs the same actor with numpy on the legal actions only: self-play
-opponents and evaluation use it (no torch on the hot path), and it is the reference
-for exported bots.
 """
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from itertools import pairwise
-from pathlib import Path
 
-import numpy as np
 import torch as th
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
-from agents.neural import OBS_SPEC_ATTRIBUTE, spec_problem
-from envs.encoding import ACTION_FEATURES, Col, ObsSpec, encode_rich
-from envs.game import Game
-from envs.policy import Policy
+from envs.encoding import ACTION_FEATURES, Col, ObsSpec
 from envs.rules import NUM_ACTIONS
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
@@ -132,100 +123,3 @@ class ActionScoringPolicy(MaskableActorCriticPolicy):
 def policy_kwargs_for(n_players: int, rules, **net) -> dict:
     """policy_kwargs for ActionScoringPolicy on the rich encoding of this game."""
     return {"n_state": ObsSpec("rich", n_players, rules).slices["actions"].start, **net}
-
-
-# ------------------------------------------------------------------ numpy copy
-class NumpyScorer(Policy):
-    """The actor of an ActionScoringPolicy with numpy: same logits, legal rows only.
-
-    Deterministic play takes the best legal logit (the first on ties, as torch's
-    argmax); otherwise it samples from the softmax over legal actions with `rng`. Its
-    config holds the network's shape and the observation spec it reads ("obs_spec"),
-    saved with the weights; it plays only the game of that spec.
-    """
-
-    # Parameter names, as in the torch module, that the actor needs.
-    KEYS = ("state_net", "action_in", "state_in", "scorer")
-
-    def __init__(self, weights: dict[str, np.ndarray], config: dict, name: str = "scorer") -> None:
-        self.config = {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}
-        self.n_state = int(config["n_state"])
-        self.activation = config.get("activation", "relu")
-        w = {
-            k.removeprefix("mlp_extractor."): np.asarray(v, dtype=np.float64)
-            for k, v in weights.items()
-        }
-        self.weights = {k: v for k, v in w.items() if k.split(".")[0] in self.KEYS}
-        self.state_layers = _linear_layers(self.weights, "state_net")
-        self.scorer_layers = _linear_layers(self.weights, "scorer")
-        self.name = name
-        self.deterministic = True
-        saved = config.get(OBS_SPEC_ATTRIBUTE)
-        self.spec = None if saved is None else ObsSpec.from_dict(saved)
-
-    @classmethod
-    def from_policy(
-        cls, policy: ActionScoringPolicy, name: str = "scorer", spec: ObsSpec | None = None
-    ) -> NumpyScorer:
-        """The actor of `policy`, reading `spec` (default: the spec attached to the
-        policy by ``agents.neural.attach_obs_spec``, if any)."""
-        weights = {k: v.detach().cpu().numpy() for k, v in policy.state_dict().items()}
-        config = dict(policy.net_config)
-        saved = spec.to_dict() if spec is not None else getattr(policy, OBS_SPEC_ATTRIBUTE, None)
-        if saved is not None:
-            config[OBS_SPEC_ATTRIBUTE] = saved
-        return cls(weights, config, name)
-
-    def save(self, path: str | Path) -> None:
-        """Weights and config (observation spec included) in one .npz; ValueError for a
-        scorer with no spec, which no loader would take."""
-        if self.spec is None:
-            raise ValueError(
-                f"{self.name} carries no observation spec: attach one to its model "
-                "(agents.neural.attach_obs_spec) or pass spec= to from_policy"
-            )
-        np.savez(path, config=np.array(json.dumps(self.config)), **self.weights)
-
-    @classmethod
-    def load(cls, path: str | Path, name: str | None = None) -> NumpyScorer:
-        with np.load(path, allow_pickle=False) as data:
-            config = json.loads(str(data["config"]))
-            weights = {k: data[k] for k in data.files if k != "config"}
-        return cls(weights, config, name or Path(path).stem)
-
-    def check_game(self, n_players: int, rules) -> None:
-        """Raise ValueError unless this network reads the observations of such a game."""
-        why = spec_problem(self.spec, n_players, rules)
-        if why:
-            raise ValueError(f"{self.name} cannot play this game: {why}")
-
-    def _act_fn(self, x: np.ndarray) -> np.ndarray:
-        return np.maximum(x, 0.0) if self.activation == "relu" else np.tanh(x)
-
-    def logits(self, obs: np.ndarray, legal) -> np.ndarray:
-        """Logits of the `legal` actions for one observation."""
-        h = obs[: self.n_state].astype(np.float64)
-        for w, b in self.state_layers:
-            h = self._act_fn(w @ h + b)
-        rows = obs[self.n_state :].reshape(NUM_ACTIONS, ACTION_FEATURES)[list(legal)]
-        w = self.weights
-        x = rows @ w["action_in.weight"].T + w["action_in.bias"] + w["state_in.weight"] @ h
-        for w_, b in self.scorer_layers:
-            x = self._act_fn(x) @ w_.T + b
-        return x[:, 0]
-
-    def act(self, game: Game, rng: np.random.Generator) -> int:
-        legal = game.legal()[0]
-        logits = self.logits(encode_rich(game, game.state.current), legal)
-        if self.deterministic:
-            return legal[int(np.argmax(logits))]
-        p = np.exp(logits - logits.max())
-        return legal[int(rng.choice(len(legal), p=p / p.sum()))]
-
-
-def _linear_layers(
-    weights: dict[str, np.ndarray], prefix: str
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(weight, bias) of the Linear layers of a torch Sequential, in order."""
-    indices = sorted({int(k.split(".")[1]) for k in weights if k.startswith(prefix + ".")})
-    return [(weights[f"{prefix}.{i}.weight"], weights[f"{prefix}.{i}.bias"]) for i in indices]

@@ -1,5 +1,6 @@
 """Trained SB3 models (MaskablePPO checkpoints, ``.zip``, and self-play snapshots,
-``.npz``) behind the Policy interface.
+``.npz``, run by ``NumpyScorer``, the network's actor in numpy) behind the Policy
+interface. Nothing here imports torch until a checkpoint (.zip) is loaded.
 
 A trained model carries the observation spec it reads (``envs.encoding.ObsSpec``:
 encoding, version, players, rules and named slices), saved with it by training
@@ -19,17 +20,16 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from envs.encoding import ObsSpec
+from agents.base import atomic_write
+from envs.encoding import ACTION_FEATURES, ObsSpec, encode_rich
 from envs.game import Game
 from envs.policy import Policy
-from envs.rules import Rules
+from envs.rules import NUM_ACTIONS, Rules
 
 # Folders of a training run that hold models; the run's config.json is one level up.
 RUN_MODEL_FOLDERS = ("best", "latest", "snapshots")
@@ -134,17 +134,16 @@ def read_obs_spec(path: Path) -> ObsSpec:
 def write_settings(path: Path, settings: dict) -> None:
     """Replace the settings of a checkpoint or snapshot: every other member of the
     archive is copied byte for byte (names, order, dates, compression), and the file is
-    written aside and then renamed over the old one, so a reader never sees half of it."""
-    aside = path.with_name(path.name + ".partial")
-    try:
+    written aside and then renamed over the old one (``atomic_write``, which keeps the
+    file's mode), so a reader never sees half of it."""
+
+    def copy(aside: str) -> None:
         with zipfile.ZipFile(path) as old, zipfile.ZipFile(aside, "w") as new:
             for info in old.infolist():
                 same = info.filename != SETTINGS_MEMBER[path.suffix]
                 new.writestr(info, old.read(info) if same else _encode(path.suffix, settings))
-        shutil.copymode(path, aside)
-        os.replace(aside, path)
-    finally:
-        aside.unlink(missing_ok=True)
+
+    atomic_write(path, copy)
 
 
 def migrate_checkpoint(path: str | Path, spec: ObsSpec) -> bool:
@@ -164,6 +163,103 @@ def migrate_checkpoint(path: str | Path, spec: ObsSpec) -> bool:
         raise CheckpointError(f"{path}: its network does not read {spec.size}-value {spec}")
     write_settings(path, {**settings, OBS_SPEC_ATTRIBUTE: spec.to_dict()})
     return True
+
+
+# ------------------------------------------- the actor of agents.networks, in numpy
+class NumpyScorer(Policy):
+    """The actor of an ``agents.networks.ActionScoringPolicy`` with numpy: same logits,
+    legal rows only. Self-play opponents and evaluation use it (no torch on the hot
+    path), and it is the reference for exported bots.
+
+    Deterministic play takes the best legal logit (the first on ties, as torch's
+    argmax); otherwise it samples from the softmax over legal actions with `rng`. Its
+    config holds the network's shape and the observation spec it reads ("obs_spec"),
+    saved with the weights; it plays only the game of that spec.
+    """
+
+    # Parameter names, as in the torch module, that the actor needs.
+    KEYS = ("state_net", "action_in", "state_in", "scorer")
+
+    def __init__(self, weights: dict[str, np.ndarray], config: dict, name: str = "scorer") -> None:
+        self.config = {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}
+        self.n_state = int(config["n_state"])
+        self.activation = config.get("activation", "relu")
+        w = {
+            k.removeprefix("mlp_extractor."): np.asarray(v, dtype=np.float64)
+            for k, v in weights.items()
+        }
+        self.weights = {k: v for k, v in w.items() if k.split(".")[0] in self.KEYS}
+        self.state_layers = _linear_layers(self.weights, "state_net")
+        self.scorer_layers = _linear_layers(self.weights, "scorer")
+        self.name = name
+        self.deterministic = True
+        saved = config.get(OBS_SPEC_ATTRIBUTE)
+        self.spec = None if saved is None else ObsSpec.from_dict(saved)
+
+    @classmethod
+    def from_policy(cls, policy, name: str = "scorer", spec: ObsSpec | None = None) -> NumpyScorer:
+        """The actor of `policy` (an ActionScoringPolicy), reading `spec` (default: the
+        spec attached to the policy by ``attach_obs_spec``, if any)."""
+        weights = {k: v.detach().cpu().numpy() for k, v in policy.state_dict().items()}
+        config = dict(policy.net_config)
+        saved = spec.to_dict() if spec is not None else getattr(policy, OBS_SPEC_ATTRIBUTE, None)
+        if saved is not None:
+            config[OBS_SPEC_ATTRIBUTE] = saved
+        return cls(weights, config, name)
+
+    def save(self, path: str | Path) -> None:
+        """Weights and config (observation spec included) in one .npz; ValueError for a
+        scorer with no spec, which no loader would take."""
+        if self.spec is None:
+            raise ValueError(
+                f"{self.name} carries no observation spec: attach one to its model "
+                "(agents.neural.attach_obs_spec) or pass spec= to from_policy"
+            )
+        np.savez(path, config=np.array(json.dumps(self.config)), **self.weights)
+
+    @classmethod
+    def load(cls, path: str | Path, name: str | None = None) -> NumpyScorer:
+        with np.load(path, allow_pickle=False) as data:
+            config = json.loads(str(data["config"]))
+            weights = {k: data[k] for k in data.files if k != "config"}
+        return cls(weights, config, name or Path(path).stem)
+
+    def check_game(self, n_players: int, rules) -> None:
+        """Raise ValueError unless this network reads the observations of such a game."""
+        why = spec_problem(self.spec, n_players, rules)
+        if why:
+            raise ValueError(f"{self.name} cannot play this game: {why}")
+
+    def _act_fn(self, x: np.ndarray) -> np.ndarray:
+        return np.maximum(x, 0.0) if self.activation == "relu" else np.tanh(x)
+
+    def logits(self, obs: np.ndarray, legal) -> np.ndarray:
+        """Logits of the `legal` actions for one observation."""
+        h = obs[: self.n_state].astype(np.float64)
+        for w, b in self.state_layers:
+            h = self._act_fn(w @ h + b)
+        rows = obs[self.n_state :].reshape(NUM_ACTIONS, ACTION_FEATURES)[list(legal)]
+        w = self.weights
+        x = rows @ w["action_in.weight"].T + w["action_in.bias"] + w["state_in.weight"] @ h
+        for w_, b in self.scorer_layers:
+            x = self._act_fn(x) @ w_.T + b
+        return x[:, 0]
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        legal = game.legal()[0]
+        logits = self.logits(encode_rich(game, game.state.current), legal)
+        if self.deterministic:
+            return legal[int(np.argmax(logits))]
+        p = np.exp(logits - logits.max())
+        return legal[int(rng.choice(len(legal), p=p / p.sum()))]
+
+
+def _linear_layers(
+    weights: dict[str, np.ndarray], prefix: str
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(weight, bias) of the Linear layers of a torch Sequential, in order."""
+    indices = sorted({int(k.split(".")[1]) for k in weights if k.startswith(prefix + ".")})
+    return [(weights[f"{prefix}.{i}.weight"], weights[f"{prefix}.{i}.bias"]) for i in indices]
 
 
 # ------------------------------------------------------------------ players
@@ -252,7 +348,7 @@ class Snapshot(TrainedModel):
     """A self-play snapshot (``NumpyScorer`` weights, .npz) that knows its file: it
     plays only the game of its spec. Everything else is the scorer's."""
 
-    def __init__(self, scorer, path: Path) -> None:  # scorer: agents.networks.NumpyScorer
+    def __init__(self, scorer: NumpyScorer, path: Path) -> None:
         self.scorer = scorer
         self.path = path
         self.spec = scorer.spec
@@ -272,8 +368,6 @@ def load_snapshot(path: str | Path) -> Snapshot:
     """A self-play snapshot (.npz) as a greedy policy, named after its run."""
     path = Path(path)
     read_obs_spec(path)  # none, or a broken one: refused before the weights are read
-    from agents.networks import NumpyScorer  # imports torch: only when needed
-
     try:
         scorer = NumpyScorer.load(path)
     except Exception as e:

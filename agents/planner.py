@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from envs.game import OVER, ROLL, Game
+from envs.game import OVER, ROLL, Game, in_turn_order
 from envs.policy import Policy
 from envs.rules import Rules
 from envs.turn_planner import TurnPlan, ValueFn, exact_two_player_values, plan_turn
@@ -77,7 +77,7 @@ class PlannerBot(Policy):
     def plan(self, game: Game) -> TurnPlan:
         """The plan of the current turn (cached per turn start)."""
         s = game.state
-        return self._plan(tuple(s.scores[s.current :] + s.scores[: s.current]), game.rules)
+        return self._plan(in_turn_order(s.scores, s.current), game.rules)
 
     def _solve(self, scores: tuple[int, ...], rules: Rules) -> TurnPlan:
         return plan_turn(scores, rules, self.value_fn)

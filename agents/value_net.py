@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import MODEL_SUFFIXES
+from agents.base import MODEL_SUFFIXES
 from agents.neural import first_line, short_name
 from agents.planner import PlannerBot
 from envs.rules import Rules

@@ -25,7 +25,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import envs  # noqa: E402, F401 - registers FiveThousand-v0
-from agents.batched import BatchedRandomBot, make_batched_policy  # noqa: E402
+from agents import make_policy  # noqa: E402
+from agents.batched import BatchedRandomBot  # noqa: E402
 from benchmarks.speed import engine_games_per_second, env_steps_per_second, per_second  # noqa: E402
 from envs.batch import play_games  # noqa: E402
 from envs.rules import Rules  # noqa: E402
@@ -40,7 +41,7 @@ MATCHES = (
 
 def vector_steps_per_second(opponent: str, num_envs: int, seconds: float) -> float:
     """Game steps/s of the vector env (num_envs per step), random legal learner actions."""
-    bot = make_batched_policy(opponent)
+    bot = make_policy(opponent)
     bot.prepare(Rules())  # the optimal solution: solved or loaded before timing
     env = gym.make_vec(
         "FiveThousand-v0",
@@ -58,7 +59,7 @@ def vector_steps_per_second(opponent: str, num_envs: int, seconds: float) -> flo
 
 def batched_games_per_second(names: tuple[str, str], seconds: float, width: int) -> float:
     """Whole games/s, every seat batched, `width` games at a time (2 players)."""
-    bots = [make_batched_policy(n) for n in names]
+    bots = [make_policy(n) for n in names]
     play_games(width, bots, Rules(), np.random.default_rng(0), width=width)  # warm up
     n = 4 * width
     return n * per_second(

@@ -32,14 +32,13 @@ import numpy as np
 
 from envs.game import (
     DECIDE,
-    MAX_PLAYERS,
-    MIN_PLAYERS,
     OVER,
     ROLL,
     Game,
     GameState,
     IllegalMoveError,
     _legal_moves,
+    check_players,
 )
 from envs.policy import Policy
 from envs.rules import (
@@ -241,8 +240,7 @@ class BatchGames:
     ``winner[g] >= 0``, else it waits for a roll."""
 
     def __init__(self, n_games: int, n_players: int, rules: Rules) -> None:
-        if not isinstance(n_players, int) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
-            raise ValueError(f"n_players must be 2..{MAX_PLAYERS}, got {n_players!r}")
+        n_players = check_players(n_players)
         if not isinstance(n_games, int) or n_games < 1:
             raise ValueError(f"the number of games must be a positive integer, got {n_games!r}")
         self.n_games, self.n_players, self.rules = n_games, n_players, rules

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import cache, cached_property
 
 import numpy as np
 
-from envs.game import DECIDE, Game
+from envs.game import DECIDE, Game, check_players, in_turn_order
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
 from envs.solver import turn_ev_table
 
@@ -43,15 +44,15 @@ OBS_VERSION = 2
 # Every entry lies in [OBS_LOW, OBS_HIGH]; the two turn-total features are clipped there
 # (only a turn total above twice the target would reach the clip).
 OBS_LOW, OBS_HIGH = -1.0, 2.0
-_ROLL_FEATURES = 6 * NUM_DICE + 6
 
 
+@cache
 def observation_size(n_players: int) -> int:
-    return 3 * n_players + 5 + _ROLL_FEATURES
+    return compact_slices(n_players)["face_counts"].stop
 
 
 def _roll_features(roll: tuple[int, ...]) -> np.ndarray:
-    out = np.zeros(_ROLL_FEATURES, dtype=np.float32)
+    out = np.zeros(6 * NUM_DICE + 6, dtype=np.float32)  # the roll_one_hot and face_counts
     for i, face in enumerate(roll):
         out[6 * i + face - 1] = 1.0
         out[6 * NUM_DICE + face - 1] += 1.0 / NUM_DICE
@@ -66,7 +67,7 @@ def encode(game: Game, seat: int) -> np.ndarray:
     s = game.state
     n = len(s.scores)
     target = game.rules.target
-    scores = s.scores[seat:] + s.scores[:seat]
+    scores = in_turn_order(s.scores, seat)
     whose_turn = [0.0] * n
     whose_turn[(s.current - seat) % n] = 1.0
     total = s.turn_total
@@ -78,6 +79,7 @@ def encode(game: Game, seat: int) -> np.ndarray:
         max((target - s.scores[s.current] - total) / target, OBS_LOW),
         float(total % 100 == 50),
     ]
+    # `head` holds the fields before "roll_one_hot" in their order; the roll's fill the rest.
     obs = np.empty(observation_size(n), dtype=np.float32)
     if s.phase == DECIDE:
         legal = game.legal()[0]
@@ -203,8 +205,8 @@ def encode_rich(game: Game, seat: int) -> np.ndarray:
     s = game.state
     n = len(s.scores)
     bins = score_bins(game.rules)
-    scores = s.scores[seat:] + s.scores[:seat]
-    one_hot = np.zeros(n * bins, dtype=np.float32)
+    scores = in_turn_order(s.scores, seat)
+    one_hot = np.zeros(n * bins, dtype=np.float32)  # the "score_one_hot" field
     one_hot[[j * bins + score // 100 for j, score in enumerate(scores)]] = 1.0
     return np.concatenate([encode(game, seat), one_hot, action_features(game, seat).ravel()])
 
@@ -235,6 +237,13 @@ def _fields(encoding: str, n: int, rules: Rules) -> list[tuple[str, int]]:
     return fields
 
 
+@cache
+def compact_slices(n_players: int) -> dict[str, slice]:
+    """The compact observation's named slices (``ObsSpec.slices``; the rules do not
+    change them): where both encoders write each field."""
+    return ObsSpec("compact", n_players, Rules()).slices
+
+
 @dataclass(frozen=True)
 class ObsSpec:
     """What an observation vector holds: the contract between the environments that
@@ -253,7 +262,7 @@ class ObsSpec:
                 f"unknown observation encoding {self.encoding!r}; accepted: {', '.join(ENCODINGS)}"
             )
 
-    @property
+    @cached_property
     def slices(self) -> dict[str, slice]:
         """Each named part's place in the vector."""
         out, start = {}, 0
@@ -318,3 +327,24 @@ class ObsSpec:
         if self.rules != wanted.rules:
             return f"it was trained under {self.rules}, this game is played under {wanted.rules}"
         return ""
+
+
+def check_env_options(
+    n_players: object,
+    hold: str,
+    target: int,
+    entry: int,
+    max_turns: object,
+    obs_encoding: str,
+    render_mode: str | None,
+    metadata: dict,
+) -> ObsSpec:
+    """Check the options the Gymnasium, PettingZoo and vector environments share (one-line
+    ValueError for the first bad one; `metadata` gives the accepted "render_modes"); returns
+    the observation spec they describe, which holds the player count and the rules."""
+    n_players = check_players(n_players)
+    if not isinstance(max_turns, int) or max_turns < n_players:
+        raise ValueError(f"max_turns must be an integer >= n_players, got {max_turns!r}")
+    if render_mode is not None and render_mode not in (modes := metadata["render_modes"]):
+        raise ValueError(f"render_mode must be one of {modes}, got {render_mode!r}")
+    return ObsSpec(obs_encoding, n_players, Rules(hold=hold, target=target, entry=entry))

@@ -494,8 +494,7 @@ class Game:
         seed: int | np.random.Generator | None = None,
         first_player: int = 0,
     ) -> None:
-        if not isinstance(n_players, int) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
-            raise ValueError(f"n_players must be 2..{MAX_PLAYERS}, got {n_players!r}")
+        n_players = check_players(n_players)
         if not isinstance(first_player, int) or not 0 <= first_player < n_players:
             raise ValueError(
                 f"first_player must be a seat 0..{n_players - 1}, got {first_player!r}"

@@ -10,11 +10,11 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.driver import decision_of, play
-from envs.encoding import OBS_LOW, ObsSpec
+from envs.encoding import OBS_LOW, check_env_options
 from envs.game import DECIDE, OVER, Event, Game, IllegalMoveError, Rolled, action_index
 from envs.policy import resolve_policy
 from envs.render import render_rgb, render_text
-from envs.rules import NUM_ACTIONS, Rules
+from envs.rules import NUM_ACTIONS
 
 ILLEGAL_ACTION_MODES = ("lose", "raise")
 
@@ -89,25 +89,19 @@ class FiveThousandEnv(gym.Env):
         obs_encoding: str = "compact",
         opponent_pool: Sequence[tuple[Any, float]] | None = None,
     ) -> None:
-        self.rules = Rules(hold=hold, target=target, entry=entry)
-        self.n_players = n_players
-        if not isinstance(n_players, int) or not 2 <= n_players <= 8:
-            raise ValueError(f"n_players must be 2..8, got {n_players!r}")
+        self.obs_spec = spec = check_env_options(
+            n_players, hold, target, entry, max_turns, obs_encoding, render_mode, self.metadata
+        )
+        self.rules, self.n_players = spec.rules, (n_players := spec.n_players)
         if learner_seat != "random" and (
             not isinstance(learner_seat, int) or not 0 <= learner_seat < n_players
         ):
             raise ValueError(
                 f"learner_seat must be 0..{n_players - 1} or 'random', got {learner_seat!r}"
             )
-        if not isinstance(max_turns, int) or max_turns < n_players:
-            raise ValueError(f"max_turns must be an integer >= n_players, got {max_turns!r}")
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(
                 f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}"
-            )
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
             )
         if isinstance(opponents, str) or not isinstance(opponents, Sequence):
             opponents = [opponents] * (n_players - 1)
@@ -120,7 +114,6 @@ class FiveThousandEnv(gym.Env):
         for policy in self.opponents:  # trained models must fit this game
             policy.check_game(n_players, self.rules)
         self.set_opponent_pool(opponent_pool or [])
-        self.obs_spec = ObsSpec(obs_encoding, n_players, self.rules)  # checks the name
         self.learner_seat_option = learner_seat
         self.max_turns = max_turns
         self.illegal_action = illegal_action
@@ -128,7 +121,6 @@ class FiveThousandEnv(gym.Env):
         self.render_mode = render_mode
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
-        spec = self.obs_spec
         vector = spaces.Box(OBS_LOW, spec.high, shape=(spec.size,), dtype=np.float32)
         if dict_obs:
             mask = spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8)

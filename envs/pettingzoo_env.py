@@ -28,10 +28,10 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from envs.driver import any_decision, play
-from envs.encoding import OBS_LOW, ObsSpec
-from envs.game import MAX_PLAYERS, MIN_PLAYERS, OVER, Game, action_index
+from envs.encoding import OBS_LOW, check_env_options
+from envs.game import OVER, Game, action_index
 from envs.render import render_text
-from envs.rules import NUM_ACTIONS, Rules
+from envs.rules import NUM_ACTIONS
 
 
 def env(**kwargs) -> AECEnv:
@@ -74,15 +74,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         obs_encoding: str = "compact",
     ) -> None:
         super().__init__()
-        if not isinstance(n_players, int) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
-            raise ValueError(f"n_players must be 2..{MAX_PLAYERS}, got {n_players!r}")
-        if not isinstance(max_turns, int) or max_turns < n_players:
-            raise ValueError(f"max_turns must be an integer >= n_players, got {max_turns!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
-        self.rules = Rules(hold=hold, target=target, entry=entry)
-        self.obs_spec = ObsSpec(obs_encoding, n_players, self.rules)  # checks the name
-        self.n_players = n_players
+        self.obs_spec = check_env_options(
+            n_players, hold, target, entry, max_turns, obs_encoding, render_mode, self.metadata
+        )
+        self.rules, self.n_players = self.obs_spec.rules, (n_players := self.obs_spec.n_players)
         self.max_turns = max_turns
         self.render_mode = render_mode
         self.possible_agents = [f"player_{i}" for i in range(n_players)]

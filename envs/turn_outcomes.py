@@ -23,7 +23,7 @@ from functools import cache
 import numpy as np
 
 from envs.batch import ROLL_ID, BatchGames, decide, move_tables
-from envs.game import bank_outcome
+from envs.game import bank_outcome, in_turn_order
 from envs.policy import Policy
 from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, roll_probabilities
 from envs.solver import STEP, option_tables
@@ -117,9 +117,9 @@ def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOu
         if outcome.winner is not None:
             wins[outcome.winner] += banked[i]
         else:  # a bump, a gift or a lost total: the scores after it, next player first
-            after = outcome.scores[1:] + outcome.scores[:1]
+            after = in_turn_order(outcome.scores, 1)
             ends[after] = ends.get(after, 0.0) + banked[i]
-    bust = scores[1:] + scores[:1]
+    bust = in_turn_order(scores, 1)
     ends[bust] = ends.get(bust, 0.0) + passed
     positions = np.array(list(ends), dtype=np.int64)
     return TurnOutcomes(scores, positions, np.array(list(ends.values())), wins)

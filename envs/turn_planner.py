@@ -25,7 +25,7 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from envs.game import Move, bank_outcome
+from envs.game import Move, bank_outcome, in_turn_order
 from envs.rules import NUM_DICE, Rules, can_bank
 from envs.solver import STEP, TwoPlayerSolution, option_tables
 
@@ -195,7 +195,7 @@ def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPla
     n = len(scores)
     top = rules.target // STEP
     size = top + 1 + _chance(rules.hold).max_step + 1
-    positions = [scores[1:] + scores[:1]]  # after a bust the next player moves
+    positions = [in_turn_order(scores, 1)]  # after a bust the next player moves
     wins: list[int] = []  # the winner of each winning end
     bank_end = np.full(size, -1)
     kind = np.zeros(size, dtype=int)  # 0: a position (or the bust end), 1: a win
@@ -210,8 +210,7 @@ def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPla
             bank_end[i] = PASS_END
         else:
             bank_end[i] = len(positions)
-            after = outcome.scores
-            positions.append(after[1:] + after[:1])
+            positions.append(in_turn_order(outcome.scores, 1))
     values = np.asarray(value_fn(np.array(positions, dtype=np.int64)), dtype=float)
     if values.shape != (len(positions), n):
         raise ValueError(

@@ -39,13 +39,13 @@ from envs.batch import (
 )
 from envs.encoding import (
     _ROLL_FEATURE_TABLE,
-    _ROLL_FEATURES,
     ACTION_FEATURES,
     OBS_HIGH,
     OBS_LOW,
     RICH_OBS_HIGH,
     Col,
-    observation_size,
+    ObsSpec,
+    compact_slices,
     score_bins,
 )
 from envs.game import IllegalMoveError
@@ -56,25 +56,25 @@ from envs.solver import STEP, turn_ev_table
 
 
 def rich_features(
-    games: BatchGames, idx: np.ndarray, seat: np.ndarray, mask: np.ndarray
-) -> np.ndarray:
-    """What the rich observation (``envs.encoding.encode_rich``) adds to the compact one,
-    for the games `idx` seen from `seat` (one per game), whose legal actions are `mask`
-    (k, 64): one-hot banked scores (own first), then each action's consequences
-    (``envs.encoding.action_features``; zeros unless `seat` has a decision due). Every
-    value is computed in float64 as there and stored as float32: the same bits."""
+    games: BatchGames, idx: np.ndarray, seat: np.ndarray, mask: np.ndarray, out: np.ndarray
+) -> None:
+    """Write into `out` (k rows of the rich size, zeros) what the rich observation
+    (``envs.encoding.encode_rich``) adds to the compact one, for the games `idx` seen from
+    `seat` (one per game) with legal actions `mask` (k, 64): one-hot banked scores (own
+    first), then each action's consequences (``action_features``; zeros unless `seat` has
+    a decision due), computed in float64 as there and stored as float32: the same bits."""
     n, rules = games.n_players, games.rules
     target, bins = rules.target, score_bins(rules)
+    at = ObsSpec("rich", n, rules).slices
     k = idx.size
     rows = np.arange(k)
     scores = games.scores[idx]
-    out = np.zeros((k, n * bins + NUM_ACTIONS * ACTION_FEATURES), dtype=np.float32)
     own_first = scores[rows[:, None], (seat[:, None] + np.arange(n)) % n]
-    out[rows[:, None], np.arange(n) * bins + own_first // 100] = 1.0
-    block = out[:, n * bins :].reshape(k, NUM_ACTIONS, ACTION_FEATURES)
+    out[rows[:, None], at["score_one_hot"].start + np.arange(n) * bins + own_first // 100] = 1.0
+    block = out[:, at["actions"]].reshape(k, NUM_ACTIONS, ACTION_FEATURES)
     due = np.flatnonzero((games.roll[idx] != NO_ROLL) & (games.current[idx] == seat))
     if not due.size:
-        return out
+        return
     g, mask = idx[due], mask[due]
     own = scores[due, seat[due]]
     held, left = games.hold_results(g)  # (m, 32) each
@@ -118,15 +118,17 @@ def rich_features(
         cells[b, Col.GIFTS] = ~wins & gifts
         cells[b, Col.GIFT_WINS] = ~wins & gifts & (bank.winner == bank.gift_to)
     block[due[rows], acts] = cells
-    return out
 
 
-# The roll's part of the compact observation from slot 3N+3 on, by roll id (zeros: no
-# roll pending): dice / 5, a hole for "some action banks", then encoding's roll features.
-_ROLL_PART = np.zeros((NO_ROLL + 1, 2 + _ROLL_FEATURES), dtype=np.float32)
+# The roll's part of the compact observation, from its "dice_in_roll" field to the end,
+# by roll id (zeros: no roll pending): dice / 5, a hole for "some action banks", then
+# encoding's roll features. The fields' offsets within it do not depend on the players.
+_AT = compact_slices(2)
+_ROLL_AT = _AT["dice_in_roll"].start
+_ROLL_PART = np.zeros((NO_ROLL + 1, _AT["face_counts"].stop - _ROLL_AT), dtype=np.float32)
 for _i, _roll in enumerate(ROLLS):
-    _ROLL_PART[_i, 0] = len(_roll) / NUM_DICE
-    _ROLL_PART[_i, 2:] = _ROLL_FEATURE_TABLE[_roll]
+    _ROLL_PART[_i, _AT["dice_in_roll"].start - _ROLL_AT] = len(_roll) / NUM_DICE
+    _ROLL_PART[_i, _AT["roll_one_hot"].start - _ROLL_AT :] = _ROLL_FEATURE_TABLE[_roll]
 
 
 # The arrays of BatchGames that hold a game (saved and restored by get_state/set_state).
@@ -434,17 +436,19 @@ class FiveThousandVectorEnv(VectorEnv):
         roll = g.roll[idx]
         deciding = roll != NO_ROLL
         # float32 columns assigned from float64 values: the same rounding as encode().
-        out = np.zeros((k, observation_size(n)), dtype=np.float32)
-        out[:, :n] = own_first / target
-        out[:, n : 2 * n] = own_first > 0
-        out[rows, 2 * n + (current - seat) % n] = 1.0
-        out[:, 3 * n] = np.minimum(total / target, OBS_HIGH)
-        out[:, 3 * n + 1] = np.maximum((target - scores[rows, current] - total) / target, OBS_LOW)
-        out[:, 3 * n + 2] = total % 100 == 50
-        out[:, 3 * n + 3 :] = _ROLL_PART[roll]
-        out[:, 3 * n + 4] = deciding & self._mask[idx, BANK_BIT:].any(axis=1)
+        at = self.obs_spec.slices
+        out = np.zeros((k, self.obs_spec.size), dtype=np.float32)
+        out[:, at["scores"]] = own_first / target
+        out[:, at["entered"]] = own_first > 0
+        out[rows, at["to_move"].start + (current - seat) % n] = 1.0
+        out[:, at["turn_total"].start] = np.minimum(total / target, OBS_HIGH)
+        need = (target - scores[rows, current] - total) / target
+        out[:, at["need_after_bank"].start] = np.maximum(need, OBS_LOW)
+        out[:, at["ends_in_50"].start] = total % 100 == 50
+        out[:, at["dice_in_roll"].start : at["face_counts"].stop] = _ROLL_PART[roll]
+        out[:, at["some_action_banks"].start] = deciding & self._mask[idx, BANK_BIT:].any(axis=1)
         if self.obs_spec.encoding == "rich":
-            out = np.concatenate([out, rich_features(g, idx, seat, self._mask[idx])], axis=1)
+            rich_features(g, idx, seat, self._mask[idx], out)
         if self.dict_obs:
             return {"observation": out, "action_mask": self._mask[idx].astype(np.int8)}
         return out

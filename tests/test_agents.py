@@ -324,7 +324,8 @@ def test_training_saves_the_spec_with_checkpoints_and_snapshots(tmp_path):
     from its policy; a policy without one makes no snapshot (none could be loaded)."""
     from sb3_contrib import MaskablePPO
 
-    from agents.networks import ActionScoringPolicy, NumpyScorer, policy_kwargs_for
+    from agents.networks import ActionScoringPolicy, policy_kwargs_for
+    from agents.neural import NumpyScorer
     from envs.gym_env import FiveThousandEnv
 
     env = FiveThousandEnv(n_players=2, obs_encoding="rich")

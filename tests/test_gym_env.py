@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import envs  # noqa: F401 - registers FiveThousand-v0
-from envs.encoding import ObsSpec, observation_size
+from envs.encoding import ObsSpec, compact_slices, observation_size
 from envs.game import DECIDE, IllegalMoveError
 from envs.gym_env import FiveThousandEnv
 from envs.rules import BANK_BIT, NUM_ACTIONS, Rules, format_dice
@@ -364,3 +364,13 @@ def test_a_spec_says_why_it_does_not_fit(change, why):
 def test_a_damaged_spec_is_refused(broken):
     with pytest.raises(ValueError, match="observation spec"):
         ObsSpec.from_dict(broken)
+
+
+def test_the_encoders_take_their_offsets_from_the_spec():
+    """Both encoders (``encode`` and the vector env's) place each field where
+    ``ObsSpec.slices`` says: the cached compact layout is the spec's, whatever the rules."""
+    for n in range(2, 9):
+        for rules in (Rules(), Rules(hold="all", target=1000, entry=300)):
+            spec = ObsSpec("compact", n, rules)
+            assert compact_slices(n) == spec.slices
+            assert observation_size(n) == spec.size

@@ -101,3 +101,21 @@ def test_an_action_outside_the_space_is_a_one_line_value_error(make, action):
     with pytest.raises(ValueError, match=r"^action must be an integer in 0\.\.63, got "):
         aec.step(action)
     assert (aec.agent_selection, aec.unwrapped.game.to_json()) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_players": 9}, r"^n_players must be 2\.\.8, got 9$"),
+        ({"max_turns": 1}, r"^max_turns must be an integer >= n_players, got 1$"),
+        ({"render_mode": "rgb_array"}, r"^render_mode must be one of \['ansi', 'human'\]"),
+        ({"hold": "most"}, "^hold must be one of"),
+        ({"obs_encoding": "full"}, "^unknown observation encoding 'full'"),
+    ],
+)
+def test_bad_options_are_refused_in_one_line_as_by_the_gym_env(kwargs, message):
+    """raw_env checks the options it shares with FiveThousand-v0 by the same function
+    (envs.encoding.check_env_options), so with the same one-line messages."""
+    with pytest.raises(ValueError, match=message) as e:
+        raw_env(**kwargs)
+    assert "\n" not in str(e.value)

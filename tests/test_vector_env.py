@@ -23,9 +23,9 @@ from agents.batched import (
     BatchedThresholdBot,
     BatchedTurnEVBot,
     batched,
-    make_batched_policy,
 )
-from agents.scripted import SmartBot
+from agents.optimal import OptimalBot
+from agents.scripted import SmartBot, ThresholdBot, TurnEVBot
 from envs.batch import (
     CODE_TO_ROLL,
     NO_ROLL,
@@ -253,7 +253,7 @@ def test_replay_through_game(n_players, hold, opponents):
     choices of the vector env, replayed through Game with the same dice."""
     rules = Rules(hold=hold, target=1500)
     max_turns = 6 * n_players
-    bots = [make_batched_policy(o) for o in opponents]
+    bots = [make_policy(o) for o in opponents]
     env = make_env(
         12,
         n_players=n_players,
@@ -283,7 +283,7 @@ def test_rich_observation_replays_bit_for_bit(n_players, hold, opponents):
     env = make_env(
         8,
         n_players=n_players,
-        opponents=[make_batched_policy(o) for o in opponents],
+        opponents=[make_policy(o) for o in opponents],
         hold=hold,
         target=1500,
         learner_seat="random",
@@ -312,7 +312,7 @@ def test_replay_with_illegal_actions_and_a_per_game_opponent():
 
 def test_default_game_replays():
     """The full 5000 game, default options."""
-    env = make_env(8, n_players=2, opponents=make_batched_policy("threshold:350"))
+    env = make_env(8, n_players=2, opponents=make_policy("threshold:350"))
     logs = run_recorded(env, steps=80, seed=11)
     plain = [make_policy("threshold:350")]
     seen = [replay(log, 2, Rules(), 1000, plain) for log in logs]
@@ -486,7 +486,7 @@ def test_batched_twins():
     assert type(batched(make_policy("random"))) is BatchedRandomBot
     assert type(batched(make_policy("turn-ev"))) is BatchedTurnEVBot
     assert type(batched(make_policy("smart"))) is BatchedSmartBot
-    assert type(make_batched_policy("optimal")) is BatchedOptimalBot
+    assert type(make_policy("optimal")) is BatchedOptimalBot
 
     class Custom(SmartBot):  # a subclass may decide differently: no twin for it
         name = "custom"
@@ -522,7 +522,7 @@ def test_play_batch_replays_and_wins_like_the_per_game_driver():
         for g, a in zip(idx.tolist(), actions.tolist(), strict=True):
             logs[g].append(("act", a))
 
-    bots = [make_batched_policy(n) for n in names]
+    bots = [make_policy(n) for n in names]
     play_batch(
         games,
         np.arange(400),
@@ -560,8 +560,10 @@ def test_batched_bots_choose_as_their_per_game_selves(n_players, hold, target):
     env = make_env(48, n_players=n_players, hold=hold, target=target, learner_seat="random")
     env.reset(seed=1)
     rng = np.random.default_rng(0)
-    names = ["threshold:350", "turn-ev", "smart"] + (["optimal"] if target < 5000 else [])
-    pairs = [(make_batched_policy(n), make_policy(n)) for n in names]
+    per_game = {"threshold:350": ThresholdBot(350), "turn-ev": TurnEVBot(), "smart": SmartBot()}
+    if target < 5000:
+        per_game["optimal"] = OptimalBot()
+    pairs = [(make_policy(name), bot) for name, bot in per_game.items()]
     games, idx = env.unwrapped.games, np.arange(48)
     for _ in range(40):
         positions = [games.game_at(int(g)) for g in idx]
