@@ -112,19 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        command = ["python", "evaluate.py", *(argv if argv is not None else sys.argv[1:])]
+        command = " ".join(["python evaluate.py", *(argv if argv is not None else sys.argv[1:])])
+        options = {"asked": args.games, "workers": args.workers, "max_turns": args.max_turns}
+        options |= {"per_game": args.per_game, "ray": args.ray}
         try:
             summary = report.play_and_report(
-                args.agents,
-                *tournament,
-                rules,
-                args.seed,
-                " ".join(command),
-                asked=args.games,
-                workers=args.workers,
-                max_turns=args.max_turns,
-                per_game=args.per_game,
-                ray=args.ray,
+                args.agents, *tournament, rules, args.seed, command, **options
             )
         except RuntimeError as e:  # on Ray: a worker could not load an agent, or failed
             print(f"error: {e}", file=sys.stderr)

@@ -91,13 +91,33 @@ def check_paths(checkpoint: Path, out: Path) -> None:
 
 def export(checkpoint: str | Path, out: str | Path) -> dict:
     """Export `checkpoint` to the ONNX file `out` (and its metadata JSON beside it, with
-    the checkpoint's observation spec); ValueError (CheckpointError for the checkpoint)
-    for a checkpoint or output that does not fit."""
+    the checkpoint's observation or feature spec); ValueError (CheckpointError for the
+    checkpoint) for a checkpoint or output that does not fit."""
     checkpoint, out = Path(checkpoint), Path(out)
     check_paths(checkpoint, out)
     config = run_config(checkpoint)
-    if checkpoint.suffix == ".npz":
-        return export_planner(checkpoint, out, config)
+    if checkpoint.suffix == ".npz":  # a value net: a planner bot
+        try:
+            net = ValueNet.load(checkpoint)
+        except ValueError as e:
+            raise CheckpointError(str(e)) from None
+
+        def write_planner(tmp: Path) -> dict:
+            import onnx
+
+            onnx.save(value_net_graph(net), str(tmp))
+            return {
+                **header("planner", out),
+                VALUE_NET_ATTRIBUTE: {"spec": net.spec.to_dict(), "hidden": list(net.hidden)},
+                "inputs": {"features": ["batch", net.spec.size]},
+                "outputs": {"logits": ["batch", net.spec.max_players]},
+                "output": "softmax over the seats present (float64), seat 0 the player to move",
+                "play": "plan each turn exactly against these win probabilities (agents.planner)",
+                "provenance": provenance("value_net", checkpoint, config, onnx=onnx.__version__),
+            }
+
+        return write_aside(out, write_planner, exported_planner)
+    import sb3_contrib
     import torch
 
     policy = SB3Policy(checkpoint)
@@ -116,8 +136,33 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
             return p.action_net(p.mlp_extractor.forward_actor(features))
 
     def write(tmp: Path) -> dict:
-        write_onnx(Actor().eval(), policy.spec.size, tmp)
-        return metadata(checkpoint, out, policy.spec.to_dict(), config)
+        """The actor as a self-contained ONNX graph with a dynamic batch axis."""
+        example = torch.zeros(2, policy.spec.size)  # batch 2: keeps the batch axis dynamic
+        logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
+        with warnings.catch_warnings():  # the exporter's own deprecation chatter
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            torch.onnx.export(
+                Actor().eval(),
+                (example,),
+                str(tmp),
+                input_names=["obs"],
+                output_names=["logits"],
+                dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
+                dynamo=True,
+                external_data=False,  # one self-contained .onnx file
+                verbose=False,
+            )
+        versions = {"torch": torch.__version__, "sb3_contrib": sb3_contrib.__version__}
+        return {
+            **header("ppo", out),
+            OBS_SPEC_ATTRIBUTE: policy.spec.to_dict(),
+            "action_encoding_version": ACTION_ENCODING_VERSION,
+            "inputs": {"obs": ["batch", policy.spec.size]},
+            "outputs": {"logits": ["batch", 64]},
+            "masking": "replace illegal logits by -1e8; play the most probable action",
+            "provenance": provenance("checkpoint", checkpoint, config, **versions),
+        }
 
     return write_aside(out, write, ExportedBot)
 
@@ -138,23 +183,6 @@ def write_aside(out: Path, write, load) -> dict:
         for leftover in (tmp, metadata_path(tmp)):
             leftover.unlink(missing_ok=True)
     return meta
-
-
-def export_planner(checkpoint: Path, out: Path, config: dict) -> dict:
-    """Export the value net `checkpoint` (.npz) as a planner bot: its ONNX graph and the
-    metadata with its feature spec."""
-    try:
-        net = ValueNet.load(checkpoint)
-    except ValueError as e:
-        raise CheckpointError(str(e)) from None
-
-    def write(tmp: Path) -> dict:
-        import onnx
-
-        onnx.save(value_net_graph(net), str(tmp))
-        return planner_metadata(net, checkpoint, out, config)
-
-    return write_aside(out, write, exported_planner)
 
 
 def value_net_graph(net: ValueNet):
@@ -190,23 +218,6 @@ def value_net_graph(net: ValueNet):
     return model
 
 
-def planner_metadata(net: ValueNet, checkpoint: Path, out: Path, config: dict) -> dict:
-    """The metadata JSON of an exported planner: its network's feature spec, how the
-    logits become win probabilities, the provenance."""
-    import onnx
-
-    spec = net.spec
-    return {
-        **header("planner", out),
-        VALUE_NET_ATTRIBUTE: {"spec": spec.to_dict(), "hidden": list(net.hidden)},
-        "inputs": {"features": ["batch", spec.size]},
-        "outputs": {"logits": ["batch", spec.max_players]},
-        "output": "softmax over the seats present (float64), seat 0 the player to move",
-        "play": "plan each turn exactly against these win probabilities (agents.planner)",
-        "provenance": provenance("value_net", checkpoint, config, onnx=onnx.__version__),
-    }
-
-
 def header(kind: str, out: Path) -> dict:
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind, "name": out.stem}
 
@@ -220,51 +231,6 @@ def provenance(source: str, path: Path, config: dict, **versions: str) -> dict:
         "training_config": config,
         "exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **versions,
-    }
-
-
-def write_onnx(actor, obs_size: int, path: Path) -> None:
-    """The actor as a self-contained ONNX graph with a dynamic batch axis."""
-    import torch
-
-    example = torch.zeros(2, obs_size)  # batch 2: keeps the batch axis dynamic
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
-    with warnings.catch_warnings():  # the exporter's own deprecation chatter
-        warnings.simplefilter("ignore", FutureWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(
-            actor,
-            (example,),
-            str(path),
-            input_names=["obs"],
-            output_names=["logits"],
-            dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
-            dynamo=True,
-            external_data=False,  # one self-contained .onnx file
-            verbose=False,
-        )
-
-
-def metadata(checkpoint: Path, out: Path, spec: dict, config: dict) -> dict:
-    """The metadata JSON of an exported bot: the observation spec (game and
-    observation), the action encoding, the provenance."""
-    import sb3_contrib
-    import torch
-
-    return {
-        **header("ppo", out),
-        OBS_SPEC_ATTRIBUTE: spec,
-        "action_encoding_version": ACTION_ENCODING_VERSION,
-        "inputs": {"obs": ["batch", spec["size"]]},
-        "outputs": {"logits": ["batch", 64]},
-        "masking": "replace illegal logits by -1e8; play the most probable action",
-        "provenance": provenance(
-            "checkpoint",
-            checkpoint,
-            config,
-            torch=torch.__version__,
-            sb3_contrib=sb3_contrib.__version__,
-        ),
     }
 
 

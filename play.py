@@ -24,6 +24,7 @@ At each of your decisions type a choice number from the list, or:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -149,8 +150,7 @@ def parse_command(text: str, game: Game, menu: list[tuple[int, str]]) -> int | s
         if not 1 <= number <= len(menu):
             raise ValueError(f"there are choices 1 to {len(menu)}")
         return menu[number - 1][0]
-    move = MOVE.fullmatch(head)
-    if move:
+    if move := MOVE.fullmatch(head):
         return _parse_move(move.group(1), move.group(2) + "".join(words[1:]), game)
     raise ValueError(f"unknown command {cut(text.strip())!r}; type 'help'")
 
@@ -185,8 +185,7 @@ def _parse_move(verb: str, faces: str, game: Game) -> int:
 
 
 def short_rules(rules: Rules | None = None) -> str:
-    """The "In short" section of docs/rules.md, for the terminal, and this game's
-    options."""
+    """The "In short" section of docs/rules.md, and this game's options."""
     try:
         doc = RULES_DOC.read_text(encoding="utf-8")
         section = doc.split("\n## In short\n", 1)[1].split("\n## ", 1)[0]
@@ -239,9 +238,7 @@ class Session:
         for policy in self.policies.values():
             policy.check_game(game.n_players, game.rules)
         self.rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # bots
-        self.seed = seed
-        self.hint = hint
-        self.delay = delay
+        self.seed, self.hint, self.delay = seed, hint, delay
         self.ask, self.say = ask, say
         self.log: list[dict] = []
         self._optimal = None
@@ -411,7 +408,41 @@ def load(
         why = getattr(e, "strerror", None) or one_line(e)
         raise ValueError(f"{path} is not a saved game we can resume ({why})") from None
     try:
-        return _session_from_save(json.loads(text), opponents, hint, delay, ask, say)
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT:
+            raise ValueError("not a saved 5000 game")
+        check_fields(data, SAVE_FIELDS)
+        if data["version"] != VERSION or not is_int(data["version"]):
+            raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
+        game = Game.from_json(json.dumps(data["game"]))
+        game.set_dice_state(data["dice"])
+        players, human, seed = data["players"], data["human"], data["seed"]
+        n = game.n_players
+        listed = isinstance(players, list) and all(isinstance(p, str) for p in players)
+        if not listed or len(players) != n:
+            raise ValueError(f"players must be a list of {n} names, one per seat of its game")
+        if not is_int(human) or not 0 <= human < n or players[human] != HUMAN:
+            raise ValueError(f"human must be the seat (0..{n - 1}) whose player is {HUMAN!r}")
+        if players.count(HUMAN) != 1:
+            raise ValueError(f"exactly one seat is {HUMAN!r}")
+        if not is_int(seed) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
+        if problem := rng_state_problem(np.random.PCG64(), data["bot_rng"]):
+            raise ValueError(f"bot_rng: {problem}")
+        replayed = Game(n, game.rules)
+        replay_log(replayed, data["log"])
+        if replayed.state != game.state:
+            raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
+        players = _seat_players(players, human, opponents)  # before any model is opened
+        try:
+            session = Session(game, players, human, seed, hint, delay, ask, say)
+        except ValueError as e:
+            if opponents is None:  # a bot name of the save's own: the save is wrong
+                raise
+            raise SeatError(one_line(e)) from None  # the user's players: not the save's fault
+        session.rng.bit_generator.state = data["bot_rng"]
+        session.log = [dict(event) for event in data["log"]]
+        return session
     except SeatError as e:
         raise ValueError(f"{path}: {one_line(e)}") from None
     except RecursionError:  # json.loads recurses once per bracket of a nested file
@@ -446,54 +477,6 @@ def _seat_players(players: list[str], human: int, opponents: list[str] | None) -
             want = "a model file" if is_model(saved) else repr(cut(saved))
             raise SeatError(f"seat {seat} was {want} in the save, not {cut(given)!r}")
     return [*opponents[:human], HUMAN, *opponents[human:]]
-
-
-def _session_from_save(
-    data: object,
-    opponents: list[str] | None,
-    hint: bool,
-    delay: float,
-    ask: Callable[[str], str],
-    say: Callable[[str], None],
-) -> Session:
-    """The session saved in `data` (a parsed save file), its bot seats played by
-    `opponents` if given (see ``load``); ValueError if anything is off."""
-    if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT:
-        raise ValueError("not a saved 5000 game")
-    check_fields(data, SAVE_FIELDS)
-    if data["version"] != VERSION or not is_int(data["version"]):
-        raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
-    game = Game.from_json(json.dumps(data["game"]))
-    game.set_dice_state(data["dice"])
-    players, human, seed = data["players"], data["human"], data["seed"]
-    n = game.n_players
-    if not (
-        isinstance(players, list) and len(players) == n and all(isinstance(p, str) for p in players)
-    ):
-        raise ValueError(f"players must be a list of {n} names, one per seat of its game")
-    if not is_int(human) or not 0 <= human < n or players[human] != HUMAN:
-        raise ValueError(f"human must be the seat (0..{n - 1}) whose player is {HUMAN!r}")
-    if players.count(HUMAN) != 1:
-        raise ValueError(f"exactly one seat is {HUMAN!r}")
-    if not is_int(seed) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
-    problem = rng_state_problem(np.random.PCG64(), data["bot_rng"])
-    if problem:
-        raise ValueError(f"bot_rng: {problem}")
-    replayed = Game(n, game.rules)
-    replay_log(replayed, data["log"])
-    if replayed.state != game.state:
-        raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
-    players = _seat_players(players, human, opponents)  # before any model is opened
-    try:
-        session = Session(game, players, human, seed, hint, delay, ask, say)
-    except ValueError as e:
-        if opponents is None:  # a bot name of the save's own: the save is wrong
-            raise
-        raise SeatError(one_line(e)) from None  # the user's players: not the save's fault
-    session.rng.bit_generator.state = data["bot_rng"]
-    session.log = [dict(event) for event in data["log"]]
-    return session
 
 
 def write_log(session: Session, path: str) -> None:
@@ -570,13 +553,10 @@ class _Parser(argparse.ArgumentParser):
 
 def seconds(text: str) -> float:
     """A pause given on the command line: a non-negative finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative number of seconds, not {text!r}")
-    return value
+    with contextlib.suppress(ValueError):
+        if math.isfinite(value := float(text)) and value >= 0:
+            return value
+    raise argparse.ArgumentTypeError(f"must be a non-negative number of seconds, not {text!r}")
 
 
 def main(
@@ -639,9 +619,7 @@ def main(
             n = len(opponents) + 1
             if not 0 <= seat < n:
                 raise ValueError(f"--seat must be 0..{n - 1}")
-            seed = args.seed
-            if seed is None:
-                seed = int(np.random.SeedSequence().entropy % 2**32)
+            seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else args.seed
             if seed < 0:
                 raise ValueError(f"--seed must be >= 0, not {seed}")
             players = [*opponents[:seat], HUMAN, *opponents[seat:]]

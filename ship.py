@@ -114,12 +114,8 @@ def check_args(args: argparse.Namespace) -> dict:
     history = shipping.planner_stages(run) if planner else stages(run)
     config = history[-1]["config"]
     sizes = config.get("players") if planner else [config.get("players")]
-    if (
-        not isinstance(sizes, list)
-        or not sizes
-        or any(n not in range(MIN_PLAYERS, MAX_PLAYERS + 1) for n in sizes)
-        or config.get("hold") not in HOLD_VARIANTS
-    ):
+    valid = isinstance(sizes, list) and sizes and config.get("hold") in HOLD_VARIANTS
+    if not valid or any(n not in range(MIN_PLAYERS, MAX_PLAYERS + 1) for n in sizes):
         raise ShipError(f"{run / 'config.json'} names no valid players (2..8) and hold rule")
     if planner and Rules(hold=config["hold"]) != shipping.planner_rules(config):
         raise ShipError(

@@ -513,11 +513,6 @@ def print_results(rows: list[dict], varied: list[str]) -> None:
 
 
 # ============================================================== main
-def parse_args(argv: list[str]) -> tuple[SweepArgs, frozenset[str]]:
-    given = frozenset(a.split("=", 1)[0] for a in argv if a.startswith("--"))
-    return tyro.cli(SweepArgs, args=argv), given
-
-
 def prepare(args: SweepArgs, given: frozenset[str]) -> tuple[SweepArgs, Space, Path, TrainConfig]:
     """The sweep's settings (for --resume: as saved), its space, folder and base config,
     everything checked before Ray starts or anything is written (ValueError)."""
@@ -541,7 +536,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with contextlib.ExitStack() as ray_session:  # a Ray started here stops at the end
         try:
-            args, given = parse_args(argv)
+            given = frozenset(a.split("=", 1)[0] for a in argv if a.startswith("--"))
+            args = tyro.cli(SweepArgs, args=argv)
             args, space, folder, base = prepare(args, given)
             ray_session.enter_context(ray_tools.session(args.ray, num_cpus=args.cpus))
         except ValueError as e:

@@ -132,16 +132,12 @@ class Run:
         elif buffer is not None:
             self.trainer.adopt_buffer(buffer)
         self.saved_iteration = self.trainer.iteration if saved is not None else None
-        self.solution = self.yardstick()
+        self.solution = None  # the exact 2-player solution: to log the value error, never a target
+        if 2 in config.players:
+            from agents.optimal import two_player_solution
+
+            self.solution = two_player_solution(config.rules, show_progress=False)
         self.clock = time.monotonic()
-
-    def yardstick(self):
-        """The exact 2-player solution, to log the network's value error (never a target)."""
-        if 2 not in self.config.players:
-            return None
-        from agents.optimal import two_player_solution
-
-        return two_player_solution(self.config.rules, show_progress=False)
 
     def elapsed(self) -> float:
         """Wall-clock seconds of the whole run so far (every session)."""

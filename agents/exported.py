@@ -160,11 +160,10 @@ def exported_planner(path: str | Path, threads: int = 1) -> PlannerBot:
         why = first_line(e)
         raise ExportError(f"{path}: its metadata's {VALUE_NET_ATTRIBUTE}: {why}") from None
     session = onnx_session(path, threads)
-    shape = session.get_inputs()[0].shape
-    out = session.get_outputs()[0].shape
-    if shape[-1] != spec.size or out[-1] != spec.max_players:
+    inputs, outputs = session.get_inputs()[0].shape[-1], session.get_outputs()[0].shape[-1]
+    if inputs != spec.size or outputs != spec.max_players:
         raise ExportError(
-            f"{path}: the graph maps {shape[-1]} inputs to {out[-1]} outputs, its spec "
+            f"{path}: the graph maps {inputs} inputs to {outputs} outputs, its spec "
             f"says {spec.size} to {spec.max_players}"
         )
     return planner_for(OnnxValueNet(session, spec), spec, path.stem)

@@ -31,9 +31,9 @@ def require_ray():
     return ray
 
 
-def host_port(address: str) -> tuple[str, int]:
-    """("10.0.0.5", 6379) from "10.0.0.5:6379" or "ray://10.0.0.5:10001"; ValueError
-    (one line) for anything else."""
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast, in one line, when `address` is not HOST:PORT or ray://HOST:PORT, or when
+    nothing answers there (Ray would retry for a minute and then print pages)."""
     parts = urlsplit(address if "://" in address else f"tcp://{address}")
     try:
         port = parts.port
@@ -45,15 +45,8 @@ def host_port(address: str) -> tuple[str, int]:
             f"ray://HOST:PORT, 'auto' (the cluster started on this machine) or nothing "
             f"(a local Ray)"
         )
-    return parts.hostname, port
-
-
-def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
-    """Fail fast, in one line, when nothing answers at `address` (Ray would retry for a
-    minute and then print pages)."""
-    host, port = host_port(address)
     try:
-        socket.create_connection((host, port), timeout=timeout).close()
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
     except OSError as e:
         raise ValueError(
             f"cannot reach a Ray cluster at {address}: {e.strerror or e} (is `ray start "
@@ -70,6 +63,7 @@ def connect(address: str | None = None, num_cpus: int | None = None):
     ray = require_ray()
     if ray.is_initialized():
         return ray
+    quiet = {"log_to_driver": False, "configure_logging": False}  # Ray's logs: not on ours
     try:
         if address in (None, LOCAL):
             # Ray starts its workers at nice 15: beside any other work on the machine (a
@@ -77,17 +71,12 @@ def connect(address: str | None = None, num_cpus: int | None = None):
             os.environ.setdefault("RAY_worker_niceness", "0")
             # Workers must import this checkout (installed in editable mode); the working
             # directory makes relative checkpoint paths mean the same there.
-            ray.init(
-                num_cpus=num_cpus,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-                runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}},
-            )
+            env = {"env_vars": {"PYTHONPATH": os.getcwd()}}
+            ray.init(num_cpus=num_cpus, include_dashboard=False, runtime_env=env, **quiet)
         else:
             if address != "auto":
                 check_reachable(address)
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            ray.init(address=address, **quiet)
     except ConnectionError as e:
         raise ValueError(f"cannot join Ray at {address}: {str(e).splitlines()[0]}") from None
     return ray

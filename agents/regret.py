@@ -21,6 +21,7 @@ import json
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
@@ -164,12 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     args = parser.parse_args(argv)
     try:
-        if args.games < 1:
-            raise ValueError(f"--games must be at least 1, got {args.games}")
-        if args.seed < 0:
-            raise ValueError(f"--seed must be 0 or more, got {args.seed}")
-        if args.top < 0:
-            raise ValueError(f"--top must be 0 or more, got {args.top}")
+        limits = {"games": (1, "at least 1"), "seed": (0, "0 or more"), "top": (0, "0 or more")}
+        for flag, (least, words) in limits.items():
+            if getattr(args, flag) < least:
+                raise ValueError(f"--{flag} must be {words}, got {getattr(args, flag)}")
         if args.json:
             check_output_path(args.json, "--json")  # before the games, not after
         report = measure(
@@ -189,17 +188,14 @@ def main(argv: list[str] | None = None) -> int:
             f"per game in {data['mistakes_per_game'][who]:.2f} of "
             f"{data['decisions_per_game'][who]:.1f} decisions"
         )
-    for title, key in (
-        ("by kind", "player_regret_by_kind"),
-        ("costliest", "player_costliest_moves"),
-    ):
+    tables = {"by kind": "player_regret_by_kind", "costliest": "player_costliest_moves"}
+    for title, key in tables.items():
         print(f"{data['player']}'s regret {title} (per game: regret, count):")
         for row in data[key]:
             print(f"  {row['regret_per_game']:.4f}  {row['per_game']:6.2f}  {row['situation']}")
     if args.json:
         try:
-            with open(args.json, "w") as f:
-                json.dump(data, f, indent=2)
+            Path(args.json).write_text(json.dumps(data, indent=2))
         except OSError as e:  # checked before, but the disk may fill or the folder go
             print(f"error: could not write {args.json}: {e.strerror or e}", file=sys.stderr)
             return 1

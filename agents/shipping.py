@@ -49,21 +49,6 @@ def read_json(path: Path, kind: type = dict, what: str = "a JSON object"):
     return value
 
 
-def commands(run: Path) -> list[str]:
-    """The commands that made `run`, from its command.txt ([] without one)."""
-    path = run / "command.txt"
-    return path.read_text().strip().splitlines() if path.is_file() else []
-
-
-def evaluations(run: Path) -> list[dict]:
-    """The evaluations a run logged (its evals.json; [] without one), or ShipError."""
-    path, what = run / "evals.json", "a list of evaluations"
-    evals = read_json(path, list, what) if path.is_file() else []
-    if not all(isinstance(e, dict) for e in evals):
-        raise ShipError(f"{path} is not {what}")
-    return evals
-
-
 def stages(run: Path) -> list[dict]:
     """The training stages that made a PPO run's model, oldest first: a run started with
     --init-from RUN/{latest,best}/model.zip follows the stages of RUN."""
@@ -86,10 +71,15 @@ def stages(run: Path) -> list[dict]:
 
 
 def run_stage(run: Path, config: dict, summary: dict) -> dict:
-    """One stage of a run's history: its folder, config, summary, evaluations, commands
-    and the steps of the stages before it (offset)."""
-    stage = dict(run=run, config=config, summary=summary, offset=0)
-    return stage | {"evals": evaluations(run), "commands": commands(run)}
+    """One stage of a run's history: its folder, config, summary, evaluations (evals.json),
+    the commands that made it (command.txt) and the steps of the stages before it (offset)."""
+    path, what = run / "evals.json", "a list of evaluations"
+    evals = read_json(path, list, what) if path.is_file() else []
+    if not all(isinstance(e, dict) for e in evals):
+        raise ShipError(f"{path} is not {what}")
+    path = run / "command.txt"
+    commands = path.read_text().strip().splitlines() if path.is_file() else []
+    return dict(run=run, config=config, summary=summary, offset=0, evals=evals, commands=commands)
 
 
 def planner_stages(run: Path) -> list[dict]:
@@ -160,9 +150,8 @@ def planner_config(config: dict, where: str = "the run"):
 
 # ------------------------------------------------------------- averaging
 def averaged_network(others: list[str], model: Path) -> ValueNet | None:
-    """The network to ship when it is not the run's model as it is, else None: the model
-    averaged with the nets `others` (--average-with); ShipError (one line) if one does
-    not load or fit."""
+    """The model averaged with the nets `others` (--average-with), else None: the model as
+    it is; ShipError (one line) if one does not load or fit."""
     if not others:
         return None
     try:
@@ -172,15 +161,21 @@ def averaged_network(others: list[str], model: Path) -> ValueNet | None:
 
 
 # ------------------------------------------------------------- learning curves
-def _win_rate_lines(ax, lines: dict[str, list[tuple]]) -> None:
-    """Each line's (x, win rate, 95% interval) points, with a band where every point
-    has its interval."""
-    for label, points in lines.items():
-        x = [p[0] for p in points]
-        ax.plot(x, [p[1] for p in points], marker="o", ms=3, label=label)
-        bands = [p[2] for p in points]
+def _win_rate_lines(
+    ax, rows: list[dict], x: str, rate: str, interval: Callable, prefix: str = ""
+) -> list[str]:
+    """A line of the win rates row[RATE + name] by row[x] for each name in the rows'
+    keys, in order, with a band where every point has its 95% interval (`interval(row,
+    name)`); the names."""
+    names = sorted({k.removeprefix(rate) for r in rows for k in r if k.startswith(rate)})
+    for name in names:
+        points = [r for r in rows if r.get(rate + name) is not None]
+        xs = [r[x] for r in points]
+        ax.plot(xs, [r[rate + name] for r in points], marker="o", ms=3, label=prefix + name)
+        bands = [interval(r, name) for r in points]
         if all(isinstance(b, list | tuple) and len(b) == 2 for b in bands):
-            ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], alpha=0.2)
+            ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands], alpha=0.2)
+    return names
 
 
 def ppo_curve(history: list[dict], path: Path) -> list[dict]:
@@ -199,19 +194,9 @@ def ppo_curve(history: list[dict], path: Path) -> list[dict]:
         {"steps": s, **{k: float(np.float32(v)) for k, v in sorted(rows[s].items())}}
         for s in sorted(rows)
     ]
-    names = sorted({k.removeprefix("eval/win_rate/") for r in curve for k in r if "rate/" in k})
     with report.figure(path, figsize=(8, 4.5)) as (_, ax):
-        _win_rate_lines(
-            ax,
-            {
-                f"vs {name}": [
-                    (r["steps"], r[key], (r[f"eval/ci95_low/{name}"], r[f"eval/ci95_high/{name}"]))
-                    for r in curve
-                    if (key := f"eval/win_rate/{name}") in r
-                ]
-                for name in names
-            },
-        )
+        ci95 = lambda r, name: (r[f"eval/ci95_low/{name}"], r[f"eval/ci95_high/{name}"])  # noqa: E731
+        _win_rate_lines(ax, curve, "steps", "eval/win_rate/", ci95, prefix="vs ")
         ax.set_xlabel("training steps (learner decisions)")
         ax.set_ylabel("win rate (95% interval)")
         for stage in history[1:]:
@@ -238,31 +223,17 @@ def planner_curve(evals: list[dict], path: Path) -> list[dict]:
             row[f"ci95/{label}"] = r.get("ci95")
         rows.append(row)
     with report.figure(path, figsize=(8, 4.5)) as (_, ax):
-        labels = sorted({k.removeprefix("win_rate/") for r in rows for k in r if "win_rate/" in k})
-        _win_rate_lines(
-            ax,
-            {
-                label: [
-                    (r["iteration"], r[f"win_rate/{label}"], r.get(f"ci95/{label}"))
-                    for r in rows
-                    if r.get(f"win_rate/{label}") is not None
-                ]
-                for label in labels
-            },
-        )
+        ci95 = lambda r, label: r.get(f"ci95/{label}")  # noqa: E731
+        labels = _win_rate_lines(ax, rows, "iteration", "win_rate/", ci95)
         ax.set_xlabel("iteration")
         ax.set_ylabel("win rate of the planner (95% interval)")
         ax.grid(alpha=0.3)
         errors = [r for r in rows if r.get("exact_error") is not None]
         if errors:
             right = ax.twinx()
-            right.plot(
-                [r["iteration"] for r in errors],
-                [r["exact_error"] for r in errors],
-                color="black",
-                ls=":",
-                label="2-player value error vs the exact solver (yardstick)",
-            )
+            x, y = [r["iteration"] for r in errors], [r["exact_error"] for r in errors]
+            label = "2-player value error vs the exact solver (yardstick)"
+            right.plot(x, y, color="black", ls=":", label=label)
             right.set_ylabel("mean |V_net - V_exact| (2 players)")
             right.legend(loc="lower right")
         if labels:
@@ -324,10 +295,11 @@ def shown(path: Path) -> str:
 def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     """Write the shipped agent into the empty folder `out`, named as if it were
     `inputs["target"]`: the model (a planner's value_net.npz, else model.zip), config.json,
-    learning_curve.*, an evaluation at each table size the run was trained at, and the
-    model card; False if an evaluation failed (said in one line)."""
-    run, history, sizes = inputs["run"], inputs["history"], inputs["sizes"]
-    model = inputs["model"].name
+    learning_curve.*, an evaluation at each table size the run was trained at (against
+    ``opponents``, as evaluate.py would: STEM.json, .md and .png) and the model card;
+    False if an evaluation failed (said in one line)."""
+    run, history, sizes, final = inputs["run"], inputs["history"], inputs["sizes"], inputs["target"]
+    model, hold = inputs["model"].name, inputs["config"]["hold"]
     if inputs["network"] is None:
         shutil.copy(inputs["model"], out / model)
     else:
@@ -341,50 +313,39 @@ def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     evaluations = []
     for n in sizes:
         stem = "evaluation" if len(sizes) == 1 else f"evaluation-{n}p"  # or one of several
+        agent, others = shown(final / model), opponents(n)
+        options = [*others, "--games", str(args.games), "--players", str(n)]
+        options += ["--seed", str(args.seed), "--workers", str(args.workers), "--hold", hold]
+        outputs = [f"--{flag} {shown(final / f'{stem}.{ext}')}" for flag, ext in FILES]
+        command = " ".join(["python evaluate.py", agent, *options, *outputs])  # as on the card
+        specs, rules = [shown(out / model), *others], Rules(hold=hold)
+        tournament = report.tournament_games(specs, n, args.games, rules)
+        # The model played is the one in `out`; it is named by the place it is moved to.
+        options = {"asked": args.games, "workers": args.workers, "shown": [agent, *others]}
         try:
-            evaluations.append((n, stem, *evaluation_files(args, inputs, out, n, stem)))
+            evaluation = report.play_and_report(
+                specs, *tournament, rules, args.seed, command, **options
+            )
         except RuntimeError as e:  # a worker failed
             print(f"error: {e}", file=sys.stderr)
             return False
+        (out / f"{stem}.json").write_text(json.dumps(evaluation, indent=2))
+        (out / f"{stem}.md").write_text(report.markdown(evaluation))
+        report.plot(evaluation, out / f"{stem}.png")
+        evaluations.append((n, stem, evaluation, command))
     write_card = planner_card if inputs["planner"] else card
     (out / "MODEL_CARD.md").write_text(write_card(args, inputs, evaluations))
     return True
-
-
-def evaluation_files(
-    args: argparse.Namespace, inputs: dict, out: Path, players: int, stem: str
-) -> tuple[dict, str]:
-    """Evaluate the model built in `out` at a table of `players` (against ``opponents``,
-    as evaluate.py would) and write out/STEM.json, .md and .png, the agent named by its
-    target; (the evaluation, its command as a reader of the card would type it)."""
-    model, final, hold = inputs["model"].name, inputs["target"], inputs["config"]["hold"]
-    agent, others = shown(final / model), opponents(players)
-    options = [*others, "--games", str(args.games), "--players", str(players)]
-    options += ["--seed", str(args.seed), "--workers", str(args.workers), "--hold", hold]
-    outputs = [f"--{flag} {shown(final / f'{stem}.{ext}')}" for flag, ext in FILES]
-    command = " ".join(["python evaluate.py", agent, *options, *outputs])
-    specs, rules = [shown(out / model), *others], Rules(hold=hold)
-    tournament = report.tournament_games(specs, players, args.games, rules)
-    # The model played is the one in `out`; it is named by the place it is moved to.
-    options = {"asked": args.games, "workers": args.workers, "shown": [agent, *others]}
-    evaluation = report.play_and_report(specs, *tournament, rules, args.seed, command, **options)
-    (out / f"{stem}.json").write_text(json.dumps(evaluation, indent=2))
-    (out / f"{stem}.md").write_text(report.markdown(evaluation))
-    report.plot(evaluation, out / f"{stem}.png")
-    return evaluation, command
 
 
 # ------------------------------------------------------------- model cards
 def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     """The model card of a planner: the method, its training, its evaluations."""
     config, history, best = inputs["config"], inputs["history"][-1], inputs["best"] or {}
-    summary = history["summary"]
-    agent = shown(inputs["target"] / VALUE_NET)
+    summary, agent = history["summary"], shown(inputs["target"] / VALUE_NET)
     sizes = " and ".join(map(str, inputs["sizes"]))
-    iterations = inputs["iteration"]
     games = best.get("games", summary.get("games", 0))
-    hours = summary.get("wall_seconds", 0) / 3600
-    evals_hours = summary.get("eval_seconds", 0) / 3600
+    hours, evals_hours = (summary.get(k, 0) / 3600 for k in ("wall_seconds", "eval_seconds"))
     reached = (
         f"; the {args.model} network was reached after {best['wall_seconds'] / 60:.1f} min"
         if isinstance(best.get("wall_seconds"), (int, float))
@@ -398,7 +359,15 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
         else ""
     )
     hidden = config.get("hidden") if inputs["network"] is None else list(inputs["network"].hidden)
-    averaged = averaged_line(args)
+    averaged = ""
+    if args.average_with:  # what the shipped network averages
+        nets = [f"the run's {args.model} network", *(f"`{path}`" for path in args.average_with)]
+        together = "both" if len(nets) == 2 else f"all {len(nets)}"
+        averaged = (
+            f"\n- shipped as the average of {', '.join(nets[:-1])} and {nets[-1]}: one network "
+            f"of {together} side by side, whose logits are the mean of theirs "
+            "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
+        )
     tables = "".join(
         f"\n### {n} players\n\n"
         + evaluation_text(args, evaluation, command, f"![evaluation at {n} players]({stem}.png)")
@@ -415,7 +384,7 @@ export it with
 
 ## Training
 
-- iterations: {iterations:,} (the {args.model} network, shipped; the run went on to
+- iterations: {inputs["iteration"]:,} (the {args.model} network, shipped; the run went on to
   {summary.get("iterations", 0):,}), games: {games:,}{init_line(config)}
 - wall-clock time on this 2-core machine: {hours:.2f} h for the whole run, of which
   {evals_hours:.2f} h evaluations{reached}{error_line}
@@ -455,20 +424,6 @@ def tables_text(config: dict, agent: str) -> str:
     )
 
 
-def averaged_line(args: argparse.Namespace) -> str:
-    """What the shipped network averages (--average-with), for the card."""
-    if not args.average_with:
-        return ""
-    nets = [f"the run's {args.model} network", *(f"`{path}`" for path in args.average_with)]
-    listed = ", ".join(nets[:-1]) + " and " + nets[-1]
-    together = "both" if len(nets) == 2 else f"all {len(nets)}"
-    return (
-        f"\n- shipped as the average of {listed}: one network of {together} "
-        "side by side, whose logits are the mean of theirs "
-        "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
-    )
-
-
 def method_text(config: dict) -> str:
     """How a planner run learned its values, in words (its config's method)."""
     if config.get("method") != "exact-table":
@@ -501,14 +456,11 @@ def init_line(config: dict) -> str:
 
 def card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     """The model card: what the agent is, how it was trained, how it plays."""
-    run, config, history = inputs["run"], inputs["config"], inputs["history"]
+    config, history = inputs["config"], inputs["history"]
     [(_, _, evaluation, command)] = evaluations  # a PPO model plays one table size
-    agent = shown(inputs["target"] / "model.zip")
-    players = config["players"]
-    summary = history[-1]["summary"]
-    best_eval = best_record(run, args.model) or {}
+    agent, summary = shown(inputs["target"] / "model.zip"), history[-1]["summary"]
+    best_eval = best_record(inputs["run"], args.model) or {}
     steps = history[-1]["offset"] + (best_eval.get("steps") or summary.get("steps") or 0)
-    train_commands = [c for h in history for c in h["commands"]]
     hours = sum(h["summary"].get("wall_seconds", 0) for h in history) / 3600
     stage_lines = "".join(
         f"\n  - `{shown(h['run'])}`: {h['summary'].get('steps', 0):,} steps, "
@@ -519,7 +471,7 @@ def card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     stages_text = f"\n- stages, in order:{stage_lines}" if len(history) > 1 else ""
     return f"""# {args.name}
 
-A MaskablePPO agent for {players}-player 5000 (hold rule `{config["hold"]}`), trained by
+A MaskablePPO agent for {config["players"]}-player 5000 (hold rule `{config["hold"]}`), trained by
 reinforcement against scripted bots and its own snapshots. Play it anywhere an agent
 is named: `python evaluate.py {agent} smart`, or as `{agent}` in the environment's
 opponents.
@@ -533,7 +485,7 @@ opponents.
 - command(s), from the run's `command.txt`:
 
 ```
-{chr(10).join(train_commands)}
+{chr(10).join(c for h in history for c in h["commands"])}
 ```
 
 - configuration: `config.json` beside this card (preset `{config.get("preset") or "none"}`).

@@ -103,8 +103,7 @@ def _init_worker(specs: Sequence[str | Policy], rules: Rules, seed: int, max_tur
 
 
 def _init_process(*initargs) -> None:
-    """A worker process's initializer: one thread (its parallelism is the pool), then
-    its policies."""
+    """A worker process's initializer: one thread (the pool is its parallelism), then policies."""
     one_thread_per_process()
     _init_worker(*initargs)
 
@@ -248,15 +247,8 @@ def seat_record(
     games (a batched bot in the learner's seat must not change that)."""
     players = len(others) + 1
     seatings = schedule(players, players, -(-games // players) * players)[:games]
-    results = run(
-        [learner, *others],
-        seatings,
-        rules,
-        seed,
-        max_turns=max_turns,
-        on_progress=on_progress,
-        batched=False,
-    )
+    options = {"max_turns": max_turns, "on_progress": on_progress, "batched": False}
+    results = run([learner, *others], seatings, rules, seed, **options)
     wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
     return {
         "win_rate": wins / games,

@@ -90,7 +90,6 @@ def play_and_report(
     matchup, batched, ray and seconds. RuntimeError if the games failed (on
     Ray: a worker could not load an agent, or failed)."""
     console, err = Console(), Console(stderr=True)
-    players = len(seatings[0].agents)
     if games != asked:
         err.print(f"note: {asked} games per matchup rounded up to {games} to rotate seats")
     # Solve/load what needs it once, here, before workers start (they then read the cache).
@@ -112,20 +111,11 @@ def play_and_report(
     options = {"workers": workers, "max_turns": max_turns, "batched": batched, "ray": ray}
     results = run_with_bar(err, list(specs), seatings, rules, seed, **options)
     elapsed = time.perf_counter() - start
-    summary = tour.summarize(names, results, players)
+    summary = tour.summarize(names, results, len(seatings[0].agents))
     for agent, spec in zip(summary["agents"], shown, strict=True):
         agent["spec"] = spec  # the short name's full form, for reports
-    summary.update(
-        {
-            "command": command,
-            "seed": seed,
-            "hold": rules.hold,
-            "games_per_matchup": games,
-            "batched": batched,
-            "ray": ray,
-            "seconds": elapsed,
-        }
-    )
+    summary.update(command=command, seed=seed, hold=rules.hold, games_per_matchup=games)
+    summary.update(batched=batched, ray=ray, seconds=elapsed)
     print_summary(console, summary)
     console.print(
         f"{len(results)} games in {elapsed:.1f} s ({len(results) / elapsed:,.0f} games/s, "
@@ -174,7 +164,7 @@ def print_summary(console: Console, summary: dict) -> None:
         matrix.add_column("", no_wrap=True)
         for name in names:
             matrix.add_column(name, justify="right", no_wrap=True)
-        for row, cells in pairwise_rows(summary, names, _plus_minus):
+        for row, cells in pairwise_rows(summary, names, "{rate:.1%} ±{half:.1%}"):
             matrix.add_row(row, *cells)
         print_whole(console, matrix)
 
@@ -187,23 +177,19 @@ def agent_cells(a: dict) -> list[str]:
     return cells + [f"{a['mean_game_turns']:.1f}", rating]
 
 
-def pairwise_rows(summary: dict, names: list[str], cell_text) -> list[tuple[str, list[str]]]:
-    """The 2-player matrix as (row agent, one text per column agent; "" on the diagonal)."""
-    pairwise = summary["pairwise"]
-    return [
-        (row, [cell_text(pairwise[row][col]) if col in pairwise[row] else "" for col in names])
-        for row in names
-    ]
+def pairwise_rows(summary: dict, names: list[str], cell: str) -> list[tuple[str, list[str]]]:
+    """The 2-player matrix as (row agent, one text per column agent; "" on the diagonal),
+    each `cell` formatted with the row's win rate (rate) against the column and its
+    interval (low, high; half its width)."""
 
+    def text(row: str, col: str) -> str:
+        if col not in summary["pairwise"][row]:
+            return ""
+        played = summary["pairwise"][row][col]
+        low, high = played["ci95"]
+        return cell.format(rate=played["win_rate"], low=low, high=high, half=(high - low) / 2)
 
-def _plus_minus(cell: dict) -> str:
-    low, high = cell["ci95"]
-    return f"{cell['win_rate']:.1%} ±{(high - low) / 2:.1%}"
-
-
-def _with_interval(cell: dict) -> str:
-    low, high = cell["ci95"]
-    return f"{cell['win_rate']:.1%} ({low:.1%} - {high:.1%})"
+    return [(row, [text(row, col) for col in names]) for row in names]
 
 
 def markdown(summary: dict) -> str:
@@ -218,7 +204,7 @@ def markdown(summary: dict) -> str:
         names = [a["agent"] for a in agents]
         lines += ["", "| row wins against column | " + " | ".join(names) + " |"]
         lines.append("|---|" + "---:|" * len(names))
-        for row, cells in pairwise_rows(summary, names, _with_interval):
+        for row, cells in pairwise_rows(summary, names, "{rate:.1%} ({low:.1%} - {high:.1%})"):
             lines.append(f"| **{row}** | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -54,22 +54,14 @@ def measure(blocks: int, per_game_games: int, seed: int) -> tuple[dict, dict]:
     reference: dict = {}
     games = tournaments(blocks, per_game_games)
     for where, cpus in SETUPS:
+        ray = ray_tools.LOCAL if where == "ray" else None
         start = time.perf_counter()
-        on_ray = where == "ray"
-        with ray_tools.session(ray_tools.LOCAL, cpus) if on_ray else contextlib.nullcontext():
-            if on_ray:
+        with ray_tools.session(ray, cpus) if ray else contextlib.nullcontext():
+            if ray:
                 starts[cpus] = time.perf_counter() - start
             for name, (seatings, batched) in games.items():
                 start = time.perf_counter()
-                results = tour.run(
-                    BOTS,
-                    seatings,
-                    Rules(),
-                    seed,
-                    workers=cpus,
-                    batched=batched,
-                    ray=ray_tools.LOCAL if on_ray else None,
-                )
+                results = tour.run(BOTS, seatings, Rules(), seed, cpus, batched=batched, ray=ray)
                 rates[name, where, cpus] = len(seatings) / (time.perf_counter() - start)
                 if reference.setdefault(name, results) != results:
                     raise AssertionError(f"{name} on {where} with {cpus} CPUs: other games")

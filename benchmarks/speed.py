@@ -136,12 +136,6 @@ def exported_latency(checkpoint: Path, n_states: int = 2000) -> tuple[float, flo
     return exported, sb3
 
 
-def solve_seconds() -> float:
-    start = time.perf_counter()
-    solve_two_player(Rules())
-    return time.perf_counter() - start
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
@@ -163,7 +157,9 @@ def main() -> None:
         with console.status(f"measuring {a} vs {b}..."):
             games[f"{a} vs {b}"] = tournament_games_per_second(a, b, args.seconds)
     with console.status("solving the 2-player game from scratch..."):
-        solve = solve_seconds()
+        start = time.perf_counter()
+        solve_two_player(Rules())
+        solve = time.perf_counter() - start
     shipped = Path(__file__).resolve().parent.parent / "checkpoints" / "ppo-2p" / "model.zip"
     with console.status("timing the exported bot's decisions..."):
         exported, sb3 = exported_latency(shipped)
@@ -182,9 +178,8 @@ def main() -> None:
     table = Table(title="5000-RL speed (one core)")
     for col in ("measure", "value", "target", "met"):
         table.add_column(col)
-    results = {}
+    results = {name: value for name, value, *_ in rows}
     for name, value, target, unit in rows:
-        results[name] = value
         if target is None:
             table.add_row(name, f"{value:,.0f}" if value > 100 else f"{value:.3f}", "", "")
             continue
@@ -202,8 +197,7 @@ def main() -> None:
     results["machine"] = platform.processor() or platform.machine()
     results["python"] = platform.python_version()
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+        Path(args.json).write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -41,23 +41,19 @@ def steps_per_second(scored: str, vec_env: str, n_envs: int, n_steps: int, steps
     if scored == "all":  # the same function, evaluated on every row
         ActionScoringNet.forward_actor = ActionScoringNet.score_every_action
     try:
-        return _train(vec_env, n_envs, n_steps, steps, torch)
+        base = load_preset("ppo_2p")
+        config = dataclasses.replace(base, vec_env=vec_env, n_envs=n_envs, n_steps=n_steps)
+        config.validate()
+        torch.set_num_threads(config.torch_threads)
+        env = make_vec_env(config)
+        model = make_model(config, env)
+        start = time.perf_counter()
+        model.learn(total_timesteps=steps)
+        seconds = time.perf_counter() - start
+        env.close()
+        return model.num_timesteps / seconds
     finally:
         ActionScoringNet.forward_actor = scoring
-
-
-def _train(vec_env: str, n_envs: int, n_steps: int, steps: int, torch) -> float:
-    base = load_preset("ppo_2p")
-    config = dataclasses.replace(base, vec_env=vec_env, n_envs=n_envs, n_steps=n_steps)
-    config.validate()
-    torch.set_num_threads(config.torch_threads)
-    env = make_vec_env(config)
-    model = make_model(config, env)
-    start = time.perf_counter()
-    model.learn(total_timesteps=steps)
-    seconds = time.perf_counter() - start
-    env.close()
-    return model.num_timesteps / seconds
 
 
 def main() -> int:

@@ -44,10 +44,7 @@ def vector_steps_per_second(opponent: str, num_envs: int, seconds: float) -> flo
     bot = make_policy(opponent)
     bot.prepare(Rules())  # the optimal solution: solved or loaded before timing
     env = gym.make_vec(
-        "FiveThousand-v0",
-        num_envs=num_envs,
-        vectorization_mode="vector_entry_point",
-        opponents=bot,
+        "FiveThousand-v0", num_envs=num_envs, vectorization_mode="vector_entry_point", opponents=bot
     )
     env.reset(seed=0)
     learner, rng = BatchedRandomBot(), np.random.default_rng(0)

@@ -27,12 +27,9 @@ LIMIT_FLAGS = [  # (a Limits field, its unit on the command line in seconds, met
 def is_loopback(host: str) -> bool:
     """True if `host` is reached from this machine only (a name other than localhost may
     be any address: False)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    with contextlib.suppress(ValueError):
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    return False
 
 
 def in_url(host: str) -> str:
@@ -40,12 +37,6 @@ def in_url(host: str) -> str:
     if host in WILDCARDS:
         return "127.0.0.1"
     return f"[{host}]" if ":" in host else host
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """A socket listening on host:port (OSError if it cannot: the port in use...)."""
-    family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)[0][0]
-    return socket.create_server((host, port), family=family)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # The port first: if it is taken, nothing is made (no data folder, no lock).
     try:
-        sock = listen(args.host, args.port)
+        family = socket.getaddrinfo(args.host or None, args.port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.create_server((args.host, args.port), family=family)
     except OSError as e:
         why = (e.strerror or str(e)).partition(" (while attempting")[0]  # the address: said
         print(f"error: cannot listen on {args.host}:{args.port}: {why}", file=sys.stderr)

@@ -40,7 +40,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from agents.value_net import CHECKPOINTS, shipped_planner
-from envs.game import BankOutcome, IllegalMoveError
+from envs.game import IllegalMoveError, Move
 from envs.game_log import one_line
 from envs.render import count_dice
 from envs.rules import BANK_BIT, describe_action
@@ -52,6 +52,7 @@ from webplay.games import (
     StoreFull,
     WebGame,
     frame,
+    position,
     replay_frames,
     said,
 )
@@ -199,9 +200,11 @@ def check_hosts(hosts: Sequence[str]) -> list[str]:
     return list(hosts)
 
 
-def bank_preview(outcome: BankOutcome, names: list[str]) -> str:
-    """What banking would do, in a few words (for the Bank button)."""
-    o = outcome
+def choice_text(move: Move, names: list[str]) -> str:
+    """What a choice does, in a few words (for its button): roll on, or what banking does."""
+    o = move.bank
+    if o is None:
+        return f"roll {count_dice(move.dice_left)}"
     if o.winner == o.banker:
         return f"win with {o.scores[o.banker]}"
     if o.lost:
@@ -282,9 +285,6 @@ def create_app(
                 "(a repeated or late request): nothing was played",
             )
 
-    def policies(web: WebGame) -> dict[int, object]:
-        return {i: catalogue.policy(k) for i, k in enumerate(web.bots) if k is not None}
-
     def hint_policy(web: WebGame):
         """optimal's solver (2 players, exact), a shipped planner (3+, an estimate), or
         None; made once per table, by the first request that needs it."""
@@ -309,17 +309,13 @@ def create_app(
         if status == "you":
             for move in game.moves():
                 mask[move.action] = 1
-                if move.bank is not None:
-                    what = bank_preview(move.bank, web.names)
-                else:
-                    what = f"roll {count_dice(move.dice_left)}"
                 why = move.why_no_bank and f"can't bank {move.turn_total}: it {move.why_no_bank}"
                 moves.append(
                     {
                         "action": move.action,
                         "banks": move.banks,
                         "turn_total": move.turn_total,
-                        "text": what,
+                        "text": choice_text(move, web.names),
                         "why_no_bank": why,
                     }
                 )
@@ -336,17 +332,11 @@ def create_app(
             "bots": web.bots,
             "human": web.human,
             "rules": game.rules.to_dict(),
-            "scores": list(s.scores),
-            "current": s.current,
+            **position(game),
             "phase": s.phase,
-            "turn": s.turns + 1,
-            "turn_total": s.turn_total,
-            "dice_left": s.dice_left,
-            "held": [list(h) for h in s.held],
             "roll": list(s.roll) if s.roll is not None else None,
             "mask": mask,
             "moves": moves,
-            "winner": s.winner,
             "hint": hint,
             "last": frame(game, last, web.names) if last is not None else None,
             "log": web.lines[-LOG_LINES:],
@@ -378,8 +368,7 @@ def create_app(
 
     def start(bots: list[str], seat: int, hold: str, seed: int | None, client: str) -> WebGame:
         """A new game of `client`'s, stored."""
-        unknown = [k for k in bots if k not in catalogue]
-        if unknown:
+        if unknown := [k for k in bots if k not in catalogue]:
             raise HTTPException(422, f"unknown bot {unknown[0]!r}; see /api/bots")
         if seat > len(bots):
             raise HTTPException(422, f"seat must be 0..{len(bots)} with {len(bots)} bots")
@@ -442,7 +431,8 @@ def create_app(
             if web.status() != "wait":
                 raise HTTPException(409, "it is your move" if not web.over else "the game is over")
             before = web.to_dict()
-            events = web.advance(policies(web), req.steps)
+            bots = {i: catalogue.policy(k) for i, k in enumerate(web.bots) if k is not None}
+            events = web.advance(bots, req.steps)
             commit(web, before)
             return view(web, events)
 
@@ -451,42 +441,38 @@ def create_app(
         with locked(gid, request) as web:
             if web.status() != "you":
                 raise HTTPException(409, "a hint is for your own decision")
-            return hint_for(web)
-
-    def hint_for(web: WebGame) -> dict:
-        game = web.game
-        policy = hint_policy(web)
-        if policy is None:
+            game = web.game
+            policy = hint_policy(web)
+            if policy is None:
+                return {
+                    "available": False,
+                    "note": (
+                        f"no hint for {game.n_players} players under the hold rule "
+                        f"'{game.rules.hold}': no shipped planner values such a table"
+                    ),
+                }
+            values = policy.action_values(game)
+            best = max(values, key=values.__getitem__)  # the first of equal values
+            roll = game.state.roll
+            if game.n_players == 2:
+                mine = float(values[best])
+                chances = [mine if i == web.human else 1 - mine for i in range(2)]
+                note, source = "exact: optimal play from here on", "optimal"
+            else:
+                chances = [float(p) for p in policy.win_probabilities(game)]
+                note = f"an estimate by the trained planner {policy.name}, not exact"
+                source = policy.name
             return {
-                "available": False,
-                "note": (
-                    f"no hint for {game.n_players} players under the hold rule "
-                    f"'{game.rules.hold}': no shipped planner values such a table"
-                ),
+                "available": True,
+                "action": best,
+                "marked": [i for i in range(len(roll)) if best >> i & 1],
+                "bank": bool(best & BANK_BIT),
+                "text": describe_action(best, roll, rolling="roll on"),
+                "chances": chances,
+                "exact": game.n_players == 2,
+                "source": source,
+                "note": note,
             }
-        values = policy.action_values(game)
-        best = max(values, key=values.__getitem__)  # the first of equal values
-        roll = game.state.roll
-        if game.n_players == 2:
-            mine = float(values[best])
-            chances = [mine if i == web.human else 1 - mine for i in range(2)]
-            note = "exact: optimal play from here on"
-            source, exact = "optimal", True
-        else:
-            chances = [float(p) for p in policy.win_probabilities(game)]
-            note = f"an estimate by the trained planner {policy.name}, not exact"
-            source, exact = policy.name, False
-        return {
-            "available": True,
-            "action": best,
-            "marked": [i for i in range(len(roll)) if best >> i & 1],
-            "bank": bool(best & BANK_BIT),
-            "text": describe_action(best, roll, rolling="roll on"),
-            "chances": chances,
-            "exact": exact,
-            "source": source,
-            "note": note,
-        }
 
     @app.post("/api/games/{gid}/rematch", status_code=201)
     def rematch(gid: str, request: Request) -> dict:
@@ -505,11 +491,7 @@ def create_app(
     @app.get("/api/games/{gid}/replay")
     def replay(gid: str, request: Request) -> dict:
         with locked(gid, request) as web:
-            return {
-                "id": web.id,
-                "names": web.names,
-                "human": web.human,
-                "frames": replay_frames(web),
-            }
+            frames = replay_frames(web)
+            return {"id": web.id, "names": web.names, "human": web.human, "frames": frames}
 
     return app

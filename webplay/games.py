@@ -66,20 +66,10 @@ from webplay.bots import ROOT, Catalogue
 log = logging.getLogger("webplay")
 
 FORMAT, VERSION = "fivethousand-rl web game", 1
-FIELDS = (
-    "format",
-    "version",
-    "id",
-    "bots",
-    "human",
-    "seed",
-    "created",
-    "updated",
-    "game",
-    "dice",
-    "bot_rng",
-    "log",
-)
+FIELDS = (  # the keys of WebGame.to_dict, in its order
+    "format", "version", "id", "bots", "human", "seed", "created", "updated", "game", "dice",
+    "bot_rng", "log",
+)  # fmt: skip
 HUMAN = "you"
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{20,64}")
 MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big is no save
@@ -88,20 +78,12 @@ LOCK_FILE = ".lock"
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 
 
-def new_id() -> str:
-    """An unguessable game id (256 random bits)."""
-    return secrets.token_urlsafe(32)
-
-
 class WebGame:
     """One game: the engine's Game, who sits where, the bots' generator and the log."""
 
     def __init__(self, gid: str, bots: list[str | None], human: int, seed: int, game: Game) -> None:
-        self.id = gid
+        self.id, self.human, self.seed, self.game = gid, human, seed, game
         self.bots = bots  # catalogue key per seat; None at the human's seat
-        self.human = human
-        self.seed = seed
-        self.game = game
         # As play.py: the dice and the bots draw from two streams of the one seed.
         self.bot_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
         self.log: list[dict] = []
@@ -124,7 +106,8 @@ class WebGame:
         seed = secrets.randbits(63) if seed is None else seed
         seats: list[str | None] = [*bots[:seat], None, *bots[seat:]]
         dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
-        return cls(new_id(), seats, seat, seed, Game(len(seats), Rules(hold=hold), seed=dice))
+        gid = secrets.token_urlsafe(32)  # unguessable: 256 random bits
+        return cls(gid, seats, seat, seed, Game(len(seats), Rules(hold=hold), seed=dice))
 
     # ------------------------------------------------------------- queries
     @property
@@ -220,8 +203,7 @@ class WebGame:
         for name in ("created", "updated"):
             if not isinstance(data[name], int | float) or isinstance(data[name], bool):
                 raise ValueError(f"{name} must be a time in seconds")
-        problem = rng_state_problem(np.random.PCG64(), data["bot_rng"])
-        if problem:
+        if problem := rng_state_problem(np.random.PCG64(), data["bot_rng"]):
             raise ValueError(f"bot_rng: {problem}")
         web = cls(gid, bots, human, seed, Game(n, saved.rules))
         replay_log(web.game, data["log"], web.note)
@@ -235,16 +217,10 @@ class WebGame:
         return web
 
 
-def frame(game: Game, event: Event | None, names: list[str]) -> dict:
-    """What the page draws after a step: the dice of the event (a roll, or the roll a
-    decision was taken on with the held dice marked), its words, and the position."""
+def position(game: Game) -> dict:
+    """Where `game` stands, as the page shows it (a view, and each frame)."""
     s = game.state
-    out = {
-        "seat": None,
-        "kind": "start",
-        "text": "the game starts",
-        "dice": [],
-        "marked": [],
+    return {
         "scores": list(s.scores),
         "current": s.current,
         "turn": s.turns + 1,
@@ -253,12 +229,17 @@ def frame(game: Game, event: Event | None, names: list[str]) -> dict:
         "held": [list(h) for h in s.held],
         "winner": s.winner,
     }
+
+
+def frame(game: Game, event: Event | None, names: list[str]) -> dict:
+    """What the page draws after a step: the dice of the event (a roll, or the roll a
+    decision was taken on with the held dice marked), its words, and the position."""
+    out = {"seat": None, "kind": "start", "text": "the game starts", "dice": [], "marked": []}
+    out.update(position(game))
     if isinstance(event, Rolled):
-        kind = "bust" if event.bust else "roll"
-        out.update(seat=event.seat, kind=kind, dice=list(event.dice))
+        out.update(seat=event.seat, kind="bust" if event.bust else "roll", dice=list(event.dice))
     elif isinstance(event, Moved):
-        action = event.move.action
-        marked = [i for i in range(len(event.roll)) if action >> i & 1]
+        marked = [i for i in range(len(event.roll)) if event.move.action >> i & 1]
         kind = "bank" if event.move.banks else "hold"
         out.update(seat=event.seat, kind=kind, dice=list(event.roll), marked=marked)
     if event is not None:

@@ -161,19 +161,6 @@ class TrainConfig:
         """The observations the run's environments write, saved with every model."""
         return ObsSpec("rich", self.players, self.rules)
 
-    def init_net(self) -> ValueNet:
-        """The network `init` names (a relative path from the repository's root, as in
-        presets), checked to fit the run (one-line ValueError). An exact-table run may
-        start from a network of no table: it then reads the agent's seat with zero weights."""
-        net = ValueNet.load(ROOT / self.init)
-        fitting = (FeatureSpec(self.rules), FeatureSpec(self.rules, table=self.exact_table()))
-        if net.spec not in fitting:
-            raise ValueError(f"init {self.init} reads other features or rules than this run's")
-        if list(net.hidden) != list(self.hidden):
-            hidden = list(net.hidden)
-            raise ValueError(f"init {self.init} has hidden layers {hidden}, not {self.hidden}")
-        return net
-
     def validate(self, new_run: bool = True) -> None:
         """Refuse, in one line, any value the run could not use (before any work);
         `new_run`: check the --init-from model too (a resumed run holds its weights)."""
@@ -509,12 +496,11 @@ def coerce(name: str, value: Any, kind: Any) -> Any:
             return to_number(name, value, kind)
         if kind is str and (value is None or is_number(value) or isinstance(value, str)):
             return "" if value is None else str(value)
-        if kind in (list[int], list[str]):  # one value stands for a list of one
-            items = list(value) if isinstance(value, list | tuple) else [value]
+        if kind is not str and isinstance(value, list | tuple):  # of integers, or of names
             if kind == list[int]:
-                return [to_number(name, v) for v in items]
-            if all(isinstance(v, str) for v in items):
-                return items
+                return [to_number(name, v) for v in value]
+            if all(isinstance(v, str) for v in value):
+                return list(value)
     raise ValueError(f"{name} must be {KINDS[kind]}, got {value!r}")
 
 

@@ -134,19 +134,6 @@ def _bot(name: str) -> Policy:
     return make_policy(name)
 
 
-def _table_game(
-    me: Policy, table: Sequence[str], rules: Rules, rng: np.random.Generator
-) -> tuple[int, list[Policy], Game]:
-    """A game at `table` (the bots after `me`, in turn order): `me`'s seat and the first
-    player drawn from `rng`, in that order. Returns (seat, policies by seat, game)."""
-    n = len(table) + 1
-    seat = int(rng.integers(n))
-    policies = [me] * n
-    for i, name in enumerate(table):
-        policies[(seat + 1 + i) % n] = _bot(name)
-    return seat, policies, Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
-
-
 _WORKER: dict = {}
 
 
@@ -192,9 +179,13 @@ def exact_table_positions(
     seat and the first player drawn from `seed`: every turn start, as (scores in turn
     order from the player to move, the planner's index in that order)."""
     rng = np.random.default_rng(seed)
-    seat, policies, game = _table_game(_Explorer(planner, epsilon), table, rules, rng)
-    starts = turn_starts(game, policies, rng)
-    return [(position, (seat - mover) % game.n_players) for position, mover in starts]
+    n = len(table) + 1
+    seat = int(rng.integers(n))
+    policies: list[Policy] = [_Explorer(planner, epsilon)] * n
+    for i, name in enumerate(table):
+        policies[(seat + 1 + i) % n] = _bot(name)
+    game = Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
+    return [(position, (seat - mover) % n) for position, mover in turn_starts(game, policies, rng)]
 
 
 def table_bot(table: Sequence[str], n_players: int, agent: int) -> Policy:
