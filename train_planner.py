@@ -223,12 +223,7 @@ def train(config: PlannerConfig, run_dir: Path, run: Run, args: Args, argv: list
         return 130
     finally:
         writer.close()
-    finish(config, run_dir, run)
-    return 0
-
-
-def finish(config: PlannerConfig, run_dir: Path, run: Run) -> None:
-    """summary.json, and where the network is and how to play against it."""
+    # The end: summary.json, and where the network is and how to play against it.
     summary = {
         "iterations": run.trainer.iteration,
         "games": run.trainer.iteration * config.games_per_iteration,
@@ -246,6 +241,7 @@ def finish(config: PlannerConfig, run_dir: Path, run: Run) -> None:
     print(f"best network: {best} (mean win rate {run.best_score:.1%})")
     others = " ".join([shlex.quote(best)] * (config.players[0] - 1))
     print(f"play against it: python play.py --opponents {others}")
+    return 0
 
 
 def interrupt(signum: int, frame: object) -> None:

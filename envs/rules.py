@@ -128,9 +128,6 @@ class RollInfo:
             return self.free_holds
         return (self.best,) if self.best is not None else ()
 
-    def hold_for_bits(self, hold_variant: str) -> dict[int, Hold]:
-        return self.holds_by_bits_free if hold_variant == "free" else self.holds_by_bits_all
-
 
 def _analyse(roll: tuple[int, ...]) -> RollInfo:
     holds: list[Hold] = []

@@ -351,32 +351,3 @@ def _turn_recursion(pass_value, bank, tab: OptionTables, top: int, size: int) ->
         np.maximum(rolled, banked, out=rolled)
         w[i] = cls_t @ tab.class_max(rolled) + bust_part
     return w.transpose(2, 0, 1)
-
-
-def bellman_residual(sol: TwoPlayerSolution) -> float:
-    """Largest violation of the Bellman equations by `sol`, recomputed from scratch for
-    every state at once with the plain rule-by-rule bank values (``bank_outcome``)."""
-    rules, scores = sol.rules, sol.scores
-    n = len(scores)
-    tab = option_tables(rules.hold)
-    top = rules.target // STEP
-    size = top + 1 + int(tab.steps.max()) + 1
-    pass_value = np.empty(n * n)
-    bank = np.empty((n * n, size))
-    for ia, a in enumerate(scores):
-        for ib, b in enumerate(scores):
-            s = ia * n + ib
-            pass_value[s] = 1.0 - sol.V[ib, ia]
-            for i in range(size):
-                t = i * STEP
-                bank[s, i] = (
-                    sol.bank_value(int(a), int(b), t) if t <= rules.target else pass_value[s]
-                )
-    w = _turn_recursion(pass_value, bank, tab, top, size)[:, : top + 1, :]
-    w = w.reshape(n, n, top + 1, NUM_DICE + 1)
-    return float(
-        max(
-            np.max(np.abs(w[:, :, :, 1:] - sol.W[:, :, :, 1:])),
-            np.max(np.abs(sol.V - w[:, :, 0, NUM_DICE])),
-        )
-    )

@@ -402,7 +402,7 @@ def test_the_game_banks_as_bank_outcome_says_r9():
             action = legal[int(rng.integers(len(legal)))]
             s = g.state
             if action & BANK_BIT:
-                hold = g.roll_info().hold_for_bits("free")[action & ~BANK_BIT]
+                hold = g.roll_info().holds_by_bits_free[action & ~BANK_BIT]
                 o = bank_outcome(s.scores, s.current, s.turn_total + hold.points, g.rules)
                 g.act(action)
                 assert tuple(g.state.scores) == o.scores and g.state.winner == o.winner

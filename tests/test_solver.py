@@ -12,7 +12,43 @@ from agents.optimal import OptimalBot, _cache_path, cache_dir, two_player_soluti
 from agents.tournament import play_game
 from envs.game import ROLL, Game, GameState
 from envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
-from envs.solver import bellman_residual, solve_turn_ev, solve_two_player
+from envs.solver import (
+    STEP,
+    TwoPlayerSolution,
+    _turn_recursion,
+    option_tables,
+    solve_turn_ev,
+    solve_two_player,
+)
+
+
+def bellman_residual(sol: TwoPlayerSolution) -> float:
+    """Largest violation of the Bellman equations by `sol`, recomputed from scratch for
+    every state at once with the plain rule-by-rule bank values (``bank_outcome``)."""
+    rules, scores = sol.rules, sol.scores
+    n = len(scores)
+    tab = option_tables(rules.hold)
+    top = rules.target // STEP
+    size = top + 1 + int(tab.steps.max()) + 1
+    pass_value = np.empty(n * n)
+    bank = np.empty((n * n, size))
+    for ia, a in enumerate(scores):
+        for ib, b in enumerate(scores):
+            s = ia * n + ib
+            pass_value[s] = 1.0 - sol.V[ib, ia]
+            for i in range(size):
+                t = i * STEP
+                bank[s, i] = (
+                    sol.bank_value(int(a), int(b), t) if t <= rules.target else pass_value[s]
+                )
+    w = _turn_recursion(pass_value, bank, tab, top, size)[:, : top + 1, :]
+    w = w.reshape(n, n, top + 1, NUM_DICE + 1)
+    return float(
+        max(
+            np.max(np.abs(w[:, :, :, 1:] - sol.W[:, :, :, 1:])),
+            np.max(np.abs(sol.V - w[:, :, 0, NUM_DICE])),
+        )
+    )
 
 
 def independent_turn_ev(rules: Rules, entered: bool, cap: int) -> float:
