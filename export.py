@@ -28,7 +28,7 @@ import warnings
 from pathlib import Path
 
 from agents import make_policy
-from agents.base import check_output_folder
+from agents.base import atomic_write, check_output_folder
 from agents.exported import (
     ACTION_ENCODING_VERSION,
     FORMAT,
@@ -170,15 +170,15 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
 def write_aside(out: Path, write, load) -> dict:
     """`write(tmp)` writes the bot at a temporary path and returns its metadata, written
     beside it; `load(tmp)` loads both back, or fails loudly now; then both are moved to
-    `out`. A failure or Ctrl-C leaves no partial file."""
+    `out` (``atomic_write``). A failure or Ctrl-C leaves no partial file."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.stem + ".partial.onnx")  # moved into place once complete
+    tmp = out.with_name(out.stem + ".partial.onnx")  # loaded back before it is `out`
     try:
         meta = write(tmp)
         metadata_path(tmp).write_text(json.dumps(meta, indent=2))
         load(tmp)
-        tmp.replace(out)
-        metadata_path(tmp).replace(metadata_path(out))
+        atomic_write(out, tmp.read_bytes())
+        atomic_write(metadata_path(out), metadata_path(tmp).read_bytes())
     finally:
         for leftover in (tmp, metadata_path(tmp)):
             leftover.unlink(missing_ok=True)

@@ -315,3 +315,31 @@ def test_masked_choice_never_picks_an_illegal_action():
         mask = rng.random(64) < 0.2
         mask[rng.integers(64)] = True
         assert mask[masked_choice(logits, mask)]
+
+
+def test_an_export_lands_whole_or_not_at_all(tmp_path):
+    """Issue 29 item 4: export.py writes through the one atomic write: the bot and its
+    metadata appear only once both load back, with the usual permissions; a bot that
+    fails its load-back check leaves the earlier export untouched and no debris."""
+    out = tmp_path / "bot.onnx"
+
+    def writer(content: bytes, kind: str):
+        def write(tmp: Path) -> dict:
+            tmp.write_bytes(content)
+            return {"kind": kind}
+
+        return write
+
+    meta = export.write_aside(out, writer(b"onnx", "x"), lambda tmp: None)
+    assert out.read_bytes() == b"onnx" and meta == {"kind": "x"}
+    assert json.loads(export.metadata_path(out).read_text()) == {"kind": "x"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bot.json", "bot.onnx"]
+    assert {p.stat().st_mode & 0o777 for p in tmp_path.iterdir()} == {0o644}
+
+    def refuse(tmp):
+        raise ExportError("does not load back")
+
+    with pytest.raises(ExportError):
+        export.write_aside(out, writer(b"broken", "y"), refuse)
+    assert out.read_bytes() == b"onnx"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bot.json", "bot.onnx"]
