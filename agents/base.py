@@ -108,10 +108,9 @@ def duration(seconds: float) -> str:
     if seconds < 0.5:
         return "<1 s"
     left = max(round(seconds), 1)  # round(0.5) is 0
-    size, unit = next((size, unit) for size, unit in DURATION_UNITS if left >= size)
+    i = next(i for i, (size, _) in enumerate(DURATION_UNITS) if left >= size)
+    size, unit = DURATION_UNITS[i]
     shown = _in_unit(left // size, size, unit)
-    if size > 1:
-        small, smaller = DURATION_UNITS[[s for s, _ in DURATION_UNITS].index(size) + 1]
-        if part := left % size // small:
-            shown += f" {_in_unit(part, small, smaller)}"
+    if size > 1 and (part := left % size // DURATION_UNITS[i + 1][0]):
+        shown += f" {_in_unit(part, *DURATION_UNITS[i + 1])}"  # the next unit down
     return shown

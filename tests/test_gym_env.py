@@ -366,9 +366,9 @@ def test_a_damaged_spec_is_refused(broken):
         ObsSpec.from_dict(broken)
 
 
-def test_the_encoders_take_their_offsets_from_the_spec():
-    """Both encoders (``encode`` and the vector env's) place each field where
-    ``ObsSpec.slices`` says: the cached compact layout is the spec's, whatever the rules."""
+def test_the_cached_compact_layout_is_the_specs_under_any_rules():
+    """The vector env writes the compact fields at ``compact_slices(n)``, cached per player
+    count: it must be the spec's layout whatever the rules, and give ``encode``'s size."""
     for n in range(2, 9):
         for rules in (Rules(), Rules(hold="all", target=1000, entry=300)):
             spec = ObsSpec("compact", n, rules)
