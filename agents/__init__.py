@@ -13,6 +13,7 @@ from agents.batched import (
     BatchedTurnEVBot,
 )
 from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
+from agents.shipped import SHIPPED, shipped_model
 from envs.policy import Policy
 
 BOT_NAMES = (
@@ -21,6 +22,7 @@ BOT_NAMES = (
     "smart",
     "turn-ev",
     "optimal",
+    *SHIPPED,  # the trained agents that come with the package, by name
     "PATH.zip (SB3 checkpoint)",
     "PATH.npz (value net's planner, or PPO self-play snapshot)",
     "PATH.onnx (exported bot or planner)",
@@ -39,11 +41,13 @@ _SIMPLE = {
 
 def make_policy(spec: str | Policy) -> Policy:
     """A policy from its short name ("random", "threshold:350", "smart", "turn-ev",
-    "optimal"), a model file (a MaskablePPO checkpoint .zip; an .npz: a value net, played
-    by its planner, or a PPO self-play snapshot, told apart by what the file says it is;
-    an exported .onnx bot or planner), or `spec` itself if it already implements the
-    Policy interface. Raises ValueError naming what is accepted (a CheckpointError or
-    ExportError, also ValueErrors, for a missing or corrupt model file).
+    "optimal"), the name of a shipped agent ("planner-2p", "ppo-2p": ``agents.shipped``,
+    loaded from the package's own files wherever it runs), a model file (a MaskablePPO
+    checkpoint .zip; an .npz: a value net, played by its planner, or a PPO self-play
+    snapshot, told apart by what the file says it is; an exported .onnx bot or planner),
+    or `spec` itself if it already implements the Policy interface. Raises ValueError
+    naming what is accepted (a CheckpointError or ExportError, also ValueErrors, for a
+    missing or corrupt model file).
 
     Only a spec ending in one of ``MODEL_SUFFIXES`` (after stripping spaces) opens a
     file; any other string is a bot name or refused, so a caller can tell beforehand.
@@ -72,6 +76,8 @@ def make_policy(spec: str | Policy) -> Policy:
     name, _, arg = spec.strip().partition(":")
     if arg == "" and name in _SIMPLE:
         return _SIMPLE[name]()
+    if arg == "" and name in SHIPPED:
+        return make_policy(str(shipped_model(name)))
     if name == "threshold":
         if arg.isascii() and arg.isdigit():  # not '²', which int() refuses
             return BatchedThresholdBot(int(arg))

@@ -46,6 +46,7 @@ import numpy as np
 from agents.base import MODEL_SUFFIXES
 from agents.neural import first_line, short_name
 from agents.planner import PlannerBot
+from agents.shipped import data_folder
 from envs.rules import Rules
 
 MAX_PLAYERS = 8
@@ -53,7 +54,7 @@ FEATURE_VERSION = 1
 TABLE_FEATURE_VERSION = 2  # version 1 plus the agent's seat, for a net of one table
 KIND = "fivethousand-value-net"  # the "meta" kind of a saved value net
 FILE_STEM = "value_net"  # RUN/best/value_net.npz, checkpoints/NAME/value_net.npz
-CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"  # the shipped agents
+CHECKPOINTS = data_folder("checkpoints")  # the shipped agents' folders
 
 
 @dataclass(frozen=True)

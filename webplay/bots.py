@@ -1,9 +1,11 @@
 """The bots a web player may choose: a fixed list built on the server, so that clients
 name bots by key and never send a file path.
 
-Scripted bots and ``optimal`` by name; shipped agents from ``checkpoints/*/`` (a
-``model.zip`` or ``value_net.npz`` in a folder of its own, as ``ship.py`` writes them);
-exported bots from ``bots/*.onnx``. Each is built by ``agents.make_policy``, once, the
+Scripted bots and ``optimal`` by name; the project's shipped agents by name
+(``agents.shipped``, wherever the package is installed); from the server's folder
+(``root``, the current one by default), agents shipped there (``checkpoints/NAME/``
+holding a ``model.zip`` or ``value_net.npz``, as ``ship.py`` writes them) and exported
+bots (``bots/*.onnx``). Each is built by ``agents.make_policy``, once, the
 first time a game needs it, and shared by every game (policies keep no per-game state).
 Heavy one-time work (a model load, a solve) holds up only the requests that need it.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agents import make_policy
+from agents.shipped import shipped_models
 from envs.policy import Policy
 from envs.rules import Rules
 
@@ -45,18 +48,23 @@ class Bot:
 class Catalogue:
     """The bots of this server, by key; ``policy(key)`` builds one the first time."""
 
-    def __init__(self, root: Path = ROOT) -> None:
-        self.root = root  # models are found under it (error messages show paths from it)
+    def __init__(self, root: Path | None = None) -> None:
+        # Models of the server's own are found under it (error messages show paths from it).
+        self.root = Path.cwd() if root is None else root
         self.bots: dict[str, Bot] = {}
         for key, about in SCRIPTED:
             kind = "solver" if key == "optimal" else "scripted"
             self.bots[key] = Bot(key, key, kind, about)
-        for path in sorted((root / "checkpoints").glob("*/*")):
+        for path in shipped_models():
+            what = "trained planner" if path.suffix == ".npz" else "trained PPO agent"
+            key = path.parent.name
+            self.bots[key] = Bot(key, key, "shipped", f"{what}, shipped with the package")
+        for path in sorted((self.root / "checkpoints").glob("*/*")):
             if path.name in ("model.zip", "value_net.npz") and path.is_file():
                 what = "trained planner" if path.suffix == ".npz" else "trained PPO agent"
                 key = path.parent.name
                 self.bots.setdefault(key, Bot(key, str(path), "shipped", f"{what}, shipped"))
-        for path in sorted((root / "bots").glob("*.onnx")):
+        for path in sorted((self.root / "bots").glob("*.onnx")):
             key = path.name
             self.bots.setdefault(key, Bot(key, str(path), "exported", "exported bot (ONNX)"))
         self._lock = threading.Lock()  # guards the two dicts below, held for a lookup only

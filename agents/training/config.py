@@ -24,16 +24,16 @@ import yaml
 
 from agents import make_policy
 from agents.base import atomic_write, check_output_folder
+from agents.shipped import SHIPPED, data_folder, shipped_model
 from agents.tournament import standard_table
 from agents.value_net import FeatureSpec, ValueNet
 from envs.encoding import ObsSpec
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players
 from envs.rules import HOLD_VARIANTS, Rules
 
-ROOT = Path(__file__).resolve().parents[2]
-PRESETS = ROOT / "hyperparams"
+PRESETS = data_folder("hyperparams")
 # The 2-player planner's default evaluation includes it (as in every shipped planner run).
-SHIPPED_PPO_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
+SHIPPED_PPO_2P = "ppo-2p"
 
 
 # From this many environments on, the batched vector env trains faster than one game at
@@ -354,14 +354,14 @@ class PlannerConfig:
                 continue
             out += [["optimal"], ["smart"]]
             if self.rules == Rules():
-                out.append([str(SHIPPED_PPO_2P)])
+                out.append([SHIPPED_PPO_2P])
         return out
 
     def init_net(self) -> ValueNet:
-        """The network `init` names (a relative path from the repository's root, as in
-        presets), checked to fit the run (one-line ValueError). An exact-table run may
-        start from a network of no table: it then reads the agent's seat with zero weights."""
-        net = ValueNet.load(ROOT / self.init)
+        """The network `init` names (a shipped agent's name, as in presets, or a path),
+        checked to fit the run (one-line ValueError). An exact-table run may start from
+        a network of no table: it then reads the agent's seat with zero weights."""
+        net = ValueNet.load(model_path(self.init))
         fitting = (FeatureSpec(self.rules), FeatureSpec(self.rules, table=self.exact_table()))
         if net.spec not in fitting:
             raise ValueError(f"init {self.init} reads other features or rules than this run's")
@@ -388,12 +388,13 @@ class PlannerConfig:
             self.init_net()
         for name in self.opponents:
             make_policy(name).check_game(max(self.players), self.rules)
-        if [str(SHIPPED_PPO_2P)] in self.tables and not SHIPPED_PPO_2P.is_file():
-            raise ValueError(
-                f"the default 2-player evaluation plays the shipped {SHIPPED_PPO_2P}, which is "
-                "missing: restore it (git checkout -- checkpoints/ppo-2p/model.zip) or name "
-                "the tables with --eval-tables"
-            )
+        if [SHIPPED_PPO_2P] in self.tables:
+            try:
+                shipped_model(SHIPPED_PPO_2P)
+            except ValueError as e:
+                raise ValueError(
+                    f"the default 2-player evaluation: {e}; or name the tables with --eval-tables"
+                ) from None
         for table in self.tables:
             if not 1 <= len(table) <= MAX_PLAYERS - 1:
                 raise ValueError(
@@ -645,10 +646,15 @@ def new_run_config(base: Config, params: list[str], name_given: bool) -> Any:
     return config
 
 
+def model_path(spec: str) -> Path:
+    """A model a config starts from (init, init_from): a shipped agent's name, else a
+    path read from the current folder."""
+    return shipped_model(spec) if spec in SHIPPED else Path(spec)
+
+
 def init_path(config: TrainConfig) -> Path:
-    """config.init_from, read from the current folder, else from the repository's."""
-    path = Path(config.init_from)
-    return ROOT / path if not path.exists() and (ROOT / path).exists() else path
+    """The model file of config.init_from (``model_path``)."""
+    return model_path(config.init_from)
 
 
 def find_run(name: str, runs: Path) -> Path:
