@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench serve
+.PHONY: demo test lint bench serve docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,8 @@ test: $(VENV)/.installed-dev
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n auto  # one test process per CPU (pytest-xdist)
+	@# The documentation site: a broken link or a bad API reference fails the build.
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check .
@@ -35,6 +37,10 @@ lint: $(VENV)/.installed-dev
 
 serve: $(VENV)/.installed
 	$(PY) -m webplay
+
+# The documentation site at http://127.0.0.1:8000, rebuilt as its pages change.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001  # beside make serve (8000)
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/speed.py

@@ -152,9 +152,12 @@ def measure(
     return report
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m agents.regret") -> int:
+    """The command line of ``python -m agents.regret`` (`prog`: the command as typed, for
+    its usage); the exit code."""
     parser = argparse.ArgumentParser(
-        description="Exact regret of a 2-player policy's decisions, against the solver."
+        prog=prog,
+        description="Exact regret of a 2-player policy's decisions, against the solver.",
     )
     parser.add_argument("player", help="bot name or model file (as in evaluate.py)")
     parser.add_argument("--against", default="smart", help="the opponent (default: smart)")

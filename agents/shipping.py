@@ -2,7 +2,8 @@
 of train_planner.py): its history (stages, summaries, evaluations), its learning curve
 (from each run's evals.json), the network to ship (the run's, or averaged), the timed
 estimate and the evaluation tournaments, the model card, and the folder that holds
-them, swapped in whole."""
+them, swapped in whole. Files are named as the user gives them: relative to the current
+folder (from a clone's root, as the repository names them)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,10 @@ from agents import make_policy
 from agents import tournament as tour
 from agents import tournament_report as report
 from agents.base import duration
+from agents.shipped import SHIPPED, shipped_folder
 from agents.value_net import ValueNet, average_nets
 from envs.rules import Rules
 
-ROOT = Path(__file__).resolve().parent.parent  # the repository: agents are named from it
 PILOT_GAMES = 10  # games per pairing timed to estimate the evaluation's duration
 VALUE_NET = "value_net.npz"  # a planner run's network, in RUN/best/ and RUN/latest/
 FILES = (("json", "json"), ("markdown", "md"), ("plot", "png"))  # evaluation outputs
@@ -63,8 +64,8 @@ def stages(run: Path) -> list[dict]:
                 lambda s: {"steps": s["num_timesteps"], "wall_seconds": s["state"]["wall_seconds"]},
             )
         out.insert(0, run_stage(run, config, summary))
-        init_from = config.get("init_from")  # relative to the repository, or absolute
-        run = (ROOT / str(init_from)).parent.parent if init_from else None
+        init_from = config.get("init_from")  # a path, or a shipped agent (no run of ours)
+        run = Path(init_from).parent.parent if init_from and init_from not in SHIPPED else None
     for before, after in itertools.pairwise(out):  # steps counted on from the stage before
         after["offset"] = before["offset"] + before["summary"].get("steps", 0)
     return out
@@ -285,9 +286,13 @@ def announce(args: argparse.Namespace, agents: list[str], players: int, rules: R
 
 
 def shown(path: Path) -> str:
-    """A path as the card shows it: relative to the repository when inside it."""
+    """A path as the card shows it: a shipped agent's model by the agent's name (the
+    name plays it anywhere), else relative to the current folder when inside it."""
+    for name, model in SHIPPED.items():
+        if path.resolve() == (shipped_folder(name) / model).resolve():
+            return name
     try:
-        return str(path.resolve().relative_to(ROOT))
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
 
@@ -442,7 +447,8 @@ def init_line(config: dict) -> str:
     """The network a run started from, with that run's own training time if it says."""
     if not config.get("init"):
         return ""
-    init = ROOT / config["init"]
+    name = config["init"]  # a shipped agent, or a path from the current folder
+    init = shipped_folder(name) / SHIPPED[name] if name in SHIPPED else Path(name)
     line = f"\n- started from the network `{config['init']}`"
     try:
         record = json.loads((init.parent / "eval.json").read_text())

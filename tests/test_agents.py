@@ -355,7 +355,7 @@ SHIPPED_REFUSES = f"{SHIPPED} cannot play this game: it was trained "
     ],
 )
 def test_evaluate_refuses_the_shipped_agent_in_another_game(args, capsys, monkeypatch):
-    import evaluate
+    from fivethousand_rl import evaluate
 
     monkeypatch.chdir(ROOT)
     assert evaluate.main(args) == 2

@@ -10,13 +10,13 @@ import pytest
 import torch
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-import train
 from agents.training.batched_env import BatchedVecEnv
 from agents.training.config import BATCHED_FROM, TrainConfig
 from agents.training.model import make_vec_env
 from envs.encoding import ObsSpec
 from envs.rules import Rules
 from envs.vector_env import FiveThousandVectorEnv
+from fivethousand_rl import train
 from tests.test_train import TINY
 
 

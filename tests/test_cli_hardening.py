@@ -16,14 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import evaluate
-import export
-import sweep
-import train
-import train_planner
 from agents import ray_tools
 from agents.training.config import PlannerConfig, TrainConfig, parse_run_args, read_config_json
 from agents.value_net import KIND
+from fivethousand_rl import evaluate, export, sweep, train, train_planner
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = {"train.py": train.main, "train_planner.py": train_planner.main, "sweep.py": sweep.main}

@@ -5,7 +5,7 @@ import io
 
 from rich.console import Console
 
-import demo
+from fivethousand_rl import demo
 
 
 def test_measure_plays_each_agent_against_each_bot_only():

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import evaluate
 from agents import tournament as tour
 from agents import tournament_report
 from agents.neural import attach_obs_spec
 from envs.encoding import ObsSpec
 from envs.rules import Rules
+from fivethousand_rl import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -171,7 +171,7 @@ def test_bad_exact_table_settings_are_refused_in_one_line(changes, message):
 
 
 def test_a_resumed_run_no_longer_needs_its_init_network(tmp_path):
-    import train_planner
+    from fivethousand_rl import train_planner
 
     start = to_value_net(torch_net(FeatureSpec(SMALL), (16,), 7), FeatureSpec(SMALL))
     start = start.save(tmp_path / "start.npz")

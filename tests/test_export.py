@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import export
 from agents import make_policy
 from agents.exported import ExportedBot, ExportError, masked_choice
 from agents.neural import read_obs_spec, read_settings, write_settings
 from envs.encoding import ObsSpec
 from envs.game import ROLL, Game
 from envs.rules import Rules
+from fivethousand_rl import export
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
@@ -89,9 +89,8 @@ def test_exported_bot_runs_without_torch(exported):
 
 
 def test_exported_bot_plays_in_evaluate_env_and_play(exported, tmp_path):
-    import evaluate
-    import play
     from envs.gym_env import FiveThousandEnv
+    from fivethousand_rl import evaluate, play
 
     assert (
         evaluate.main([str(exported), "smart", "--games", "20", "--json", str(tmp_path / "e.json")])

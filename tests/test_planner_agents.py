@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import export
 from agents import make_policy
 from agents.exported import ExportedBot, ExportError, OnnxValueNet, load_exported
 from agents.planner import PlannerBot
@@ -20,6 +19,7 @@ from agents.value_net import FeatureSpec, ValueNet, agent_name, npz_kind
 from benchmarks.exported_planner_parity import compare
 from envs.game import Game
 from envs.rules import Rules
+from fivethousand_rl import export
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT_2P = ROOT / "tests" / "data" / "ppo_2p_free_seed1" / "snapshots" / "step7753728.npz"
@@ -140,9 +140,8 @@ def test_tables_and_rules_the_net_cannot_value_are_refused(tmp_path, players, ru
 
 
 def test_a_planner_plays_in_evaluate_as_an_opponent_and_in_play(shipped, tmp_path):
-    import evaluate
-    import play
     from envs.gym_env import FiveThousandEnv
+    from fivethousand_rl import evaluate, play
 
     (tmp_path / "planner-x").mkdir()
     full = random_net(Rules(), hidden=(8,)).save(tmp_path / "planner-x" / "value_net.npz")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import play
 from envs.game import Game
 from envs.render import render_text
 from envs.rules import Rules, action_for
+from fivethousand_rl import play
 
 ROOT = Path(__file__).resolve().parent.parent
 BANK_ELSE_ROLL = "b\nr\n" * 1500  # bank when allowed, else roll on with the best hold
@@ -190,7 +190,7 @@ def test_hint_without_a_fitting_planner_says_so_in_one_line(tmp_path, monkeypatc
     lines = hint_lines(monkeypatch, root, ["smart", "turn-ev", "smart"])
     hints = [line for line in lines if "hint:" in line]
     assert hints and set(hints) == {
-        "  hint: unavailable for 4 players (no shipped planner in checkpoints/ values such a table)"
+        "  hint: unavailable for 4 players (no shipped planner values such a table)"
     }
 
 

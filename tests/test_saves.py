@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import play
 from agents import make_policy
 from envs.game import OVER, ROLL, Game, state_problem
+from fivethousand_rl import play
 
 # Bank when allowed, else roll on with the best hold.
 MOVES = ["b", "r"] * 400

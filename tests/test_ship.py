@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ship
 from agents import shipping, tournament_report
 from envs.rules import Rules
+from fivethousand_rl import ship
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p"
@@ -512,9 +512,7 @@ def test_averaging_with_what_is_no_fitting_value_net_is_refused_first(
     out = tmp_path / "checkpoints"
     out.mkdir()
     assert (
-        ship.main(
-            [str(run), "--name", "p", "--out", str(out), "--average-with", str(ship.ROOT / other)]
-        )
+        ship.main([str(run), "--name", "p", "--out", str(out), "--average-with", str(ROOT / other)])
         == 2
     )
     err = capsys.readouterr().err.strip()

@@ -10,8 +10,10 @@ import pytest
 
 pytest.importorskip("ray")
 
-import sweep  # noqa: E402
-import train  # noqa: E402
+from fivethousand_rl import (
+    sweep,  # noqa: E402
+    train,  # noqa: E402
+)
 
 TINY = [
     "n_timesteps=2048",

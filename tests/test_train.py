@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-import evaluate
-import train
 from agents import make_policy
 from agents.neural import SB3Policy
 from agents.training import callback, checkpoint, progress
@@ -26,6 +24,7 @@ from agents.training.config import (
     read_run_config,
 )
 from envs.game import ROLL, Game
+from fivethousand_rl import evaluate, train
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -316,7 +315,7 @@ def test_quick_preset_is_valid():
 
 
 def test_ship_makes_a_model_card(trained_run, tmp_path):
-    import ship
+    from fivethousand_rl import ship
 
     assert (
         ship.main(
@@ -366,7 +365,9 @@ def test_init_from_starts_a_new_run_with_the_trained_weights(trained_run, tmp_pa
         assert torch.equal(value, before[key]), key
     config = json.loads((tmp_path / "tuned" / "config.json").read_text())
     assert config["init_from"] == str(source)
-    import ship  # a model card tells both stages, steps counted on from the first
+    from fivethousand_rl import (
+        ship,  # a model card tells both stages, steps counted on from the first
+    )
 
     history = ship.stages(tmp_path / "tuned")
     assert [h["run"] for h in history] == [trained_run, tmp_path / "tuned"]
@@ -530,10 +531,10 @@ def test_no_flags_says_what_it_does_before_starting(monkeypatch, capsys, tmp_pat
     """Issue 9 item 14: `python train.py` alone starts the default run; it says so first,
     with the steps, the evaluations, and the quicker preset (the training is stubbed)."""
     monkeypatch.setattr(train.ppo, "train", lambda *args: 0)
-    monkeypatch.setattr(train, "ROOT", tmp_path)  # the default runs folder, empty
+    monkeypatch.chdir(tmp_path)  # the default runs folder, checkpoints/ here, is empty
     assert train.main([]) == 0
     out = capsys.readouterr().out
-    assert f"run {tmp_path / 'checkpoints' / 'custom_2p_free_seed0'}: 1,000,000 steps" in out
+    assert "run checkpoints/custom_2p_free_seed0: 1,000,000 steps" in out
     assert "evaluation every 100,000 steps" in out
     assert "no flags: the default settings" in out and "--preset quick" in out
 

@@ -7,8 +7,7 @@ import json
 import numpy as np
 import pytest
 
-import train_planner
-from agents.training import config as config_module
+import agents.shipped
 from agents.training.config import (
     PlannerConfig,
     load_preset,
@@ -18,6 +17,7 @@ from agents.training.config import (
 )
 from agents.training.value_iteration import table_label
 from agents.value_net import ValueNet
+from fivethousand_rl import train_planner
 
 # A shrunken game (R10 scores to 1000, entry 300) and a tiny network: seconds per run.
 TINY = [
@@ -285,9 +285,10 @@ def test_the_2_player_tables_never_depend_on_the_files_there(tmp_path, monkeypat
         "2p:smart",
         "2p:ppo-2p",
     ]
-    monkeypatch.setattr(config_module, "SHIPPED_PPO_2P", tmp_path / "gone" / "model.zip")
+    monkeypatch.setattr(agents.shipped, "data_folder", lambda name: tmp_path / "gone")
     argv = ["--players", "2", "--iterations", "1", "--checkpoints", str(tmp_path / "runs")]
     assert train_planner.main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert "gone/model.zip, which is missing" in err and "--eval-tables" in err and "\n" not in err
+    assert "'ppo-2p' is missing its model" in err and "gone/ppo-2p/model.zip" in err
+    assert "--eval-tables" in err and "\n" not in err
     assert not (tmp_path / "runs").exists()

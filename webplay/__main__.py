@@ -39,10 +39,12 @@ def in_url(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
+    """The server's command line (`prog`: the command as typed, for its usage); the exit
+    code once the server stops."""
     defaults = Limits()
     p = argparse.ArgumentParser(
-        prog="python -m webplay",
+        prog=prog,
         description="Play 5000 against the bots in a browser.",
         epilog=(
             f"Keeping games: {defaults.rule()} Host names: the server answers requests "

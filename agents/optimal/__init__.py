@@ -220,12 +220,10 @@ def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line of ``python -m agents.optimal`` (run by ``__main__.py``): the
-    exit code."""
-    parser = argparse.ArgumentParser(
-        prog="python -m agents.optimal", description="Exact values of optimal 5000 play."
-    )
+def main(argv: list[str] | None = None, prog: str = "python -m agents.optimal") -> int:
+    """The command line of ``python -m agents.optimal`` (run by ``__main__.py``; `prog`:
+    the command as typed, for its usage): the exit code."""
+    parser = argparse.ArgumentParser(prog=prog, description="Exact values of optimal 5000 play.")
     parser.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--plot", metavar="PATH.png", help="draw the optimal banking strategy")

@@ -765,11 +765,14 @@ def open_run(args: Any, given: set[str], runs: Path) -> tuple[Any, Path]:
     return config, run_dir
 
 
-def parse_run_args(args_class: type, argv: list[str]) -> tuple[Any, frozenset[str]]:
+def parse_run_args(
+    args_class: type, argv: list[str], prog: str | None = None
+) -> tuple[Any, frozenset[str]]:
     """A training script's command line (`args_class`: its Args, with a .config) and the
-    flags given; a preset's values become the defaults under the flags."""
+    flags given; a preset's values become the defaults under the flags. `prog`: the
+    command as typed, for its usage (default: the script's file name)."""
     given = frozenset(arg.split("=", 1)[0] for arg in argv if arg.startswith("--"))
-    cli = {"args": argv, "config": (tyro.conf.OmitArgPrefixes,)}
+    cli = {"args": argv, "prog": prog, "config": (tyro.conf.OmitArgPrefixes,)}
     with NUMBERS:
         args = tyro.cli(args_class, **cli)
         if "--preset" in given:

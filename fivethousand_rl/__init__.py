@@ -1,0 +1,1 @@
+"""The project's programs, one module each: ``fivethousand SUBCOMMAND`` runs them (``cli``)."""

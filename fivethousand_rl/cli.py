@@ -1,0 +1,81 @@
+"""``fivethousand SUBCOMMAND [ARGS...]``: the project's programs under one installed
+command. Each subcommand is one program's ``main``, given the arguments that follow it
+and its name for usage lines and errors (``prog="fivethousand evaluate"``); a clone's
+scripts (``python evaluate.py``) run the same ``main`` functions.
+
+Only the chosen program's module is imported, so that ``fivethousand --help`` answers
+at once (no torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from importlib import metadata
+
+COMMAND = "fivethousand"
+DISTRIBUTION = "fivethousand-rl"  # the name pip installs, whose version --version prints
+
+# Subcommand -> (the module whose main it runs, one line for the list), in list order.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "play": ("fivethousand_rl.play", "play 5000 in the terminal against bots or agents"),
+    "serve": ("webplay.__main__", "serve the game in a browser (http://127.0.0.1:8000/)"),
+    "evaluate": ("fivethousand_rl.evaluate", "play a tournament between agents"),
+    "train": ("fivethousand_rl.train", "train a MaskablePPO agent"),
+    "train-planner": ("fivethousand_rl.train_planner", "train a planner agent's value network"),
+    "export": ("fivethousand_rl.export", "export an agent as a portable ONNX bot"),
+    "ship": ("fivethousand_rl.ship", "package a training run as a shipped agent"),
+    "sweep": ("fivethousand_rl.sweep", "sweep training settings on Ray Tune"),
+    "demo": ("fivethousand_rl.demo", "train a small agent and measure it, or watch bots play"),
+    "regret": ("agents.regret", "exact regret of a 2-player agent's decisions"),
+    "optimal": ("agents.optimal", "the exact numbers of optimal 2-player play"),
+}
+
+
+def version() -> str:
+    """The installed package's version, or a word saying there is none."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # run from a clone that was never installed
+        return "unknown (not installed)"
+
+
+def usage() -> str:
+    """What ``fivethousand --help`` prints: the subcommands, one line each."""
+    width = max(map(len, SUBCOMMANDS)) + 2
+    lines = [
+        f"usage: {COMMAND} SUBCOMMAND [ARGS...]",
+        "",
+        "The programs of fivethousand-rl, for the dice game 5000. Each subcommand takes the",
+        f"arguments its program lists with {COMMAND} SUBCOMMAND --help.",
+        "",
+        "subcommands:",
+        *(f"  {name:<{width}}{text}" for name, (_, text) in SUBCOMMANDS.items()),
+        "",
+        "options:",
+        f"  {'-h, --help':<{width}}show this list and exit",
+        f"  {'--version':<{width}}print the version and exit",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the subcommand `argv` names with the arguments after it; the exit code (2 for
+    a missing or unknown subcommand, said in one line)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage())
+        return 0
+    if argv[:1] == ["--version"]:
+        print(f"{COMMAND} {version()}")
+        return 0
+    if not argv:
+        print(usage(), file=sys.stderr)
+        return 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        known = ", ".join(SUBCOMMANDS)
+        print(f"{COMMAND}: unknown subcommand {name!r}; the subcommands: {known}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    return module.main(rest, prog=f"{COMMAND} {name}")

@@ -1,0 +1,675 @@
+"""Play 5000 in the terminal against 1 to 7 bots.
+
+    python play.py --opponents smart                 # you against smart
+    python play.py --opponents optimal --hint        # with the optimal player's advice
+    python play.py --opponents planner-2p --hint     # the strongest shipped agent
+    python play.py --opponents smart turn-ev --hint  # 3 players: a planner's estimate if shipped
+    python play.py --opponents ppo-2p turn-ev --seat 1
+    python play.py --load mygame.json                # resume a saved game
+    python play.py --load mygame.json --opponents checkpoints/RUN/best/model.zip turn-ev
+                                 # a save never opens a model file: name its bots again
+    python play.py --replay game-log.json            # watch a finished game again
+    python play.py --rules                           # the rules in short
+
+Installed, the same program is ``fivethousand play``.
+
+At each of your decisions type a choice number from the list, or:
+  r 115     hold 1, 1 and 5, then roll the dice left      (faces, any order, spaces optional)
+  b 115     hold 1, 1 and 5, then bank
+  r / b     hold the best-scoring set, then roll / bank
+  hint      the optimal player's choice and its win probability (2 players); with
+            3+ players a trained planner's choice and everyone's estimated chances
+  rules     the rules in short (in full: docs/rules.md)
+  save F    save the game to file F (resume with --load F)
+  help      this list;  quit  leave (the game log is still written with --log)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+
+from agents import MODEL_SUFFIXES, make_policy
+from agents.value_net import shipped_planner
+from envs import driver
+from envs.game import (
+    OVER,
+    BankOutcome,
+    Event,
+    Game,
+    Move,
+    Rolled,
+    describe_action,
+    format_dice,
+    is_int,
+    rng_state_problem,
+)
+from envs.game_log import apply_event, check_fields, log_entry, one_line, replay_log
+from envs.policy import Policy
+from envs.render import (
+    board_text,
+    count_dice,
+    event_text,
+    headline,
+    lost_reason,
+    plural,
+    render_text,
+)
+from envs.rules import BANK_BIT, HOLD_VARIANTS, ROLL_INFO, Rules, action_for, hold_score
+
+HUMAN = "you"
+COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
+# The rules in short, as `rules` shows them (the docs' rules page includes the same file).
+RULES_SHORT = Path(__file__).resolve().parent / "rules_in_short.md"
+SCRIPT = "python play.py"  # how the command names itself when run as a script
+# "r", "b", "roll" or "bank", then the faces to hold (spaces optional: "r55", "b 1 5").
+MOVE = re.compile(r"(roll|bank|r|b)(?![a-z])(.*)")
+ALIASES = {"?": "help", "h": "help", "exit": "quit", "q": "quit"}  # other words for help, quit
+ECHO = 40  # an error quotes at most this many characters of what was typed
+
+
+def cut(text: str, limit: int = ECHO) -> str:
+    """`text` as an error message quotes it: its first `limit` characters, and "..." if
+    there were more (a 100,000-character line is not printed back whole)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def is_model(spec: str) -> bool:
+    """Whether a player spec names a model file (``make_policy`` opens only such specs)."""
+    return spec.strip().endswith(MODEL_SUFFIXES)
+
+
+class Quit(Exception):
+    """The player left the game ('quit', end of input, Ctrl-C)."""
+
+
+def bank_preview(outcome: BankOutcome, names: list[str], target: int) -> str:
+    """What banking would do, in words (the engine's ``BankOutcome``, R8, R9), so that
+    nobody banks into a surprise."""
+    o = outcome
+    me = names[o.banker]
+    if o.winner == o.banker:
+        return f"bank: {me} {_verb(me, 'win')} with exactly {o.scores[o.banker]}"
+    if o.lost:
+        why = lost_reason(o, names)
+        return f"bank: overshoot past {target}, the {o.total} points are lost ({why})"
+    if o.overshoot:
+        to, now = names[o.gift_to], o.scores[o.gift_to]
+        if o.winner == o.gift_to:
+            return f"bank: overshoot, gift of {o.total} to {to}, who {_verb(to, 'win')} with {now}"
+        return f"bank: overshoot, gift of {o.total} to {to}, up to {now}"
+    bumps = " and ".join(names[p] for p in o.bumped)
+    return f"bank: score {o.scores[o.banker]}" + (f", bumps {bumps} to 0" if bumps else "")
+
+
+def _verb(subject: str, verb: str) -> str:
+    return verb if subject == HUMAN else verb + "s"
+
+
+def choices(game: Game, names: list[str] | None = None) -> list[tuple[int, str]]:
+    """The legal actions with their descriptions, each hold's roll-on choice first, then
+    its banking choice, which says what banking does; a hold that can't be banked says
+    why."""
+    names = names or [f"player {i}" for i in range(game.n_players)]
+    out = []
+    for move in sorted(game.moves(), key=lambda m: (m.action & ~BANK_BIT, m.banks)):
+        if move.bank is not None:
+            what = bank_preview(move.bank, names, game.rules.target)
+        else:
+            what = f"roll {count_dice(move.dice_left)}"
+            if move.why_no_bank:
+                what += f"  (can't bank: {move.turn_total} {move.why_no_bank})"
+        head = f"hold {format_dice(move.held):<11} -> {move.turn_total:>4}"
+        out.append((move.action, f"{head}, {what}"))
+    return out
+
+
+def parse_command(text: str, game: Game, menu: list[tuple[int, str]]) -> int | str:
+    """An action for `text`, a command word ("hint", "help", "quit", "rules",
+    "save F"), or raise ValueError with a message for the player."""
+    words = text.strip().lower().split()
+    if not words:
+        raise ValueError("type a choice number, or 'help'")
+    head = ALIASES.get(words[0], words[0])
+    if head in ("help", "quit", "hint", "rules"):
+        return head
+    if head == "save":
+        if len(words) != 2:
+            raise ValueError("usage: save FILE")
+        return "save " + text.strip().split(maxsplit=1)[1]
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if re.fullmatch(r"[0-9]+", head) and len(words) == 1:
+        number = int(head)
+        if not 1 <= number <= len(menu):
+            raise ValueError(f"there are choices 1 to {len(menu)}")
+        return menu[number - 1][0]
+    if move := MOVE.fullmatch(head):
+        return _parse_move(move.group(1), move.group(2) + "".join(words[1:]), game)
+    raise ValueError(f"unknown command {cut(text.strip())!r}; type 'help'")
+
+
+def _parse_move(verb: str, faces: str, game: Game) -> int:
+    """The action for "r 115" / "b" (verb, faces), or ValueError saying why not."""
+    bank = verb in ("b", "bank")
+    roll = game.state.roll
+    if not faces:
+        held = list(ROLL_INFO[roll].best.dice)
+    elif all(c in "123456" for c in faces):
+        held = [int(c) for c in faces]
+    else:
+        raise ValueError(f"dice are written as digits 1 to 6, like '{verb} 115'")
+    try:
+        action = action_for(held, roll, bank)
+    except ValueError:
+        held_text = cut(format_dice(sorted(held)))
+        raise ValueError(f"the roll {format_dice(roll)} has no {held_text}") from None
+    legal = game.legal()[0]
+    if action in legal:
+        return action
+    if action & ~BANK_BIT not in {a & ~BANK_BIT for a in legal}:
+        if game.rules.hold == "all" and hold_score(held) > 0:
+            best = format_dice(ROLL_INFO[roll].best.dice)
+            raise ValueError(
+                f"under the hold rule 'all' every scoring die must be held: here {best} (R5)"
+            )
+        raise ValueError(f"{format_dice(sorted(held))} cannot be held: every held die must score")
+    roll_on = game.move(action & ~BANK_BIT)
+    raise ValueError(f"you can't bank {roll_on.turn_total}: it {roll_on.why_no_bank} (R8)")
+
+
+def short_rules(rules: Rules | None = None) -> str:
+    """The rules in short (the "In short" section of docs/rules.md), and this game's
+    options."""
+    try:
+        section = RULES_SHORT.read_text(encoding="utf-8")
+    except OSError:
+        section = f"(the rules should be in {RULES_SHORT}, which is missing)\n"
+    text = section.strip().replace("**", "").replace("`", "")
+    if rules is not None:
+        text += (
+            f"\n\nThis game: hold rule '{rules.hold}', exactly {rules.target} wins, "
+            f"{rules.entry} to enter."
+        )
+    return text
+
+
+def move_text(move: Move) -> str:
+    """A decision as a past event: ``held [1 5] and rolled on``."""
+    return f"held {format_dice(move.held)} and {'banked' if move.banks else 'rolled on'}"
+
+
+class _Human(Policy):
+    """The player at the keyboard, as a seat of the game driver."""
+
+    name = HUMAN
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        return self.session.human_turn()
+
+
+class Session:
+    """One game at the terminal; input and output are functions, for tests and replays."""
+
+    def __init__(
+        self,
+        game: Game,
+        players: list[str],
+        human: int,
+        seed: int,
+        hint: bool = False,
+        delay: float = 0.0,
+        ask: Callable[[str], str] = input,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        self.game = game
+        self.players = players  # spec per seat; HUMAN for the player
+        self.human = human
+        self.policies = {i: make_policy(p) for i, p in enumerate(players) if i != human}
+        for policy in self.policies.values():
+            policy.check_game(game.n_players, game.rules)
+        self.rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # bots
+        self.seed, self.hint, self.delay = seed, hint, delay
+        self.ask, self.say = ask, say
+        self.log: list[dict] = []
+        self._optimal = None
+        self._planner: Policy | None | bool = False  # False: not looked for yet
+        self.program = SCRIPT  # the command as the user runs it, for the resume command
+
+    def names(self) -> list[str]:
+        return [HUMAN if i == self.human else f"{p} (seat {i})" for i, p in enumerate(self.players)]
+
+    def play(self) -> int | None:
+        game = self.game
+        self.say(render_text(game, self.names()))
+        human = _Human(self)
+        seats = [self.policies.get(i, human) for i in range(game.n_players)]
+        driver.play(game, seats, self.rng, max_turns=math.inf, on_event=self.show)
+        self.say(board_text(game, self.names()).rstrip("\n"))
+        self.say(headline(game, self.names()))
+        return game.state.winner
+
+    def show(self, game: Game, event: Event) -> None:
+        """Log a step, and tell it: each move, and the end of each turn."""
+        names = self.names()
+        self.log.append(log_entry(event))
+        if isinstance(event, Rolled):
+            if event.bust:  # the turn ends (R4)
+                self.say(f"  {event_text(event, names)}")
+                self.say(render_text(game, names))
+            return
+        move = move_text(event.move)
+        if event.seat == self.human:
+            self.say(f"You {move}.")
+        else:
+            self.say(f"{names[event.seat]} rolled {format_dice(event.roll)}, {move}.")
+            time.sleep(self.delay)
+        if event.move.banks:
+            self.say(f"  {event_text(event, names)}")
+            if game.state.phase != OVER:  # the final board comes once, at the end of play()
+                self.say(render_text(game, names))
+
+    def human_turn(self) -> int:
+        game = self.game
+        s = game.state
+        menu = choices(game, self.names())
+        held = "  ".join(format_dice(h) for h in s.held) or "nothing yet"
+        self.say(
+            f"Your roll: {format_dice(s.roll)}   (held this turn: {held}; "
+            f"turn total {s.turn_total}, score {s.scores[s.current]})"
+        )
+        for i, (_, text) in enumerate(menu, 1):
+            self.say(f"  {i:>2}) {text}")
+        if self.hint:
+            self.say(self.hint_text())
+        while True:
+            try:
+                text = self.ask("> ")
+            except EOFError:
+                raise Quit from None
+            try:
+                choice = parse_command(text, game, menu)
+            except ValueError as e:
+                self.say(f"  {e}")
+                continue
+            if choice == "help":
+                self.say(COMMANDS)
+            elif choice == "rules":
+                self.say(short_rules(game.rules))
+            elif choice == "quit":
+                raise Quit
+            elif choice == "hint":
+                self.say(self.hint_text())
+            elif isinstance(choice, str) and choice.startswith("save "):
+                path = str(Path(choice[5:]).expanduser())
+                try:
+                    save(self, path)
+                    self.say(f"  saved to {path}; resume with: {self.resume_command(path)}")
+                except (OSError, ValueError) as e:
+                    why = getattr(e, "strerror", None) or e
+                    self.say(f"  could not save to {cut(path)}: {why}")
+            else:
+                return choice
+
+    def resume_command(self, path: str) -> str:
+        """The command that resumes this game saved at `path`: a save never opens a model
+        file by itself, so with a model seated every bot seat is named again."""
+        command = [*shlex.split(self.program), "--load", path]
+        bots = [p for i, p in enumerate(self.players) if i != self.human]
+        if any(is_model(p) for p in bots):
+            command += ["--opponents", *bots]
+        return shlex.join(command)
+
+    def hint_text(self) -> str:
+        if self.game.n_players != 2:
+            return self.planner_hint()
+        if self._optimal is None:
+            from agents.optimal import OptimalBot
+
+            self._optimal = OptimalBot()
+        values = self._optimal.action_values(self.game)
+        best = max(values, key=values.__getitem__)
+        advice = describe_action(best, self.game.state.roll, rolling="roll on")
+        return f"  hint: {advice} (win probability {values[best]:.1%} with optimal play)"
+
+    def planner_hint(self) -> str:
+        """With 3+ players no exact solution exists: a shipped planner's move and every
+        player's win probability if it is played, as the trained network estimates it."""
+        game = self.game
+        if self._planner is False:
+            self._planner = shipped_planner(game.n_players, game.rules)
+        planner = self._planner
+        if planner is None:
+            return (
+                f"  hint: unavailable for {game.n_players} players "
+                "(no shipped planner values such a table)"
+            )
+        best = planner.act(game, np.random.default_rng(0))  # a planner draws nothing
+        advice = describe_action(best, game.state.roll, rolling="roll on")
+        chances = planner.win_probabilities(game)
+        odds = ", ".join(f"{n} {p:.1%}" for n, p in zip(self.names(), chances, strict=True))
+        return (
+            f"  hint: {advice}; win chances then: {odds} "
+            f"(an estimate by the trained planner {planner.name}, not exact)"
+        )
+
+
+# ------------------------------------------------------------- save and replay
+SAVE_FORMAT, LOG_FORMAT, VERSION = "fivethousand-rl saved game", "fivethousand-rl game log", 1
+SAVE_FIELDS = ("format", "version", "game", "dice", "players", "human", "seed", "bot_rng", "log")
+
+
+def save(session: Session, path: str) -> None:
+    data = {
+        "format": SAVE_FORMAT,
+        "version": VERSION,
+        "game": json.loads(session.game.to_json()),
+        "dice": session.game.dice_state(),
+        "players": session.players,
+        "human": session.human,
+        "seed": session.seed,
+        "bot_rng": session.rng.bit_generator.state,
+        "log": session.log,
+    }
+    Path(path).write_text(json.dumps(data))
+
+
+class SeatError(ValueError):
+    """A save and the players named again with ``--opponents`` that do not fit."""
+
+
+def load(
+    path: str,
+    hint: bool,
+    delay: float,
+    ask: Callable[[str], str],
+    say: Callable[[str], None],
+    opponents: list[str] | None = None,
+) -> Session:
+    """Resume a game written by ``save``, checking every field and that its log leads to
+    its game; raises a one-line ValueError naming `path` otherwise. A save is not
+    trusted to open files: a seat it records as a model file (``is_model``) is played
+    only by the model the user names again in `opponents` (every bot seat, in seat
+    order, as ``--opponents`` gives them); without `opponents` such a save is refused
+    before anything is opened."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"no saved game at {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or one_line(e)
+        raise ValueError(f"{path} is not a saved game we can resume ({why})") from None
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT:
+            raise ValueError("not a saved 5000 game")
+        check_fields(data, SAVE_FIELDS)
+        if data["version"] != VERSION or not is_int(data["version"]):
+            raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
+        game = Game.from_json(json.dumps(data["game"]))
+        game.set_dice_state(data["dice"])
+        players, human, seed = data["players"], data["human"], data["seed"]
+        n = game.n_players
+        listed = isinstance(players, list) and all(isinstance(p, str) for p in players)
+        if not listed or len(players) != n:
+            raise ValueError(f"players must be a list of {n} names, one per seat of its game")
+        if not is_int(human) or not 0 <= human < n or players[human] != HUMAN:
+            raise ValueError(f"human must be the seat (0..{n - 1}) whose player is {HUMAN!r}")
+        if players.count(HUMAN) != 1:
+            raise ValueError(f"exactly one seat is {HUMAN!r}")
+        if not is_int(seed) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
+        if problem := rng_state_problem(np.random.PCG64(), data["bot_rng"]):
+            raise ValueError(f"bot_rng: {problem}")
+        replayed = Game(n, game.rules)
+        replay_log(replayed, data["log"])
+        if replayed.state != game.state:
+            raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
+        players = _seat_players(players, human, opponents)  # before any model is opened
+        try:
+            session = Session(game, players, human, seed, hint, delay, ask, say)
+        except ValueError as e:
+            if opponents is None:  # a bot name of the save's own: the save is wrong
+                raise
+            raise SeatError(one_line(e)) from None  # the user's players: not the save's fault
+        session.rng.bit_generator.state = data["bot_rng"]
+        session.log = [dict(event) for event in data["log"]]
+        return session
+    except SeatError as e:
+        raise ValueError(f"{path}: {one_line(e)}") from None
+    except RecursionError:  # json.loads recurses once per bracket of a nested file
+        raise ValueError(f"{path} is not a saved game we can resume (nested too deeply)") from None
+    except (ValueError, TypeError, KeyError, IndexError, OSError) as e:
+        raise ValueError(f"{path} is not a saved game we can resume ({one_line(e)})") from None
+
+
+def _seat_players(players: list[str], human: int, opponents: list[str] | None) -> list[str]:
+    """The player of each seat of a saved game: its own bots, or the `opponents` named
+    again (SeatError unless they fit, saying how). No model file is named by the save
+    alone: the user's `opponents` must name it, and then it must be one there too."""
+    seats = [i for i in range(len(players)) if i != human]
+    if opponents is None:
+        models = [i for i in seats if is_model(players[i])]
+        if models:
+            raise SeatError(
+                f"seat {models[0]} was the model file {cut(players[models[0]])!r}, which a "
+                "save does not open by itself: pass --opponents with the model file(s) you "
+                f"trust, one per bot seat in seat order ({len(seats)})"
+            )
+        return players
+    if len(opponents) != len(seats):
+        saved = ", ".join(cut(players[i]) for i in seats)
+        raise SeatError(
+            f"--opponents names {plural(len(opponents), 'player')}, the save has "
+            f"{plural(len(seats), 'bot seat')} ({saved})"
+        )
+    for seat, given in zip(seats, opponents, strict=True):
+        saved = players[seat]
+        if is_model(saved) != is_model(given) or (not is_model(saved) and saved != given):
+            want = "a model file" if is_model(saved) else repr(cut(saved))
+            raise SeatError(f"seat {seat} was {want} in the save, not {cut(given)!r}")
+    return [*opponents[:human], HUMAN, *opponents[human:]]
+
+
+def write_log(session: Session, path: str) -> None:
+    data = {
+        "format": LOG_FORMAT,
+        "version": VERSION,
+        "rules": session.game.rules.to_dict(),
+        "players": session.names(),
+        "events": session.log,
+        "winner": session.game.state.winner,
+    }
+    Path(path).write_text(json.dumps(data, indent=1))
+
+
+def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) -> int | None:
+    """Play a game log back through the engine, which checks every move again; a log
+    that stops before the game is over (left, or cut short) is said to be one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("format") != LOG_FORMAT:
+            raise ValueError("not a 5000 game log")
+        if data.get("version", VERSION) != VERSION:
+            raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
+        names, events = data["players"], data["events"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("players must be a list of names")
+        if not isinstance(events, list) or not isinstance(data["rules"], dict):
+            raise ValueError("events must be a list and rules an object")
+        game = Game(len(names), Rules(**data["rules"]))
+    except FileNotFoundError:
+        raise ValueError(f"no game log at {path}") from None
+    except RecursionError:  # json.loads recurses once per bracket of a nested file
+        raise ValueError(f"{path} is not a game log (nested too deeply)") from None
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a game log ({one_line(e)})") from None
+    s = game.state
+    say(render_text(game, names))
+    for number, event in enumerate(events, 1):
+        roll, turns = s.roll, s.turns
+        try:
+            apply_event(game, event)
+        except ValueError as e:
+            why = one_line(e)
+            raise ValueError(f"{path}: event {number} cannot be replayed ({why})") from None
+        if "act" in event:
+            move = move_text(game.last_event.move)
+            say(f"{names[event['player']]} rolled {format_dice(roll)}, {move}.")
+        if s.turns > turns or s.phase == OVER:
+            say(f"  {event_text(game.last_event, names)}")
+        time.sleep(delay)
+    recorded = data.get("winner")
+    if s.phase == OVER:
+        if recorded is not None and recorded != s.winner:
+            raise ValueError(f"{path}: its moves make seat {s.winner} win, not seat {recorded!r}")
+        say(board_text(game, names).rstrip("\n"))
+        say(headline(game, names))
+        return s.winner
+    say(render_text(game, names).rstrip("\n"))
+    after = f"after {plural(s.turns, 'turn')}, before the end of the game"
+    if recorded is not None:
+        say(f"The log was cut short: it stops {after}, though it records a winner.")
+    else:
+        say(f"The log stops {after}: the game was left, or the log was cut short.")
+    return None
+
+
+# ------------------------------------------------------------------- main
+class _Parser(argparse.ArgumentParser):
+    """argparse, its errors on one line (no usage block): like every other refusal here."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def seconds(text: str) -> float:
+    """A pause given on the command line: a non-negative finite number of seconds."""
+    with contextlib.suppress(ValueError):
+        if math.isfinite(value := float(text)) and value >= 0:
+            return value
+    raise argparse.ArgumentTypeError(f"must be a non-negative number of seconds, not {text!r}")
+
+
+def main(
+    argv: list[str] | None = None,
+    ask: Callable[[str], str] = input,
+    say: Callable[[str], None] = print,
+    prog: str | None = None,
+) -> int:
+    """Play (or resume, or replay) a game as the command line says; the exit status.
+    `prog`: the command as typed, for its usage and the commands it suggests (default:
+    this script's)."""
+    try:
+        code = play_command(argv, ask, say, prog)
+        sys.stdout.flush()  # a reader that left (| head) shows here, inside the try
+    except BrokenPipeError:
+        # Nobody reads any more: point stdout at devnull so that Python's own flush at
+        # exit does not fail again, and leave quietly (the standard recipe, exit 1).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    return code
+
+
+def play_command(
+    argv: list[str] | None, ask: Callable[[str], str], say: Callable[[str], None], prog: str | None
+) -> int:
+    """The program, as ``main`` runs it (``main`` adds the end of a reader who leaves
+    early, as ``| head`` does)."""
+    p = _Parser(
+        prog=prog,
+        description="Play 5000 against bots in the terminal.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Commands during the game:\n" + COMMANDS,
+    )
+    p.add_argument(
+        "--opponents",
+        nargs="+",
+        help="1 to 7 bots (default: smart): names (bots, or shipped agents such as planner-2p "
+        "and ppo-2p), checkpoints (.zip: a pickle, which runs code: only ones you trust), "
+        "value nets (.npz, played by their planner) or exported bots (.onnx); with --load, "
+        "the save's bot seats named again in seat order, which a save with a model file "
+        "needs (a save never opens a model file by itself)",
+    )
+    p.add_argument("--seat", type=int, help="your seat (default 0: first to play)")
+    p.add_argument("--seed", type=int, help="seed of the dice and bots")
+    p.add_argument("--hold", choices=HOLD_VARIANTS, help="hold rule (default free)")
+    p.add_argument(
+        "--hint",
+        action="store_true",
+        help="show advice at each decision: optimal (2 players), a trained planner's "
+        "estimate (3+ players)",
+    )
+    p.add_argument("--delay", type=seconds, default=0.0, help="pause between bot moves (s)")
+    p.add_argument("--load", metavar="FILE", help="resume a saved game")
+    p.add_argument("--log", metavar="FILE", help="write the game log here at the end")
+    p.add_argument("--replay", metavar="FILE", help="replay a game log and exit")
+    p.add_argument("--rules", action="store_true", help="print the rules in short and exit")
+    args = p.parse_args(argv)
+    rules = Rules(hold=args.hold or "free")
+    if args.rules:
+        say(short_rules(rules))
+        return 0
+    try:
+        if args.log:
+            log_dir = Path(args.log).expanduser().resolve().parent
+            if Path(args.log).is_dir() or not log_dir.is_dir():
+                raise ValueError(f"cannot write the game log to {args.log}")
+        if args.replay:
+            replay(args.replay, say, args.delay)
+            return 0
+        if args.load:
+            # A saved game has its own seats, seed and rules: never silently ignore these.
+            given = [f"--{k}" for k in ("seat", "seed", "hold") if getattr(args, k) is not None]
+            if given:
+                raise ValueError(f"{given[0]} is for a new game: a saved game has its own")
+            session = load(args.load, args.hint, args.delay, ask, say, args.opponents)
+        else:
+            opponents = args.opponents or ["smart"]
+            seat = args.seat or 0
+            if not 1 <= len(opponents) <= 7:
+                raise ValueError("give 1 to 7 opponents")
+            n = len(opponents) + 1
+            if not 0 <= seat < n:
+                raise ValueError(f"--seat must be 0..{n - 1}")
+            seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else args.seed
+            if seed < 0:
+                raise ValueError(f"--seed must be >= 0, not {seed}")
+            players = [*opponents[:seat], HUMAN, *opponents[seat:]]
+            dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
+            game = Game(n, rules, seed=dice)
+            session = Session(game, players, seat, seed, args.hint, args.delay, ask, say)
+            against = ", ".join(opponents)
+            say(f"5000: you against {against} (seed {seed}). Type 'help' for commands.")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    session.program = prog or SCRIPT
+    try:
+        session.play()
+    except (Quit, KeyboardInterrupt):
+        say("Left the game.")
+    if args.log:
+        try:
+            write_log(session, str(Path(args.log).expanduser()))
+        except OSError as e:
+            print(
+                f"error: could not write the game log to {args.log}: {e.strerror}", file=sys.stderr
+            )
+            return 1
+        say(f"game log written to {args.log} (replay: {prog or SCRIPT} --replay {args.log})")
+    return 0
