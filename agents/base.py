@@ -5,6 +5,7 @@ work, the one atomic write, and the one way a duration is shown."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -114,3 +115,12 @@ def duration(seconds: float) -> str:
     if size > 1 and (part := left % size // DURATION_UNITS[i + 1][0]):
         shown += f" {_in_unit(part, *DURATION_UNITS[i + 1])}"  # the next unit down
     return shown
+
+
+def program(name: str) -> str:
+    """How the user runs the program `name` ("play", "train", "train-planner") from this
+    process, for the commands a tool prints: ``fivethousand NAME`` under the installed
+    command, else the clone's script ``python NAME.py``."""
+    if Path(sys.argv[0]).name == "fivethousand":
+        return f"fivethousand {name}"
+    return f"python {name.replace('-', '_')}.py"

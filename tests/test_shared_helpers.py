@@ -3,11 +3,12 @@ duration shown to people, the player-count bound (R11) and the turn-order rotati
 
 import os
 import stat
+import sys
 
 import numpy as np
 import pytest
 
-from agents.base import atomic_write, duration
+from agents.base import atomic_write, duration, program
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players, in_turn_order
 
 
@@ -94,3 +95,20 @@ def test_check_players_refuses_in_one_line(bad):
 )
 def test_in_turn_order_puts_the_mover_first_then_playing_order(scores, first, order):
     assert in_turn_order(scores, first) == order
+
+
+@pytest.mark.parametrize(
+    ("argv0", "name", "shown"),
+    [
+        ("train.py", "train", "python train.py"),
+        ("/x/.venv/bin/fivethousand", "train", "fivethousand train"),
+        ("train_planner.py", "train-planner", "python train_planner.py"),
+        ("/usr/local/bin/fivethousand", "train-planner", "fivethousand train-planner"),
+        ("-c", "play", "python play.py"),
+    ],
+)
+def test_a_printed_command_names_the_program_as_the_user_runs_it(argv0, name, shown, monkeypatch):
+    """Issue 30: a wheel has no train.py; under the installed command, the commands a
+    tool prints (resume, play against it) are `fivethousand ...`."""
+    monkeypatch.setattr(sys, "argv", [argv0])
+    assert program(name) == shown

@@ -23,7 +23,7 @@ import tyro
 import yaml
 
 from agents import make_policy
-from agents.base import atomic_write, check_output_folder
+from agents.base import atomic_write, check_output_folder, program
 from agents.shipped import SHIPPED, data_folder, shipped_model
 from agents.tournament import standard_table
 from agents.value_net import FeatureSpec, ValueNet
@@ -47,7 +47,7 @@ class TrainConfig:
     field is a flag of train.py (--n-timesteps for n_timesteps) and a key of presets and
     --params; its docstring is its --help text."""
 
-    SCRIPT: ClassVar[str] = "train.py"
+    PROGRAM: ClassVar[str] = "train"  # the program that trains it (agents.base.program)
     RESUMABLE: ClassVar[tuple[str, ...]] = ("n_timesteps",)  # what --resume may change
 
     # --- the game
@@ -262,7 +262,7 @@ class PlannerConfig:
     Each field is a flag of train_planner.py and a key of presets; its docstring is its
     --help text."""
 
-    SCRIPT: ClassVar[str] = "train_planner.py"
+    PROGRAM: ClassVar[str] = "train-planner"
     RESUMABLE: ClassVar[tuple[str, ...]] = ("iterations", "workers")  # same samples
 
     # --- the game
@@ -609,8 +609,8 @@ def load_preset(preset: str, cls: type = TrainConfig) -> Any:
     other = PlannerConfig if cls is TrainConfig else TrainConfig
     if not set(data) <= set(field_types(cls)) and set(data) <= set(field_types(other)):
         raise ValueError(
-            f"preset {preset!r} is a preset of {other.SCRIPT}, not {cls.SCRIPT}: "
-            f"python {other.SCRIPT} --preset {preset}"
+            f"preset {preset!r} is a preset of {program(other.PROGRAM)}, not "
+            f"{program(cls.PROGRAM)}: {program(other.PROGRAM)} --preset {preset}"
         )
     where = f"preset {path}"
     return make_config(without_removed({**data, "preset": preset}, where, cls), cls, where)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from agents.base import duration
+from agents.base import duration, program
 from agents.training.config import TrainConfig
 
 
@@ -37,14 +37,14 @@ def plan(config: TrainConfig, run_dir: Path, steps: int, no_flags: bool) -> list
         )
     if no_flags:
         lines.append(
-            "no flags: the default settings (python train.py --help lists them); "
+            f"no flags: the default settings ({program('train')} --help lists them); "
             "--preset quick trains a small agent in a few minutes; Ctrl-C stops"
         )
     return lines
 
 
-def resume_command(run_dir: Path, script: str = "train.py") -> str:
-    return f"python {script} --resume {shlex.quote(shown(run_dir))}"
+def resume_command(run_dir: Path, name: str = "train") -> str:
+    return f"{program(name)} --resume {shlex.quote(shown(run_dir))}"
 
 
 def interrupted(steps: int, saved: int | None, run_dir: Path) -> str:
@@ -71,7 +71,7 @@ def finished(config: TrainConfig, run_dir: Path, steps: int, evals: list, second
         lines.append(f"model: {shown(model)}")
     opponents = " ".join([shlex.quote(shown(model))] * (config.players - 1))
     hold = " --hold all" if config.hold == "all" else ""
-    return [*lines, f"play against it: python play.py --opponents {opponents}{hold}"]
+    return [*lines, f"play against it: {program('play')} --opponents {opponents}{hold}"]
 
 
 class Clock:
