@@ -119,7 +119,7 @@ class _TurnTables(NamedTuple):
 @cache
 def _turn_tables(rules: Rules, levels: int = 100) -> _TurnTables:
     moves = move_tables(rules.hold)
-    decisions = decision_tables(rules.hold, rules.entry)
+    decisions = decision_tables(rules)
     ev = turn_ev_table(rules)
     ids = len(moves.points)
     width = int(moves.points.max()) // STEP + 1
@@ -298,7 +298,7 @@ def _make_optimal_table(sol: TwoPlayerSolution) -> _OptimalTable:
     after = 1.0 - sol.V[index[out.scores[:, 1] // 100], index[out.scores[:, 0] // 100]]
     bank = np.where(out.winner == 0, 1.0, np.where(out.winner == 1, 0.0, after))
     bank = np.where(out.lost, passing, bank)
-    r8 = bank_table(rules.entry)
+    r8 = bank_table(rules)
     allowed = r8.allowed[(own > 0).astype(np.int64), r8.index(totals)]
     bank = np.where(allowed & inside, bank, np.where(inside, -np.inf, passing))
     return _OptimalTable(index, n, levels, roll.ravel(), bank)

@@ -37,7 +37,7 @@ class ThresholdBot(Policy):
         total = s.turn_total + best.points
         banked = s.scores[s.current]
         rules = game.rules
-        if can_bank(banked, total, rules.entry) and (
+        if can_bank(banked, total, rules) and (
             total >= self.threshold or banked + total == rules.target
         ):
             return best.bits | BANK_BIT

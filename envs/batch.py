@@ -103,7 +103,7 @@ def move_tables(hold: str) -> MoveTables:
         if info.bust:
             continue
         # Entered, turn total 0: every hold appears as a roll-on move (banking aside).
-        for move in _legal_moves(roll, hold, 500, True, 0).by_action.values():
+        for move in _legal_moves(roll, Rules(hold=hold), True, 0).by_action.values():
             if not move.banks:
                 legal[i, move.action] = True
                 points[i, move.action] = move.points
@@ -125,12 +125,13 @@ class BankTable(NamedTuple):
 
 
 @cache
-def bank_table(entry: int) -> BankTable:
+def bank_table(rules: Rules) -> BankTable:
     """R8 as a table, from ``envs.rules.can_bank``: past the entry score only the 50
     rule matters, so totals from ``last`` on share two rows (even and odd index)."""
+    entry = rules.entry
     last = entry // 50 + 2 + (entry // 50) % 2  # even, and past the entry
     allowed = np.array(
-        [[can_bank(entered, 50 * i, entry) for i in range(last + 2)] for entered in (0, 1)]
+        [[can_bank(entered, 50 * i, rules) for i in range(last + 2)] for entered in (0, 1)]
     )
     return BankTable(allowed, last)
 
@@ -154,8 +155,10 @@ class DecisionTables(NamedTuple):
 
 
 @cache
-def decision_tables(hold: str, entry: int) -> DecisionTables:
-    """The decision tables of one hold rule and entry score (built once, ~0.2 s)."""
+def decision_tables(rules: Rules) -> DecisionTables:
+    """The decision tables of one game's rules (built once, ~0.2 s): they read the hold
+    rule, the entry score and the 50 rule."""
+    entry = rules.entry
     last = entry // 50 + (entry // 50) % 2  # even; from here on the total is past entry
     levels = last + 2
     mask = np.zeros((_N_IDS * 2 * levels, NUM_ACTIONS), dtype=bool)
@@ -164,7 +167,7 @@ def decision_tables(hold: str, entry: int) -> DecisionTables:
             continue
         for entered in (0, 1):
             for level in range(levels):
-                moves = _legal_moves(roll, hold, entry, bool(entered), 50 * level)
+                moves = _legal_moves(roll, rules, bool(entered), 50 * level)
                 mask[(i * 2 + entered) * levels + level] = moves.mask
     n_legal = mask.sum(axis=1)
     width = int(n_legal.max())
@@ -208,12 +211,12 @@ def bank_batch(
     after[rows[fits], banker[fits]] = new[fits]
     winner[win] = banker[win]
     # The banker's own column never matches: new > own, every bank holds points.
-    bump = (scores == new[:, None]) & (fits & ~win)[:, None]
+    bump = (scores == new[:, None]) & (fits & ~win & rules.bump)[:, None]  # V2: off, no bump
     bumped = bump.any(axis=1)
     if bumped.any():
         after[bump] = 0
     gift_to = np.full(m, -1, dtype=np.int64)
-    over = np.flatnonzero(~fits)
+    over = np.flatnonzero(~fits) if rules.overshoot == "gift" else np.zeros(0, np.int64)  # V3
     if over.size:
         # The gift's candidate by (score, turn order after the banker).
         s, b, t = scores[over], banker[over], total[over]
@@ -245,8 +248,8 @@ class BatchGames:
             raise ValueError(f"the number of games must be a positive integer, got {n_games!r}")
         self.n_games, self.n_players, self.rules = n_games, n_players, rules
         self.tables = move_tables(rules.hold)
-        self.bank_rule = bank_table(rules.entry)
-        self.decisions = decision_tables(rules.hold, rules.entry)
+        self.bank_rule = bank_table(rules)
+        self.decisions = decision_tables(rules)
         self._points_flat = self.tables.points.ravel()  # hot path: 1-d takes
         self._left_flat = self.tables.dice_left.ravel()
         self._mask_flat = self.decisions.mask.ravel()

@@ -36,7 +36,7 @@ from functools import cache, cached_property
 import numpy as np
 
 from envs.game import DECIDE, Game, check_players, in_turn_order
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules, check_hundreds
 from envs.solver import turn_ev_table
 
 # 2: slot 40 of the rich action features holds the turn-EV value (was always 0 in 1).
@@ -261,6 +261,7 @@ class ObsSpec:
             raise ValueError(
                 f"unknown observation encoding {self.encoding!r}; accepted: {', '.join(ENCODINGS)}"
             )
+        check_hundreds(self.rules, "the observation encoding")  # its score bins
 
     @cached_property
     def slices(self) -> dict[str, slice]:

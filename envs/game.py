@@ -181,8 +181,9 @@ def state_problem(s: GameState, rules: Rules) -> str:
     if not MIN_PLAYERS <= n <= MAX_PLAYERS:
         return f"{n} players (2 to {MAX_PLAYERS} allowed)"
     for score in s.scores:
-        if score % 100 or not (score == 0 or rules.entry <= score <= rules.target):
-            return f"banked score {score} is not 0 or a multiple of 100 in entry..target (R10)"
+        step = rules.score_step
+        if score % step or not (score == 0 or rules.entry <= score <= rules.target):
+            return f"banked score {score} is not 0 or a multiple of {step} in entry..target (R10)"
     if not 0 <= s.current < n:
         return f"current seat {s.current} out of range 0..{n - 1}"
     if s.phase not in (ROLL, DECIDE, OVER):
@@ -274,15 +275,15 @@ class BankOutcome(NamedTuple):
         return self.overshoot and self.gift_to is None
 
 
-def _bank_refusal(banked: int, total: int, entry: int) -> str:
-    """Why `can_bank` refuses (R8), in a few words."""
+def _bank_refusal(banked: int, total: int, rules: Rules) -> str:
+    """Why `can_bank` refuses (R8, V1, V4), in a few words."""
     if total <= 0:
         return "nothing to bank"
     reasons = []
-    if total % 100 == 50:
+    if rules.fifty_rule and total % 100 == 50:
         reasons.append("ends in 50")
-    if banked == 0 and total < entry:
-        reasons.append(f"is under the {entry} needed to enter")
+    if banked == 0 and total < rules.entry:
+        reasons.append(f"is under the {rules.entry} needed to enter")
     return " and ".join(reasons)
 
 
@@ -291,28 +292,32 @@ def bank_outcome(scores: Sequence[int], banker: int, total: int, rules: Rules) -
     one place where banking is decided (``Game`` applies it). Pure: `scores` is not
     modified."""
     before = tuple(map(int, scores))
-    if not can_bank(before[banker], total, rules.entry):
-        why = _bank_refusal(before[banker], total, rules.entry)
+    if not can_bank(before[banker], total, rules):
+        why = _bank_refusal(before[banker], total, rules)
         return BankOutcome(banker, total, False, why, before)
     new = before[banker] + total
     if new <= rules.target:
-        # A bump: every *other* seat on the new score drops to 0 (R9).
+        # A bump: every *other* seat on the new score drops to 0 (R9), unless the house
+        # rules have no bumps (V2).
         bumped = (
             ()
-            if new == rules.target
+            if new == rules.target or not rules.bump
             else tuple(p for p, x in enumerate(before) if p != banker and x == new)
         )
         after = tuple(new if p == banker else 0 if p in bumped else x for p, x in enumerate(before))
         winner = banker if new == rules.target else None
         return BankOutcome(banker, total, True, "", after, winner, bumped)
-    # Overshoot: the banker keeps their score; the total is a gift, or lost (R9).
-    recipient = _gift_candidate(before, banker, rules)
+    # Overshoot: the banker keeps their score; the total is a gift, or lost (R9), or
+    # always lost under the house rule V3.
+    gifts = rules.overshoot == "gift"
+    recipient = _gift_candidate(before, banker, rules) if gifts else None
     if recipient is None or before[recipient] + total > rules.target:
-        why = (
-            f"nobody else has {rules.entry} or more"
-            if recipient is None
-            else f"it would take them past {rules.target}"
-        )
+        if not gifts:
+            why = "overshoots are lost under these rules"
+        elif recipient is None:
+            why = f"nobody else has {rules.entry} or more"
+        else:
+            why = f"it would take them past {rules.target}"
         return BankOutcome(
             banker, total, True, "", before, overshoot=True, lost_why=why, lost_candidate=recipient
         )
@@ -443,20 +448,18 @@ class LegalMoves(NamedTuple):
 
 
 @lru_cache(maxsize=1 << 16)
-def _legal_moves(
-    roll: tuple[int, ...], hold_rule: str, entry: int, entered: bool, turn_total: int
-) -> LegalMoves:
+def _legal_moves(roll: tuple[int, ...], rules: Rules, entered: bool, turn_total: int) -> LegalMoves:
     """The legal moves of a roll, by ascending action, before banking is applied: what
     they hold and lead to depends only on these arguments (R5, R6, R8), so it is cached;
     a banking move's ``bank`` is filled in by ``Game._with_bank``. The one place that
     decides which actions are legal."""
     banked = 1 if entered else 0  # only whether the player has entered matters here
     out = {}
-    for hold in sorted(ROLL_INFO[roll].holds(hold_rule), key=lambda h: h.bits):
+    for hold in sorted(ROLL_INFO[roll].holds(rules.hold), key=lambda h: h.bits):
         total = turn_total + hold.points
         left = (len(roll) - len(hold.dice)) or NUM_DICE  # hot dice (R6)
-        bankable = can_bank(banked, total, entry)
-        why_not = "" if bankable else _bank_refusal(banked, total, entry)
+        bankable = can_bank(banked, total, rules)
+        why_not = "" if bankable else _bank_refusal(banked, total, rules)
         out[hold.bits] = Move(hold.bits, False, hold.dice, hold.points, total, left, None, why_not)
         if bankable:
             out[hold.bits | BANK_BIT] = Move(
@@ -469,11 +472,8 @@ def _legal_moves(
 
 
 @lru_cache(maxsize=1 << 16)
-def _banking_move(
-    move: Move, scores: tuple[int, ...], banker: int, target: int, entry: int
-) -> Move:
+def _banking_move(move: Move, scores: tuple[int, ...], banker: int, rules: Rules) -> Move:
     """A banking move with its BankOutcome (cached: positions recur across games)."""
-    rules = Rules(target=target, entry=entry)  # banking (R8, R9) does not read the hold rule
     return move._replace(bank=bank_outcome(scores, banker, move.turn_total, rules))
 
 
@@ -582,14 +582,14 @@ class Game:
 
     def _legal_moves(self) -> LegalMoves:
         s, rules = self.state, self.rules
-        return _legal_moves(s.roll, rules.hold, rules.entry, s.scores[s.current] > 0, s.turn_total)
+        return _legal_moves(s.roll, rules, s.scores[s.current] > 0, s.turn_total)
 
     def _with_bank(self, move: Move) -> Move:
         """`move` with its BankOutcome, which depends on every score."""
         if not move.banks:
             return move
         s, rules = self.state, self.rules
-        return _banking_move(move, tuple(s.scores), s.current, rules.target, rules.entry)
+        return _banking_move(move, tuple(s.scores), s.current, rules)
 
     # ----------------------------------------------------------------- steps
     def roll(self, dice: Iterable[int] | None = None) -> RollInfo:

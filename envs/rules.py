@@ -39,34 +39,77 @@ STRAIGHT_VALUE = 1500
 STRAIGHTS = ((1, 2, 3, 4, 5), (2, 3, 4, 5, 6))
 
 
+OVERSHOOT_VARIANTS = ("gift", "lost")
+
+
 @dataclass(frozen=True)
 class Rules:
-    """The rule options of one game (RULES.md R5, R8, R9).
+    """The rule options of one game: the seeds' rules by default, each house-rule switch
+    of RULES.md (V1-V5, and the hold rule R5) a field.
 
     hold: ``"free"`` (hold any scoring subset, the default) or ``"all"`` (hold every
-        scoring die of each roll; the only choice is to bank or roll).
-    target: the exact score that wins (5000; smaller values give shrunken games for
-        tests and solvers).
-    entry: the turn total a player with 0 points needs to bank ("entering"); it is
-        also the score a player needs to receive an overshoot gift.
+        scoring die of each roll; the only choice is to bank or roll). R5.
+    target: the exact score that wins, a multiple of 100 (5000; smaller values give
+        shrunken games for tests and solvers). V5.
+    entry: the turn total a player with 0 points needs to bank ("entering"), a multiple
+        of 50 from 50 to the target; only entered players receive an overshoot gift. V1.
+    bump: banking onto another player's score sends that player to 0 (R9); off, it
+        stays where it is. V2.
+    overshoot: ``"gift"``: an overshoot's turn total goes to the lowest entered player
+        (R9); ``"lost"``: it is simply lost. V3.
+    fifty_rule: no banking a turn total ending in 50 (R8); off, banked scores may end
+        in 50 and an entered player may bank any total. V4.
     """
 
     hold: str = "free"
     target: int = 5000
     entry: int = 500
+    bump: bool = True
+    overshoot: str = "gift"
+    fifty_rule: bool = True
 
     def __post_init__(self) -> None:
         if self.hold not in HOLD_VARIANTS:
             raise ValueError(f"hold must be one of {HOLD_VARIANTS}, got {self.hold!r}")
-        if not isinstance(self.target, int) or self.target <= 0 or self.target % 100:
+        if not _is_int(self.target) or self.target <= 0 or self.target % 100:
             raise ValueError(f"target must be a positive multiple of 100, got {self.target!r}")
-        if not isinstance(self.entry, int) or not 100 <= self.entry <= self.target:
-            raise ValueError(f"entry must be between 100 and target, got {self.entry!r}")
-        if self.entry % 100:
-            raise ValueError(f"entry must be a multiple of 100, got {self.entry!r}")
+        if not _is_int(self.entry) or not 50 <= self.entry <= self.target:
+            raise ValueError(f"entry must be between 50 and target, got {self.entry!r}")
+        if self.entry % 50:
+            raise ValueError(f"entry must be a multiple of 50, got {self.entry!r}")
+        for name in ("bump", "fifty_rule"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.overshoot not in OVERSHOOT_VARIANTS:
+            raise ValueError(
+                f"overshoot must be one of {OVERSHOOT_VARIANTS}, got {self.overshoot!r}"
+            )
+
+    @property
+    def score_step(self) -> int:
+        """What every banked score is a multiple of: 100 under the 50 rule (R10), else 50."""
+        return 100 if self.fifty_rule else 50
 
     def to_dict(self) -> dict:
-        return {"hold": self.hold, "target": self.target, "entry": self.entry}
+        """The options as saved with games and models: hold, target and entry always, a
+        house-rule switch only when it differs from the seeds' rule (so files saved
+        before the switches existed read the same)."""
+        d = {"hold": self.hold, "target": self.target, "entry": self.entry}
+        for name, default in SWITCH_DEFAULTS.items():
+            if getattr(self, name) != default:
+                d[name] = getattr(self, name)
+        return d
+
+
+# The switches that to_dict writes only when they differ from the seeds' rules.
+SWITCH_DEFAULTS = {"bump": True, "overshoot": "gift", "fifty_rule": True}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+DEFAULT_RULES = Rules()
 
 
 def count_score(counts: Sequence[int]) -> int:
@@ -216,11 +259,24 @@ def legal_holds(dice: Iterable[int], hold: str = "free") -> list[tuple[int, ...]
     return [h.dice for h in roll_info(dice).holds(hold)]
 
 
-def can_bank(banked: int, turn_total: int, entry: int = 500) -> bool:
-    """Whether a player with `banked` points may bank `turn_total` (R8)."""
-    if turn_total <= 0 or turn_total % 100 == 50:
+def can_bank(banked: int, turn_total: int, rules: Rules | None = None) -> bool:
+    """Whether a player with `banked` points may bank `turn_total` (R8; V1 the entry,
+    V4 the 50 rule): the one place where this is decided."""
+    rules = rules or DEFAULT_RULES
+    if turn_total <= 0 or (rules.fifty_rule and turn_total % 100 == 50):
         return False
-    return banked > 0 or turn_total >= entry
+    return banked > 0 or turn_total >= rules.entry
+
+
+def check_hundreds(rules: Rules, what: str) -> None:
+    """Refuse, in one line, house rules that `what` cannot take yet: it counts banked
+    scores in hundreds from the entry (R10), which the 50 rule switched off (V4) or an
+    entry ending in 50 (V1) would break. The engine and the scripted bots take them."""
+    if not rules.fifty_rule or rules.entry % 100:
+        raise ValueError(
+            f"{what} does not take an entry ending in 50 (V1) or the 50 rule switched off "
+            f"(V4) yet, got entry={rules.entry}, fifty_rule={rules.fifty_rule}"
+        )
 
 
 def roll_probabilities(n: int) -> list[tuple[tuple[int, ...], float]]:

@@ -36,7 +36,7 @@ from functools import cache
 import numpy as np
 
 from envs.game import bank_outcome as game_bank_outcome
-from envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
+from envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, check_hundreds, roll_probabilities
 
 STEP = 50  # every score and turn total is a multiple of 50
 
@@ -151,6 +151,7 @@ def turn_ev_table(rules: Rules) -> TurnEV:
 
 def solve_turn_ev(rules: Rules | None = None, cap: int = 40_000) -> TurnEV:
     rules = rules or Rules()
+    check_hundreds(rules, "the turn-EV table")
     tab = option_tables(rules.hold)
     steps = tab.steps
     n_levels = cap // STEP + 1
@@ -198,7 +199,7 @@ class TwoPlayerSolution:
 
     def bank_value(self, own: int, opp: int, total: int) -> float:
         """Win probability after banking `total` now (R9), or -inf if not allowed (R8)."""
-        if not can_bank(own, total, self.rules.entry):
+        if not can_bank(own, total, self.rules):
             return -np.inf
         kind, x, y = bank_outcome(own, opp, total, self.rules)
         if kind == WIN:
@@ -242,6 +243,7 @@ def solve_two_player(
 ) -> TwoPlayerSolution:
     """Solve the 2-player game exactly. `progress(done, total)` is called per block."""
     rules = rules or Rules()
+    check_hundreds(rules, "the 2-player solver")
     tab = option_tables(rules.hold)
     steps = tab.steps
     scores = np.array([0] + list(range(rules.entry, rules.target, 100)))

@@ -26,7 +26,7 @@ from functools import cache, cached_property
 import numpy as np
 
 from envs.game import Move, bank_outcome, in_turn_order
-from envs.rules import NUM_DICE, Rules, can_bank
+from envs.rules import NUM_DICE, Rules, can_bank, check_hundreds
 from envs.solver import STEP, TwoPlayerSolution, option_tables
 
 ValueFn = Callable[[np.ndarray], np.ndarray]
@@ -191,6 +191,7 @@ def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPla
     or to the position it leaves with the next player to move; a bust, or banked points
     that nobody receives, leaves the scores as they are (R4, R9). All the positions go
     to `value_fn` in one call."""
+    check_hundreds(rules, "the turn planner")
     scores = tuple(int(s) for s in scores)
     n = len(scores)
     top = rules.target // STEP
@@ -200,7 +201,7 @@ def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPla
     bank_end = np.full(size, -1)
     kind = np.zeros(size, dtype=int)  # 0: a position (or the bust end), 1: a win
     for i in range(1, size):
-        if not can_bank(scores[0], i * STEP, rules.entry):  # R8, as the engine checks it
+        if not can_bank(scores[0], i * STEP, rules):  # R8, as the engine checks it
             continue
         outcome = bank_outcome(scores, 0, i * STEP, rules)
         if outcome.winner is not None:

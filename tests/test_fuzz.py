@@ -25,7 +25,7 @@ def check_invariants(game: Game, before: dict | None = None) -> None:
         # Rolling on is always allowed; banking only where R8 allows it.
         for hold in ROLL_INFO[s.roll].holds(rules.hold):
             assert hold.bits in legal
-            may_bank = can_bank(s.scores[s.current], s.turn_total + hold.points, rules.entry)
+            may_bank = can_bank(s.scores[s.current], s.turn_total + hold.points, rules)
             assert ((hold.bits | BANK_BIT) in legal) == may_bank
     if s.phase == OVER:
         assert s.scores[s.winner] == rules.target

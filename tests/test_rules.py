@@ -185,7 +185,7 @@ BANK_ROWS = [
 
 @pytest.mark.parametrize(("banked", "total", "allowed"), BANK_ROWS)
 def test_can_bank_r8(banked, total, allowed):
-    assert can_bank(banked, total, 500) is allowed
+    assert can_bank(banked, total, Rules(entry=500)) is allowed
 
 
 def test_action_encoding_is_leftmost_first_and_unique():
@@ -198,11 +198,44 @@ def test_action_encoding_is_leftmost_first_and_unique():
         action_for([5, 5], roll, bank=False)
 
 
-def test_rules_validation():
-    with pytest.raises(ValueError, match="target"):
-        Rules(target=1234)
-    with pytest.raises(ValueError, match="entry"):
-        Rules(entry=50)
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"target": 1234}, "target must be a positive multiple of 100"),  # V5
+        ({"target": 0}, "target must be a positive multiple of 100"),
+        ({"entry": 0}, "entry must be between 50 and target"),  # V1
+        ({"entry": 25}, "entry must be between 50 and target"),
+        ({"entry": 375}, "entry must be a multiple of 50"),
+        ({"entry": 5100}, "entry must be between 50 and target"),
+        ({"entry": 500.0}, "entry must be between 50 and target"),
+        ({"bump": 1}, "bump must be true or false"),  # V2
+        ({"overshoot": "keep"}, "overshoot must be one of"),  # V3
+        ({"fifty_rule": "no"}, "fifty_rule must be true or false"),  # V4
+        ({"hold": "some"}, "hold must be one of"),  # R5
+    ],
+)
+def test_rules_validation(options, message):
+    with pytest.raises(ValueError, match=message):
+        Rules(**options)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"entry": 50}, {"entry": 350}, {"entry": 5000}, {"bump": False}, {"overshoot": "lost"}],
+)
+def test_every_house_rule_value_of_v1_to_v5_is_accepted(options):
+    assert getattr(Rules(**options), next(iter(options))) == next(iter(options.values()))
+
+
+def test_saved_rules_name_a_switch_only_when_it_differs_from_the_seeds():
+    """Files saved before the switches existed (hold, target, entry) read the same."""
+    assert Rules().to_dict() == {"hold": "free", "target": 5000, "entry": 500}
+    changed = Rules(bump=False, overshoot="lost", fifty_rule=False)
+    assert changed.to_dict() == {
+        "hold": "free", "target": 5000, "entry": 500,
+        "bump": False, "overshoot": "lost", "fifty_rule": False,
+    }  # fmt: skip
+    assert Rules(**changed.to_dict()) == changed
 
 
 def _distinct_scoring_submultisets(roll):

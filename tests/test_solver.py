@@ -68,7 +68,7 @@ def independent_turn_ev(rules: Rules, entered: bool, cap: int) -> float:
                 for hold in ROLL_INFO[roll].holds(rules.hold):
                     new = t + hold.points
                     left = (k - len(hold.dice)) or NUM_DICE
-                    if can_bank(1 if entered else 0, new, rules.entry):
+                    if can_bank(1 if entered else 0, new, rules):
                         best = max(best, new)
                     best = max(best, value[min(new // 50, levels + 90), left])
                 total += p * best

@@ -57,17 +57,28 @@ def test_roll_codes_match_the_engines_dice_stream():
             assert ROLLS[CODE_TO_ROLL[n, code]] == ROLL_BY_CODE[n][code % 6**n].dice
 
 
-@pytest.mark.parametrize("hold, entry", [("free", 500), ("all", 500), ("free", 300)])
-def test_decision_masks_are_the_engines(hold, entry):
-    """R5, R8: the mask of every roll, entered or not, at turn totals far past the
-    table's rows, is the engine's own."""
-    table = decision_tables(hold, entry)
+@pytest.mark.parametrize(
+    "rules",
+    [
+        Rules(),
+        Rules(hold="all"),
+        Rules(entry=300),
+        Rules(entry=350),  # V1: an entry ending in 50, under the 50 rule
+        Rules(entry=250, fifty_rule=False),  # V1, V4
+        Rules(hold="all", entry=50, fifty_rule=False),
+    ],
+    ids=repr,
+)
+def test_decision_masks_are_the_engines(rules):
+    """R5, R8 (V1, V4): the mask of every roll, entered or not, at turn totals far past
+    the table's rows, is the engine's own."""
+    table = decision_tables(rules)
     rng = np.random.default_rng(0)
     for roll in ROLLS:
         for entered in (0, 1):
             for total in rng.choice(np.arange(0, 4000, 50), size=6, replace=False):
                 key = table.key(np.array([ROLL_ID[roll]]), np.array([entered]), np.array([total]))
-                want = _legal_moves(roll, hold, entry, bool(entered), int(total)).mask
+                want = _legal_moves(roll, rules, bool(entered), int(total)).mask
                 assert np.array_equal(table.mask[key[0]], want), (roll, entered, total)
                 legal = table.legal[key[0], : table.n_legal[key[0]]]
                 assert list(legal) == list(np.flatnonzero(want))
@@ -105,13 +116,27 @@ def _check_bank_batch(cases, rules):
         ), (s, b, t)
 
 
+SMALL = dict(target=1200, entry=500)
+
+
 @pytest.mark.parametrize("n_players", [2, 3])
-def test_bank_batch_is_bank_outcome_exhaustively(n_players):
-    """R9 (win, bumps, overshoot gifts, lost points) on every score combination of a
-    small game."""
-    rules = Rules(target=1200, entry=500)
-    values = [0, 500, 600, 700, 800, 900, 1000, 1100]
-    cases = list(_bank_cases(n_players, rules, values, range(100, 1500, 100)))
+@pytest.mark.parametrize(
+    "rules",
+    [
+        Rules(**SMALL),
+        Rules(**SMALL, bump=False),  # V2
+        Rules(**SMALL, overshoot="lost"),  # V3
+        Rules(**SMALL, fifty_rule=False),  # V4: scores and totals may end in 50
+        Rules(target=1200, entry=250, fifty_rule=False, bump=False, overshoot="lost"),
+    ],
+    ids=repr,
+)
+def test_bank_batch_is_bank_outcome_exhaustively(n_players, rules):
+    """R9 (win, bumps, overshoot gifts, lost points) and its switches V2-V4 on every
+    score combination of a small game."""
+    step = rules.score_step
+    values = [0, *range(rules.entry + (-rules.entry) % step, rules.target, step)]
+    cases = list(_bank_cases(n_players, rules, values, range(step, 1500, step)))
     _check_bank_batch(cases, rules)
 
 
