@@ -91,10 +91,9 @@ class _TurnTables(NamedTuple):
     """Lookups that make ``turn-ev`` and most of ``smart`` a few gathers per decision.
 
     A banking hold that lands the banker exactly on the target, or exactly on another
-    seat's score (a bump), is always allowed when the hold is (R8: such a total is a
-    multiple of 100, and at least the entry score for a player who has not entered), so
-    it is found by its points alone: ``first_with`` / ``last_with`` [roll, points // 50]
-    give the smallest / largest banking action holding exactly those points (-1: none).
+    seat's score (a bump), is found by its points: ``first_with`` / ``last_with`` [roll,
+    points // 50] give the smallest / largest banking action holding exactly those
+    points (-1: none); whether that total may be banked (R8) is ``BatchGames.may_bank``'s.
     ``best`` is turn-ev's choice (most expected turn points, first of equals) for every
     roll, entered flag and turn total below ``levels * 50``; ``max_points`` the most a
     legal hold of the roll scores."""
@@ -105,10 +104,13 @@ class _TurnTables(NamedTuple):
     best: np.ndarray  # flat (roll, entered, turn total // 50)
     levels: int
 
-    def bank_with(self, table: np.ndarray, roll: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """`table`'s banking action holding exactly `points` from `roll`, or -1."""
+    def bank_with(
+        self, table: np.ndarray, roll: np.ndarray, points: np.ndarray, allowed: np.ndarray
+    ) -> np.ndarray:
+        """`table`'s banking action holding exactly `points` from `roll`, or -1 (also
+        where `allowed`, whether R8 lets the total it makes be banked, is False)."""
         level = points // STEP
-        inside = (points > 0) & (level < table.shape[1])
+        inside = (points > 0) & (level < table.shape[1]) & allowed
         return np.where(inside, table[roll, np.where(inside, level, 0)], -1)
 
     def turn_ev_choice(self, roll: np.ndarray, entered: np.ndarray, total: np.ndarray):
@@ -155,7 +157,8 @@ class BatchedTurnEVBot(TurnEVBot):
         inside = total < tab.levels * STEP
         out = np.empty(len(idx), dtype=np.int64)
         r, t, o = roll[inside], total[inside], own[inside]
-        win = tab.bank_with(tab.first_with, r, games.rules.target - o - t)
+        target = games.rules.target
+        win = tab.bank_with(tab.first_with, r, target - o - t, games.may_bank(o > 0, target - o))
         out[inside] = np.where(win >= 0, win, tab.turn_ev_choice(r, (o > 0).astype(np.int64), t))
         if not inside.all():  # a turn total past the table: the full computation
             out[~inside] = self._act_full(games, idx[~inside])
@@ -188,7 +191,11 @@ class BatchedSmartBot(SmartBot):
         s = np.flatnonzero(simple)
         gaps = scores[s] - (own[s] + total[s])[:, None]  # a bank of exactly this bumps
         gaps[np.arange(s.size), current[s]] = 0
-        bumps = tab.bank_with(tab.last_with, roll[s, None], gaps)
+        if not games.rules.bump:  # V2: landing on a score bumps nobody
+            gaps[:] = 0
+        landing = np.maximum(scores[s] - own[s, None], 0)  # the turn total a bump banks
+        allowed = games.may_bank((own[s] > 0)[:, None], landing)
+        bumps = tab.bank_with(tab.last_with, roll[s, None], gaps, allowed)
         biggest = np.where(bumps >= 0, gaps, -1).argmax(axis=1)  # the biggest bump first
         bump = bumps[np.arange(s.size), biggest]
         entered = (own[s] > 0).astype(np.int64)
@@ -242,10 +249,7 @@ class BatchedOptimalBot(OptimalBot):
         own = scores[np.arange(k), current]
         others = scores.copy()
         others[np.arange(k), current] = -1
-        pair = (
-            table.score_index[own // 100] * table.pairs
-            + table.score_index[others.max(axis=1) // 100]
-        )
+        pair = table.score_index(own) * table.pairs + table.score_index(others.max(axis=1))
         totals, left = games.hold_results(idx)
         level = np.minimum(totals // STEP, table.levels - 1)
         cell = pair[:, None] * table.levels + level
@@ -259,11 +263,16 @@ class _OptimalTable(NamedTuple):
     """The 2-player solution as flat lookups by (own, opponent) pair and turn-total
     level; the last level stands for every total past the target."""
 
-    score_index: np.ndarray  # score // 100 -> index into the solution's scores
+    scores: np.ndarray  # the solution's scores (the rules' grid, ascending)
     pairs: int  # number of scores
     levels: int  # target // 50 + 2
     roll: np.ndarray  # flat (pair, level, dice): win probability of rolling on
     bank: np.ndarray  # flat (pair, level): of banking (-inf where R8 forbids it)
+
+    def score_index(self, scores: np.ndarray) -> np.ndarray:
+        """Each banked score's index into ``scores`` (a score on the grid, or the
+        target, which stands for the last: a win, valued apart)."""
+        return np.minimum(np.searchsorted(self.scores, scores), self.pairs - 1)
 
 
 _OPTIMAL_TABLES: dict[int, tuple[TwoPlayerSolution, _OptimalTable]] = {}
@@ -283,8 +292,7 @@ def _make_optimal_table(sol: TwoPlayerSolution) -> _OptimalTable:
     rules, n = sol.rules, len(sol.scores)
     top = rules.target // STEP
     levels = top + 2
-    index = np.full(rules.target // 100 + 1, -1, dtype=np.int64)
-    index[np.asarray(sol.scores) // 100] = np.arange(n)
+    table = _OptimalTable(np.asarray(sol.scores), n, levels, np.empty(0), np.empty(0))
     ia, ib, level = np.meshgrid(np.arange(n), np.arange(n), np.arange(levels), indexing="ij")
     ia, ib, level = ia.ravel(), ib.ravel(), level.ravel()
     passing = 1.0 - sol.V[ib, ia]  # the turn ends without profit: the opponent's move
@@ -295,13 +303,13 @@ def _make_optimal_table(sol: TwoPlayerSolution) -> _OptimalTable:
     own, opp = sol.scores[ia], sol.scores[ib]
     totals = np.minimum(level, top) * STEP
     out = bank_batch(np.stack([own, opp], axis=1), np.zeros(len(ia), dtype=np.int64), totals, rules)
-    after = 1.0 - sol.V[index[out.scores[:, 1] // 100], index[out.scores[:, 0] // 100]]
+    after = 1.0 - sol.V[table.score_index(out.scores[:, 1]), table.score_index(out.scores[:, 0])]
     bank = np.where(out.winner == 0, 1.0, np.where(out.winner == 1, 0.0, after))
     bank = np.where(out.lost, passing, bank)
     r8 = bank_table(rules)
     allowed = r8.allowed[(own > 0).astype(np.int64), r8.index(totals)]
     bank = np.where(allowed & inside, bank, np.where(inside, -np.inf, passing))
-    return _OptimalTable(index, n, levels, roll.ravel(), bank)
+    return table._replace(roll=roll.ravel(), bank=bank)
 
 
 def batched(policy: Policy) -> Policy:

@@ -1,6 +1,8 @@
 """Where a 2-player policy gives away its chances: exact regret of every decision.
 
     python -m agents.regret checkpoints/ppo-2p/model.zip --against smart --games 2000
+    python -m agents.regret smart --against turn-ev --no-bump --overshoot lost
+                                        # under house rules (the rule flags, RULES.md V1-V5)
 
 The exact 2-player solution (``envs.solver``) gives every legal action's probability
 of winning. A decision's *regret* is what the chosen action gives away against the best
@@ -28,10 +30,11 @@ from tqdm import tqdm
 
 from agents import make_policy
 from agents.base import Policy, check_output_path
+from agents.rule_flags import add_rule_flags, rules_from_args
 from agents.tournament import play_game
 from envs.game import Game
 from envs.render import count_dice
-from envs.rules import BANK_BIT, HOLD_VARIANTS, Rules
+from envs.rules import BANK_BIT, Rules
 
 
 @dataclass
@@ -152,9 +155,9 @@ def measure(
     return report
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m agents.regret") -> int:
+def make_parser(prog: str = "python -m agents.regret") -> argparse.ArgumentParser:
     """The command line of ``python -m agents.regret`` (`prog`: the command as typed, for
-    its usage); the exit code."""
+    its usage)."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Exact regret of a 2-player policy's decisions, against the solver.",
@@ -163,10 +166,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m agents.regret") -
     parser.add_argument("--against", default="smart", help="the opponent (default: smart)")
     parser.add_argument("--games", type=int, default=1000, help="games, seats alternating")
     parser.add_argument("--seed", type=int, default=0, help="seed of the games, >= 0")
-    parser.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     parser.add_argument("--top", type=int, default=15, help="rows of the costliest moves")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
-    args = parser.parse_args(argv)
+    add_rule_flags(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m agents.regret") -> int:
+    """The command line of ``python -m agents.regret`` (`prog`: the command as typed, for
+    its usage); the exit code."""
+    args = make_parser(prog).parse_args(argv)
     try:
         limits = {"games": (1, "at least 1"), "seed": (0, "0 or more"), "top": (0, "0 or more")}
         for flag, (least, words) in limits.items():
@@ -174,9 +183,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m agents.regret") -
                 raise ValueError(f"--{flag} must be {words}, got {getattr(args, flag)}")
         if args.json:
             check_output_path(args.json, "--json")  # before the games, not after
-        report = measure(
-            args.player, args.against, args.games, args.seed, Rules(hold=args.hold), progress=True
-        )
+        rules = rules_from_args(args)
+        report = measure(args.player, args.against, args.games, args.seed, rules, progress=True)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -6,7 +6,11 @@ the house-rule switches of RULES.md V1-V5, with the seeds' rules as defaults.
 
 ``add_rule_flags(parser)`` adds them (as one group of the --help text) and
 ``rules_from_args(args)`` makes the ``envs.rules.Rules`` they name, refusing bad values
-in one line (``Rules``'s own checks).
+in one line (``Rules``'s own checks, the choices too: every program refuses a bad rule
+value in the same words). ``rule_flags(rules)`` writes them back, for the
+commands a program prints or records; ``describe_rules`` says them in words. The
+training scripts make the same flags from their config's fields of the same names
+(tyro: agents/training/config.py).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ def add_rule_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) 
     program that fixes some rule itself)."""
     group = parser.add_argument_group("rules (RULES.md R5, V1-V5; default: the seeds' rules)")
     helps = {
-        "hold": dict(choices=HOLD_VARIANTS, help="which scoring dice may be held (R5)"),
+        "hold": dict(metavar=_metavar(HOLD_VARIANTS), help="which scoring dice may be held (R5)"),
         "target": dict(type=int, metavar="N", help="the exact score that wins (V5)"),
         "entry": dict(
             type=int, metavar="N", help="turn total needed to bank a first time, 50..target (V1)"
@@ -42,7 +46,7 @@ def add_rule_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) 
             help="banking onto another player's score sends it to 0 (V2)",
         ),
         "overshoot": dict(
-            choices=OVERSHOOT_VARIANTS,
+            metavar=_metavar(OVERSHOOT_VARIANTS),
             help="a total past the target goes to the lowest entered player, or is lost (V3)",
         ),
         "fifty_rule": dict(
@@ -58,10 +62,36 @@ def add_rule_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) 
         group.add_argument(flag, default=DEFAULTS[name], help=text, **spec)
 
 
+def _metavar(values: tuple[str, ...]) -> str:
+    """A flag's choices as --help shows them ("{gift,lost}"); Rules checks the value."""
+    return "{" + ",".join(values) + "}"
+
+
+def unset_rule_flags() -> argparse.Namespace:
+    """A namespace to parse into (``parser.parse_args(argv, namespace=...)``): argparse
+    sets no default on an attribute that is already there, so the rule flags not given
+    stay None, and ``given_rule_flags`` can tell which were (a program that must refuse
+    them, as play.py with --load does; ``rules_from_args`` reads None as the default)."""
+    return argparse.Namespace(**dict.fromkeys(FLAGS))
+
+
+def given_rule_flags(args: argparse.Namespace) -> list[str]:
+    """The rule flags given on a command line parsed into ``unset_rule_flags()``, as
+    typed ("--no-bump" for bump=False)."""
+    given = {name: value for name in FLAGS if (value := getattr(args, name, None)) is not None}
+    return [_flag(name, value) for name, value in given.items()]
+
+
+def _flag(name: str, value: object) -> str:
+    """The flag that sets the Rules field `name` (a switch's --no- form when off)."""
+    return f"--no-{FLAGS[name][2:]}" if value is False else FLAGS[name]
+
+
 def rules_from_args(args: argparse.Namespace) -> Rules:
-    """The rules the parsed flags name (fields a program skipped keep their defaults);
-    a one-line ValueError for a bad value."""
-    return Rules(**{name: getattr(args, name, DEFAULTS[name]) for name in FLAGS})
+    """The rules the parsed flags name (fields a program skipped, or flags left unset,
+    keep their defaults); a one-line ValueError for a bad value."""
+    values = {name: getattr(args, name, None) for name in FLAGS}
+    return Rules(**{n: DEFAULTS[n] if v is None else v for n, v in values.items()})
 
 
 def rule_flags(rules: Rules) -> list[str]:
@@ -73,7 +103,31 @@ def rule_flags(rules: Rules) -> list[str]:
         if value == DEFAULTS[name]:
             continue
         if isinstance(value, bool):
-            out.append(flag if value else f"--no-{flag[2:]}")
+            out.append(_flag(name, value))
         else:
             out += [flag, str(value)]
     return out
+
+
+def _words(rules: Rules) -> dict[str, str]:
+    """Each rule of `rules` in a few words, by Rules field."""
+    return {
+        "target": f"exactly {rules.target} wins",
+        "entry": f"{rules.entry} to enter",
+        "bump": "bumps" if rules.bump else "no bumps",
+        "overshoot": f"overshoot {rules.overshoot}",
+        "fifty_rule": "the 50 rule" if rules.fifty_rule else "no 50 rule",
+        "hold": f"hold {rules.hold}",
+    }
+
+
+def describe_rules(rules: Rules) -> str:
+    """Every rule of the game in words, the switches that are on or off, e.g.
+    "exactly 1000 wins, 500 to enter, no bumps, overshoot lost, the 50 rule, hold free"."""
+    return ", ".join(_words(rules).values())
+
+
+def house_rules(rules: Rules) -> list[str]:
+    """The rules of `rules` that differ from the seeds' rules, in words (none: [])."""
+    words = _words(rules)
+    return [words[name] for name in words if getattr(rules, name) != DEFAULTS[name]]

@@ -45,9 +45,9 @@ class ThresholdBot(Policy):
 
 
 class TurnEVBot(Policy):
-    """Maximizes the expected points of the current turn, exactly (``solve_turn_ev``):
-    it enters with 500 and otherwise ignores the scores, except that it always takes
-    an exact win."""
+    """Maximizes the expected points of the current turn, exactly (``solve_turn_ev``,
+    under the game's rules): it enters with the entry score (V1) and otherwise ignores
+    the scores, except that it always takes an exact win."""
 
     name = "turn-ev"
 
@@ -79,11 +79,13 @@ def _most_points(moves: list[Move], rules: Rules, entered: bool) -> int:
 class SmartBot(Policy):
     """A strong heuristic that knows the endgame.
 
-    In order: take an exact win; bank a total that bumps an opponent; never let a
-    turn total past the target feed an opponent (bank it only when the gift would be
-    lost, else roll on the fewest dice to end the turn); near the target, bank whatever
+    In order: take an exact win; bank a total that bumps an opponent (when the rules
+    have bumps, V2); never let a turn total past the target feed an opponent (bank it
+    when the points would be lost, as every overshoot is when the rules give no gifts,
+    V3; else roll on the fewest dice to end the turn); near the target, bank whatever
     safe progress is allowed; otherwise play like ``turn-ev`` (hold and bank choices that
-    maximize the turn's expected points).
+    maximize the turn's expected points). What a bank does is always the engine's word
+    (``Move.bank``), so every rule variant is read, never assumed.
     """
 
     name = "smart"
@@ -118,7 +120,7 @@ class SmartBot(Policy):
         """Every move overshoots: end the turn without feeding anybody."""
         for m in moves:
             if m.banks and m.bank.lost:
-                return m.action  # the points go to nobody: the turn just ends
+                return m.action  # the points go to nobody (V3: always): the turn just ends
         # Roll on, keeping as few dice as possible to roll (the likeliest bust).
         rolls = [(m.dice_left, m.action) for m in moves if not m.banks and m.dice_left < NUM_DICE]
         if rolls:

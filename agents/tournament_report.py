@@ -58,12 +58,16 @@ def tournament_games(
 ) -> tuple[int, list[tour.Seating], list[Policy]]:
     """A tournament checked before any game: the games per matchup (`games` rounded up
     to a multiple of `players`, so that seats rotate evenly), the seatings, and each
-    agent's policy, checked to play this game; ValueError (one line) if anything is off."""
+    agent's policy, checked to play this game and prepared for its rules (the optimal
+    bot solved or loaded once, here, before any worker starts: they then read the
+    cache); ValueError (one line) if anything is off."""
     games = -(-games // players) * players
     seatings = tour.schedule(len(specs), players, games)
     policies = [make_policy(spec) for spec in specs]
-    for policy in policies:  # a trained model: does it fit this game?
+    for policy in policies:  # a trained model: does it fit this game (its rules)?
         policy.check_game(players, rules)
+    for policy in policies:
+        policy.prepare(rules)
     return games, seatings, policies
 
 
@@ -86,15 +90,13 @@ def play_and_report(
     """Play the tournament of ``tournament_games`` (its games per matchup, seatings and
     policies; `asked`: the games asked) with a progress bar (on Ray, joined already,
     with `ray`), and print its tables; its summary, each agent's spec given as in `shown`
-    (default: `specs`), with the command that played it, seed, hold rule, games per
-    matchup, batched, ray and seconds. RuntimeError if the games failed (on
-    Ray: a worker could not load an agent, or failed)."""
+    (default: `specs`), with the command that played it, seed, rules (``Rules.to_dict``;
+    and the hold rule alone, as before), games per matchup, batched, ray and seconds.
+    RuntimeError if the games failed (on Ray: a worker could not load an agent, or
+    failed)."""
     console, err = Console(), Console(stderr=True)
     if games != asked:
         err.print(f"note: {asked} games per matchup rounded up to {games} to rotate seats")
-    # Solve/load what needs it once, here, before workers start (they then read the cache).
-    for policy in policies:
-        policy.prepare(rules)
     shown = [spec.strip() for spec in (shown or specs)]
     names = label_agents(shown, policies)
     if ray:
@@ -114,7 +116,8 @@ def play_and_report(
     summary = tour.summarize(names, results, len(seatings[0].agents))
     for agent, spec in zip(summary["agents"], shown, strict=True):
         agent["spec"] = spec  # the short name's full form, for reports
-    summary.update(command=command, seed=seed, hold=rules.hold, games_per_matchup=games)
+    summary.update(command=command, seed=seed, rules=rules.to_dict(), hold=rules.hold)
+    summary.update(games_per_matchup=games)
     summary.update(batched=batched, ray=ray, seconds=elapsed)
     print_summary(console, summary)
     console.print(

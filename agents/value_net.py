@@ -13,11 +13,12 @@ Features (``FeatureSpec``), per seat, seat 0 the mover, padded to 8 seats:
 - entered (score > 0, R8): a player at 0 needs the entry total to bank at all, a jump
   no smooth function of the score makes easily;
 - score / target: the smooth part;
-- a thermometer of the score by 100s (``score >= 100 * k`` for k = 1 .. target/100 - 1):
-  every score is a multiple of 100 (R10), so any function of one seat's score, jumps
-  included (the last few hundred points, where a single roll wins), is linear in it;
-  unlike a one-hot code, neighbouring scores share all but one unit, so what is
-  learned at one score carries to the next.
+- a thermometer of the score by score steps (``score >= step * k`` for k = 1 ..
+  target/step - 1, the step ``Rules.score_step``: 100 under the 50 rule, 50 without
+  it): every banked score is a multiple of the step (R10, V4), so any function of one
+  seat's score, jumps included (the last few hundred points, where a single roll
+  wins), is linear in it; unlike a one-hot code, neighbouring scores share all but one
+  unit, so what is learned at one score carries to the next.
 
 A network trained for one table of known bots (``FeatureSpec.table``: the bots seated
 after the agent, in turn order) also reads where the agent sits: one more one-hot of 8,
@@ -78,7 +79,8 @@ class FeatureSpec:
 
     @property
     def bins(self) -> int:
-        return self.rules.target // 100 - 1  # thermometer units: score >= 100 .. target-100
+        # Thermometer units: score >= step .. target - step (R10, V4).
+        return self.rules.target // self.rules.score_step - 1
 
     @property
     def per_seat(self) -> int:
@@ -126,10 +128,10 @@ class FeatureSpec:
         if not np.issubdtype(p.dtype, np.integer):
             raise ValueError(f"positions must be integer scores, got dtype {p.dtype}")
         r = self.rules
-        ok = (p % 100 == 0) & (((p >= r.entry) & (p < r.target)) | (p == 0))
+        ok = (p % r.score_step == 0) & (((p >= r.entry) & (p < r.target)) | (p == 0))
         if not ok.all():
             bad = p[~ok][0]
-            raise ValueError(f"not a turn-start score under {r}: {int(bad)} (R8, R10)")
+            raise ValueError(f"not a turn-start score under {r}: {int(bad)} (R8, R10, V1, V4)")
         return p.astype(np.int64)
 
     def encode(
@@ -148,7 +150,8 @@ class FeatureSpec:
         x[:, :n, 0] = 1.0
         x[:, :n, 1] = p > 0
         x[:, :n, 2] = p / self.rules.target
-        x[:, :n, 3:] = (p[:, :, None] // 100) > np.arange(self.bins)  # score >= 100 (k+1)
+        step = self.rules.score_step
+        x[:, :n, 3:] = (p[:, :, None] // step) > np.arange(self.bins)  # score >= step (k+1)
         players = np.zeros((b, self.max_players - 1), dtype=np.float32)
         players[:, n - 2] = 1.0
         mask = np.zeros((b, self.max_players), dtype=bool)

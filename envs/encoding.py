@@ -19,7 +19,9 @@ index              meaning
 3N+1               (target - mover's score - turn total) / target: what the player to
                    move would still need after banking now (negative: overshoot; at
                    least -1)
-3N+2               1 if the turn total ends in 50 (no banking on it, R8)
+3N+2               1 if the turn total is off the score step (``Rules.score_step``): it
+                   ends in 50 under the 50 rule, which forbids banking it (R8); always 0
+                   with the rule off (V4)
 3N+3               number of dice in the roll / 5
 3N+4               1 if some legal action banks
 [3N+5, 3N+35)      the roll, sorted ascending: 6 slots per die position, one-hot face
@@ -29,14 +31,15 @@ index              meaning
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import IntEnum
 from functools import cache, cached_property
+from typing import Any
 
 import numpy as np
 
 from envs.game import DECIDE, Game, check_players, in_turn_order
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules, check_hundreds
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
 from envs.solver import turn_ev_table
 
 # 2: slot 40 of the rich action features holds the turn-EV value (was always 0 in 1).
@@ -62,6 +65,13 @@ def _roll_features(roll: tuple[int, ...]) -> np.ndarray:
 _ROLL_FEATURE_TABLE = {roll: _roll_features(roll) for roll in ROLL_INFO}
 
 
+def off_score_step(total: Any, rules: Rules) -> Any:
+    """Whether a turn total (an int or an array) is off the step banked scores keep
+    (``Rules.score_step``): under the 50 rule a total ending in 50, which may not be
+    banked (R8, R10); never with the rule off (V4). The "ends_in_50" features."""
+    return total % rules.score_step != 0
+
+
 def encode(game: Game, seat: int) -> np.ndarray:
     """The observation vector of `game` as seen from `seat`."""
     s = game.state
@@ -77,7 +87,7 @@ def encode(game: Game, seat: int) -> np.ndarray:
     head += [
         min(total / target, OBS_HIGH),
         max((target - s.scores[s.current] - total) / target, OBS_LOW),
-        float(total % 100 == 50),
+        float(off_score_step(total, game.rules)),
     ]
     # `head` holds the fields before "roll_one_hot" in their order; the roll's fill the rest.
     obs = np.empty(observation_size(n), dtype=np.float32)
@@ -130,8 +140,10 @@ class Col(IntEnum):
 ACTION_FEATURES = len(Col) + 4 + _NEED_BINS - 1  # 42 columns, one-hot groups included
 
 
-def score_bins(rules) -> int:
-    return rules.target // 100 + 1
+def score_bins(rules: Rules) -> int:
+    """The one-hot bins of a banked score, one per score step from 0 to the target:
+    banked scores are multiples of ``Rules.score_step`` (R10; V4 without the 50 rule)."""
+    return rules.target // rules.score_step + 1
 
 
 def action_features(game: Game, seat: int) -> np.ndarray:
@@ -147,7 +159,7 @@ def action_features(game: Game, seat: int) -> np.ndarray:
     after the action / target; 40 the points this turn is expected to bank after the
     action if the player maximized the turn's points from there on (banking: the total
     itself; rolling: ``envs.solver.solve_turn_ev``'s value), / 1000, at most
-    RICH_OBS_HIGH; 41 the new total ends in 50.
+    RICH_OBS_HIGH; 41 the new total ends in 50 under the 50 rule (``off_score_step``).
 
     Slot 40 is a hint, not the answer: it ignores the scores (when to bank to win is
     left to the network) and is the same table the ``turn-ev`` bot plays by.
@@ -177,7 +189,7 @@ def action_features(game: Game, seat: int) -> np.ndarray:
         else:
             row[Col.OVERSHOOT] = 1.0
         row[Col.MAY_BANK] = not move.why_no_bank
-        row[Col.ENDS_IN_50] = total % 100 == 50
+        row[Col.ENDS_IN_50] = off_score_step(total, rules)
         row[Col.OWN_SCORE_AFTER] = own / target
         bank = move.bank
         if bank is None:
@@ -204,10 +216,10 @@ def encode_rich(game: Game, seat: int) -> np.ndarray:
     """The compact vector, one-hot banked scores (own first), then the action block."""
     s = game.state
     n = len(s.scores)
-    bins = score_bins(game.rules)
+    bins, step = score_bins(game.rules), game.rules.score_step
     scores = in_turn_order(s.scores, seat)
     one_hot = np.zeros(n * bins, dtype=np.float32)  # the "score_one_hot" field
-    one_hot[[j * bins + score // 100 for j, score in enumerate(scores)]] = 1.0
+    one_hot[[j * bins + score // step for j, score in enumerate(scores)]] = 1.0
     return np.concatenate([encode(game, seat), one_hot, action_features(game, seat).ravel()])
 
 
@@ -261,7 +273,6 @@ class ObsSpec:
             raise ValueError(
                 f"unknown observation encoding {self.encoding!r}; accepted: {', '.join(ENCODINGS)}"
             )
-        check_hundreds(self.rules, "the observation encoding")  # its score bins
 
     @cached_property
     def slices(self) -> dict[str, slice]:
@@ -330,22 +341,45 @@ class ObsSpec:
         return ""
 
 
+# The rule options every environment takes: the fields of ``Rules`` (R5, V1-V5).
+RULE_OPTIONS = tuple(field.name for field in fields(Rules))
+
+
+def env_rules(rules: Rules | None, **options: Any) -> Rules:
+    """The rules an environment is asked for: `rules` itself, or a ``Rules`` of the
+    `options` (RULE_OPTIONS) given (None: the seeds' rule), never both; ValueError in one
+    line for both, a bad option or a `rules` that is not a ``Rules``."""
+    if set(options) - set(RULE_OPTIONS):  # a caller's mistake, not a user's
+        raise TypeError(f"unknown rule options {sorted(set(options) - set(RULE_OPTIONS))}")
+    given = {name: value for name, value in options.items() if value is not None}
+    if rules is None:
+        return Rules(**given)
+    if not isinstance(rules, Rules):
+        raise ValueError(f"rules must be an envs.rules.Rules, got {rules!r}")
+    if given:
+        raise ValueError(
+            f"give the rules either as rules=Rules(...) or as options, not both "
+            f"(got rules= and {', '.join(given)}=)"
+        )
+    return rules
+
+
 def check_env_options(
     n_players: object,
-    hold: str,
-    target: int,
-    entry: int,
     max_turns: object,
     obs_encoding: str,
     render_mode: str | None,
     metadata: dict,
+    rules: Rules | None = None,
+    **rule_options: Any,
 ) -> ObsSpec:
     """Check the options the Gymnasium, PettingZoo and vector environments share (one-line
-    ValueError for the first bad one; `metadata` gives the accepted "render_modes"); returns
-    the observation spec they describe, which holds the player count and the rules."""
+    ValueError for the first bad one; `metadata` gives the accepted "render_modes"; the
+    rules as ``env_rules`` takes them); returns the observation spec they describe, which
+    holds the player count and the rules."""
     n_players = check_players(n_players)
     if not isinstance(max_turns, int) or max_turns < n_players:
         raise ValueError(f"max_turns must be an integer >= n_players, got {max_turns!r}")
     if render_mode is not None and render_mode not in (modes := metadata["render_modes"]):
         raise ValueError(f"render_mode must be one of {modes}, got {render_mode!r}")
-    return ObsSpec(obs_encoding, n_players, Rules(hold=hold, target=target, entry=entry))
+    return ObsSpec(obs_encoding, n_players, env_rules(rules, **rule_options))

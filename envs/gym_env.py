@@ -14,7 +14,7 @@ from envs.encoding import OBS_LOW, check_env_options
 from envs.game import DECIDE, OVER, Event, Game, IllegalMoveError, Rolled, action_index
 from envs.policy import resolve_policy
 from envs.render import render_rgb, render_text
-from envs.rules import NUM_ACTIONS
+from envs.rules import NUM_ACTIONS, Rules
 
 ILLEGAL_ACTION_MODES = ("lose", "raise")
 
@@ -25,9 +25,10 @@ class FiveThousandEnv(gym.Env):
     ## Description
     Each turn a player rolls five dice, sets aside scoring dice, and either banks the
     points of the turn or rolls the remaining dice, risking a bust that loses the
-    turn's points. The first player to bank exactly 5000 wins. The other seats are
-    played by opponent policies inside ``step()``: the learner is only ever handed a
-    scoring roll of its own, never a bust or a finished game.
+    turn's points. The first player to bank exactly 5000 (the target) wins. The house
+    rules of RULES.md V1-V5 are arguments (below). The other seats are played by
+    opponent policies inside ``step()``: the learner is only ever handed a scoring roll
+    of its own, never a bust or a finished game.
 
     ## Action Space
     ``Discrete(64)``. Bits 0-4 select the dice of the current roll to hold, by position
@@ -59,8 +60,22 @@ class FiveThousandEnv(gym.Env):
       turn order.
     - ``learner_seat``: a seat number, or ``"random"`` to draw it at each reset. Seat 0
       always plays first.
-    - ``hold``: ``"free"`` (default) or ``"all"`` (RULES.md R5).
-    - ``target``, ``entry``: rule options (5000 and 500 by default).
+    - The rules (``envs.rules.Rules``, the seeds' rules by default), either one field
+      at a time or all at once, not both:
+
+      - ``hold``: ``"free"`` (default) or ``"all"`` (RULES.md R5);
+      - ``target``: the exact score that wins, a multiple of 100 (5000; V5);
+      - ``entry``: the turn total a player at 0 needs to bank, a multiple of 50 from 50
+        to the target (500; V1);
+      - ``bump``: banking onto another player's score sends it to 0 (True; V2);
+      - ``overshoot``: ``"gift"`` (default: the turn total goes to the lowest entered
+        player) or ``"lost"`` (V3);
+      - ``fifty_rule``: no banking a total ending in 50 (True; V4: off, scores may end
+        in 50);
+      - ``rules``: a ``Rules`` instead of the options above.
+
+      Trained opponents must have been trained under the same rules (refused in one
+      line otherwise); bots play any.
     - ``max_turns``: truncation limit, 1000 by default.
     - ``illegal_action``: ``"lose"`` (default) or ``"raise"`` (IllegalMoveError).
     - ``dict_obs``: observations as a dict that carries the action mask.
@@ -79,18 +94,34 @@ class FiveThousandEnv(gym.Env):
         n_players: int = 2,
         opponents: Any = "random",
         learner_seat: int | str = 0,
-        hold: str = "free",
-        target: int = 5000,
-        entry: int = 500,
+        hold: str | None = None,
+        target: int | None = None,
+        entry: int | None = None,
         max_turns: int = 1000,
         illegal_action: str = "lose",
         dict_obs: bool = False,
         render_mode: str | None = None,
         obs_encoding: str = "compact",
         opponent_pool: Sequence[tuple[Any, float]] | None = None,
+        bump: bool | None = None,
+        overshoot: str | None = None,
+        fifty_rule: bool | None = None,
+        rules: Rules | None = None,
     ) -> None:
+        # A rule option left at None is the seeds' rule (envs.encoding.env_rules).
         self.obs_spec = spec = check_env_options(
-            n_players, hold, target, entry, max_turns, obs_encoding, render_mode, self.metadata
+            n_players,
+            max_turns,
+            obs_encoding,
+            render_mode,
+            self.metadata,
+            rules,
+            hold=hold,
+            target=target,
+            entry=entry,
+            bump=bump,
+            overshoot=overshoot,
+            fifty_rule=fifty_rule,
         )
         self.rules, self.n_players = spec.rules, (n_players := spec.n_players)
         if learner_seat != "random" and (

@@ -12,7 +12,17 @@ zeros for agents whose decision is not due. Actions use the same encoding as
 truncation after ``max_turns`` turns. With ``env()``'s wrappers an illegal move ends the
 game with -1 for the offender and 0 for the others (PettingZoo's classic convention).
 
-``obs_encoding="rich"`` gives the richer vector the trained agents read.
+Arguments (``env(...)`` and ``raw_env(...)`` alike), as ``FiveThousand-v0``'s:
+
+- ``n_players``: 2 to 8;
+- the rules, one field at a time or all at once, not both (RULES.md; None: the seeds'
+  rule): ``hold`` (``"free"`` or ``"all"``, R5), ``target`` (5000, V5), ``entry`` (500,
+  a multiple of 50, V1), ``bump`` (True, V2), ``overshoot`` (``"gift"`` or ``"lost"``,
+  V3), ``fifty_rule`` (True, V4), or ``rules=Rules(...)``;
+- ``max_turns``: truncation limit, 1000 by default;
+- ``render_mode``: ``"ansi"`` or ``"human"``;
+- ``obs_encoding``: ``"compact"`` (default) or ``"rich"``, the richer vector the trained
+  agents read.
 
 Use ``env()`` for the wrapped environment (illegal moves end the game with -1 for the
 offender, API misuse raises, and an action outside 0..63 raises ValueError, as in
@@ -31,7 +41,7 @@ from envs.driver import any_decision, play
 from envs.encoding import OBS_LOW, check_env_options
 from envs.game import OVER, Game, action_index
 from envs.render import render_text
-from envs.rules import NUM_ACTIONS
+from envs.rules import NUM_ACTIONS, Rules
 
 
 def env(**kwargs) -> AECEnv:
@@ -66,16 +76,32 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def __init__(
         self,
         n_players: int = 2,
-        hold: str = "free",
-        target: int = 5000,
-        entry: int = 500,
+        hold: str | None = None,
+        target: int | None = None,
+        entry: int | None = None,
         max_turns: int = 1000,
         render_mode: str | None = None,
         obs_encoding: str = "compact",
+        bump: bool | None = None,
+        overshoot: str | None = None,
+        fifty_rule: bool | None = None,
+        rules: Rules | None = None,
     ) -> None:
         super().__init__()
+        # A rule option left at None is the seeds' rule (envs.encoding.env_rules).
         self.obs_spec = check_env_options(
-            n_players, hold, target, entry, max_turns, obs_encoding, render_mode, self.metadata
+            n_players,
+            max_turns,
+            obs_encoding,
+            render_mode,
+            self.metadata,
+            rules,
+            hold=hold,
+            target=target,
+            entry=entry,
+            bump=bump,
+            overshoot=overshoot,
+            fifty_rule=fifty_rule,
         )
         self.rules, self.n_players = self.obs_spec.rules, (n_players := self.obs_spec.n_players)
         self.max_turns = max_turns

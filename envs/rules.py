@@ -90,6 +90,14 @@ class Rules:
         """What every banked score is a multiple of: 100 under the 50 rule (R10), else 50."""
         return 100 if self.fifty_rule else 50
 
+    def banked_scores(self) -> tuple[int, ...]:
+        """Every banked score a player can start a turn with, ascending: 0, then each
+        multiple of ``score_step`` from the smallest total a first bank may be (the entry,
+        rounded up to a total that may be banked: R8, V1, V4) to below the target (R10,
+        V5). The exact solvers index their tables by this grid."""
+        first = next(t for t in range(self.entry, self.target + 1, 50) if can_bank(0, t, self))
+        return (0, *range(first, self.target, self.score_step))
+
     def to_dict(self) -> dict:
         """The options as saved with games and models: hold, target and entry always, a
         house-rule switch only when it differs from the seeds' rule (so files saved

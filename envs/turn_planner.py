@@ -26,7 +26,7 @@ from functools import cache, cached_property
 import numpy as np
 
 from envs.game import Move, bank_outcome, in_turn_order
-from envs.rules import NUM_DICE, Rules, can_bank, check_hundreds
+from envs.rules import NUM_DICE, Rules, can_bank
 from envs.solver import STEP, TwoPlayerSolution, option_tables
 
 ValueFn = Callable[[np.ndarray], np.ndarray]
@@ -191,7 +191,6 @@ def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPla
     or to the position it leaves with the next player to move; a bust, or banked points
     that nobody receives, leaves the scores as they are (R4, R9). All the positions go
     to `value_fn` in one call."""
-    check_hundreds(rules, "the turn planner")
     scores = tuple(int(s) for s in scores)
     n = len(scores)
     top = rules.target // STEP
@@ -229,8 +228,7 @@ def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPla
 def exact_two_player_values(solution: TwoPlayerSolution) -> ValueFn:
     """The value function of the exact 2-player solution: (V[a, b], 1 - V[a, b]) for the
     mover at a against b (the game ends with a winner, so the two add up to 1)."""
-    index = np.full(solution.rules.target // 100 + 1, -1)
-    index[solution.scores // 100] = np.arange(len(solution.scores))
+    scores = np.asarray(solution.scores)  # the rules' grid, ascending
 
     def values(positions: np.ndarray) -> np.ndarray:
         positions = np.asarray(positions)
@@ -239,9 +237,8 @@ def exact_two_player_values(solution: TwoPlayerSolution) -> ValueFn:
                 f"the exact 2-player values take positions of 2 players, got shape "
                 f"{positions.shape}"
             )
-        ok = (positions % 100 == 0) & (positions >= 0) & (positions < solution.rules.target)
-        where = index[np.where(ok, positions // 100, 0)]
-        if not ok.all() or (where < 0).any():
+        where = np.minimum(np.searchsorted(scores, positions), len(scores) - 1)
+        if not np.array_equal(scores[where], positions):
             raise ValueError(f"not turn-start scores under {solution.rules}: {positions.tolist()}")
         v = solution.V[where[:, 0], where[:, 1]]
         return np.stack([v, 1.0 - v], axis=1)

@@ -46,6 +46,7 @@ from envs.encoding import (
     Col,
     ObsSpec,
     compact_slices,
+    off_score_step,
     score_bins,
 )
 from envs.game import IllegalMoveError
@@ -64,13 +65,13 @@ def rich_features(
     first), then each action's consequences (``action_features``; zeros unless `seat` has
     a decision due), computed in float64 as there and stored as float32: the same bits."""
     n, rules = games.n_players, games.rules
-    target, bins = rules.target, score_bins(rules)
+    target, bins, step = rules.target, score_bins(rules), rules.score_step
     at = ObsSpec("rich", n, rules).slices
     k = idx.size
     rows = np.arange(k)
     scores = games.scores[idx]
     own_first = scores[rows[:, None], (seat[:, None] + np.arange(n)) % n]
-    out[rows[:, None], at["score_one_hot"].start + np.arange(n) * bins + own_first // 100] = 1.0
+    out[rows[:, None], at["score_one_hot"].start + np.arange(n) * bins + own_first // step] = 1.0
     block = out[:, at["actions"]].reshape(k, NUM_ACTIONS, ACTION_FEATURES)
     due = np.flatnonzero((games.roll[idx] != NO_ROLL) & (games.current[idx] == seat))
     if not due.size:
@@ -96,7 +97,7 @@ def rich_features(
     cells[:, Col.OVERSHOOT] = nd < 0
     entered = own[rows] > 0
     cells[:, Col.MAY_BANK] = games.may_bank(entered, t)
-    cells[:, Col.ENDS_IN_50] = t % 100 == 50
+    cells[:, Col.ENDS_IN_50] = off_score_step(t, rules)
     cells[:, Col.OWN_SCORE_AFTER] = own[rows] / target
     ev = turn_ev_table(rules)
     rolled = ev.value[entered.astype(np.int64), np.minimum(t, ev.cap) // STEP, left[rows, acts]]
@@ -139,8 +140,10 @@ class FiveThousandVectorEnv(VectorEnv):
     """`num_envs` games of 5000, each from the seat of one learning player.
 
     Arguments: ``num_envs`` and every argument of ``FiveThousandEnv`` (n_players,
-    opponents, learner_seat, hold, target, entry, max_turns, illegal_action, dict_obs,
-    obs_encoding, opponent_pool), with the same meaning, per game. Differences:
+    opponents, learner_seat, max_turns, illegal_action, dict_obs, obs_encoding,
+    opponent_pool, and the rules: hold, target, entry, bump, overshoot, fifty_rule, or
+    rules=Rules(...), RULES.md R5 and V1-V5), with the same meaning, per game: the
+    batched games follow every rule switch as ``envs.game.Game`` does. Differences:
 
     - ``render_mode`` is refused (nothing is drawn); both observations are written from
       the arrays (``rich_features``), equal to ``envs.encoding``'s to the bit;
@@ -444,7 +447,7 @@ class FiveThousandVectorEnv(VectorEnv):
         out[:, at["turn_total"].start] = np.minimum(total / target, OBS_HIGH)
         need = (target - scores[rows, current] - total) / target
         out[:, at["need_after_bank"].start] = np.maximum(need, OBS_LOW)
-        out[:, at["ends_in_50"].start] = total % 100 == 50
+        out[:, at["ends_in_50"].start] = off_score_step(total, self.rules)
         out[:, at["dice_in_roll"].start : at["face_counts"].stop] = _ROLL_PART[roll]
         out[:, at["some_action_banks"].start] = deciding & self._mask[idx, BANK_BIT:].any(axis=1)
         if self.obs_spec.encoding == "rich":

@@ -2,6 +2,7 @@
 
     python demo.py [--seed 0] [--games 400]      # train (a few minutes), then evaluate
     python demo.py --watch [--bots smart random] # watch bots play a match instead
+    python demo.py --watch --no-bump --overshoot lost   # ... under house rules
 
 Training uses the `quick` preset of train.py (run folder checkpoints/demo_quick in the
 current folder, replaced each time). The evaluation table shows the new agent and the
@@ -21,10 +22,11 @@ from rich.console import Console
 from rich.table import Table
 
 from agents import make_policy
+from agents.rule_flags import add_rule_flags, house_rules, rules_from_args
 from envs.driver import play
 from envs.game import OVER, Event, Game, Moved, Rolled
 from envs.render import bank_clause, event_text
-from envs.rules import HOLD_VARIANTS, Rules, format_dice
+from envs.rules import Rules, format_dice
 
 RUN_DIR = Path("checkpoints") / "demo_quick"  # the demo's own run, in the current folder
 SHIPPED_PPO = "ppo-2p"  # the shipped agent the new one is measured beside: trained alike
@@ -153,6 +155,22 @@ def train_and_evaluate(seed: int, games: int, workers: int) -> int:
     return 0
 
 
+def watch_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line of ``--watch``: the bots, the game and its rules."""
+    parser = argparse.ArgumentParser(prog=prog, description="Watch scripted bots play 5000.")
+    parser.add_argument(
+        "--bots",
+        nargs="+",
+        default=["threshold:350", "threshold:500", "random"],
+        help="one bot per seat, 2 to 8 of them (random, threshold:T)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the dice and the bots")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to pause per move")
+    parser.add_argument("--max-turns", type=int, default=1000, help="stop after this many turns")
+    add_rule_flags(parser)
+    return parser
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line's exit code; `prog`: the command as typed, for its usage
     (default: this script's)."""
@@ -171,28 +189,22 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         args = parser.parse_args(argv)
         return train_and_evaluate(args.seed, args.games, args.workers)
     argv = [a for a in argv if a != "--watch"]
-    parser = argparse.ArgumentParser(prog=prog, description="Watch scripted bots play 5000.")
-    parser.add_argument(
-        "--bots",
-        nargs="+",
-        default=["threshold:350", "threshold:500", "random"],
-        help="one bot per seat, 2 to 8 of them (random, threshold:T)",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the dice and the bots")
-    parser.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
-    parser.add_argument("--delay", type=float, default=0.0, help="seconds to pause per move")
-    parser.add_argument("--max-turns", type=int, default=1000, help="stop after this many turns")
-    args = parser.parse_args(argv)
+    args = watch_parser(prog).parse_args(argv)
     console = Console()
     try:
+        rules = rules_from_args(args)
         bots = [make_policy(spec) for spec in args.bots]
+        for bot in bots:
+            bot.check_game(len(bots), rules)
+            bot.prepare(rules)
         dice_seed, bot_seed = np.random.SeedSequence(args.seed).spawn(2)
-        game = Game(len(bots), Rules(hold=args.hold), seed=np.random.default_rng(dice_seed))
+        game = Game(len(bots), rules, seed=np.random.default_rng(dice_seed))
     except ValueError as e:
-        console.print(f"[red]error:[/red] {e}")
+        print(f"error: {e}", file=sys.stderr)
         return 2
     names = [bot.name for bot in bots]
-    console.rule(f"5000: {' vs '.join(names)} (seed {args.seed}, hold={args.hold})")
+    house = "".join(f", {words}" for words in house_rules(rules))
+    console.rule(f"5000: {' vs '.join(names)} (seed {args.seed}{house})")
 
     def show(game: Game, event: Event) -> None:
         if isinstance(event, Rolled) and not event.bust:

@@ -2,9 +2,15 @@
 ppo-2p, ...), SB3 checkpoints (.zip), value nets (.npz), exported bots (.onnx).
 
     python evaluate.py A B [C ...] --games N --players K --seed S --workers W
-                       [--hold free|all] [--per-game] [--ray [ADDRESS]]
+                       [rule flags] [--per-game] [--ray [ADDRESS]]
                        [--json PATH] [--csv PATH] [--plot PATH.png]
     python evaluate.py planner-2p ppo-2p smart optimal --games 2000
+    python evaluate.py smart turn-ev optimal --no-bump --overshoot lost --entry 300
+
+The rule flags (``agents.rule_flags``: --hold, --target, --entry, --bump/--no-bump,
+--overshoot, --fifty-rule/--no-fifty-rule; RULES.md R5, V1-V5) choose the game: any
+bot plays any rules, a trained agent only the rules it was trained for (refused in one
+line otherwise). The JSON records them (``rules``), the Markdown says them first.
 
 Installed, the same program is ``fivethousand evaluate``.
 
@@ -41,9 +47,16 @@ from agents import ray_tools
 from agents import tournament_report as report
 from agents.base import check_output_path, check_plot_path
 from agents.neural import first_line
+from agents.rule_flags import (
+    add_rule_flags,
+    describe_rules,
+    house_rules,
+    rule_flags,
+    rules_from_args,
+)
 from agents.shipped import SHIPPED
 from envs.game import check_players
-from envs.rules import HOLD_VARIANTS, Rules
+from envs.rules import Rules
 
 
 def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Namespace:
@@ -64,7 +77,6 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Name
         help="worker processes (default 1), or Ray actors with --ray (default: one per CPU "
         "of the Ray cluster)",
     )
-    p.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
     p.add_argument("--max-turns", type=int, default=1000, help="turn limit per game")
     p.add_argument(
         "--per-game",
@@ -84,6 +96,7 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Name
     p.add_argument("--csv", metavar="PATH", help="write per-agent results as CSV")
     p.add_argument("--plot", metavar="PATH.png", help="draw win rates (and the pairwise matrix)")
     p.add_argument("--markdown", metavar="PATH.md", help="write the tables as Markdown")
+    add_rule_flags(p)
     return p.parse_args(argv)
 
 
@@ -110,9 +123,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line's exit code; `prog`: the command as typed, for its usage and the
     command the results record (default: this script's)."""
     args = parse_args(argv, prog)
-    rules = Rules(hold=args.hold)
     with contextlib.ExitStack() as ray_session:  # a Ray started here stops at the end
         try:
+            rules = rules_from_args(args)
             check_args(args)
             # Fail fast, in this process: the schedule, and each agent fits this game.
             tournament = report.tournament_games(args.agents, args.players, args.games, rules)
@@ -141,7 +154,7 @@ def write_outputs(args: argparse.Namespace, summary: dict) -> int:
     writers = [
         (args.json, lambda path: Path(path).write_text(json.dumps(summary, indent=2))),
         (args.csv, lambda path: write_csv(path, summary)),
-        (args.markdown, lambda path: Path(path).write_text(report.markdown(summary))),
+        (args.markdown, lambda path: Path(path).write_text(markdown(summary))),
         (args.plot, lambda path: report.plot(summary, path)),
     ]
     code = 0
@@ -154,6 +167,15 @@ def write_outputs(args: argparse.Namespace, summary: dict) -> int:
             print(f"error: could not write {path}: {first_line(e)}", file=sys.stderr)
             code = 1
     return code
+
+
+def markdown(summary: dict) -> str:
+    """The tables as Markdown, after the rules they were played under (RULES.md V1-V5)."""
+    rules = Rules(**summary["rules"])
+    house = house_rules(rules)
+    kind = f"house rules: {', '.join(house)}" if house else "the standard rules"
+    flags = f"`{' '.join(rule_flags(rules))}`" if house else "no rule flags"
+    return f"Rules: {describe_rules(rules)} ({kind}; {flags}).\n\n" + report.markdown(summary)
 
 
 def write_csv(path: str, summary: dict) -> None:

@@ -10,6 +10,9 @@
                                  # a save never opens a model file: name its bots again
     python play.py --replay game-log.json            # watch a finished game again
     python play.py --rules                           # the rules in short
+    python play.py --opponents optimal --hint --no-bump --overshoot lost --target 1000
+                                 # house rules (RULES.md V1-V5): any bot plays them,
+                                 # a trained agent only the rules it was trained for
 
 Installed, the same program is ``fivethousand play``.
 
@@ -42,6 +45,14 @@ from typing import NoReturn
 import numpy as np
 
 from agents import MODEL_SUFFIXES, make_policy
+from agents.rule_flags import (
+    add_rule_flags,
+    describe_rules,
+    given_rule_flags,
+    house_rules,
+    rules_from_args,
+    unset_rule_flags,
+)
 from agents.value_net import shipped_planner
 from envs import driver
 from envs.game import (
@@ -67,7 +78,7 @@ from envs.render import (
     plural,
     render_text,
 )
-from envs.rules import BANK_BIT, HOLD_VARIANTS, ROLL_INFO, Rules, action_for, hold_score
+from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, hold_score
 
 HUMAN = "you"
 COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
@@ -190,19 +201,26 @@ def _parse_move(verb: str, faces: str, game: Game) -> int:
 
 
 def short_rules(rules: Rules | None = None) -> str:
-    """The rules in short (the "In short" section of docs/rules.md), and this game's
-    options."""
+    """The rules in short (the "In short" section of docs/rules.md, the seeds' rules),
+    and this game's rules: every switch, and the house rules that change the above."""
     try:
         section = RULES_SHORT.read_text(encoding="utf-8")
     except OSError:
         section = f"(the rules should be in {RULES_SHORT}, which is missing)\n"
     text = section.strip().replace("**", "").replace("`", "")
     if rules is not None:
-        text += (
-            f"\n\nThis game: hold rule '{rules.hold}', exactly {rules.target} wins, "
-            f"{rules.entry} to enter."
-        )
+        text += f"\n\nThis game: {describe_rules(rules)}."
+        if house := house_rules(rules):
+            text += f"\nHouse rules, which change the rules above: {', '.join(house)}."
     return text
+
+
+def rules_lines(rules: Rules) -> list[str]:
+    """The game's rules, said as a game starts or resumes: every switch, then the house
+    rules (those that differ from the seeds' rules), if any."""
+    house = house_rules(rules)
+    lines = [f"Rules: {describe_rules(rules)}."]
+    return lines + [f"House rules: {', '.join(house)}."] * bool(house)
 
 
 def move_text(move: Move) -> str:
@@ -240,8 +258,9 @@ class Session:
         self.players = players  # spec per seat; HUMAN for the player
         self.human = human
         self.policies = {i: make_policy(p) for i, p in enumerate(players) if i != human}
-        for policy in self.policies.values():
+        for policy in self.policies.values():  # a trained model plays only its own rules
             policy.check_game(game.n_players, game.rules)
+            policy.prepare(game.rules)  # optimal: solved (or refused) now, not mid-game
         self.rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # bots
         self.seed, self.hint, self.delay = seed, hint, delay
         self.ask, self.say = ask, say
@@ -255,6 +274,8 @@ class Session:
 
     def play(self) -> int | None:
         game = self.game
+        for line in rules_lines(game.rules):
+            self.say(line)
         self.say(render_text(game, self.names()))
         human = _Human(self)
         seats = [self.policies.get(i, human) for i in range(game.n_players)]
@@ -341,7 +362,10 @@ class Session:
             from agents.optimal import OptimalBot
 
             self._optimal = OptimalBot()
-        values = self._optimal.action_values(self.game)
+        try:  # exact under the game's rules: solved the first time (seconds), then cached
+            values = self._optimal.action_values(self.game)
+        except ValueError as e:  # rules the solver does not take
+            return f"  hint: unavailable under these rules ({one_line(e)})"
         best = max(values, key=values.__getitem__)
         advice = describe_action(best, self.game.state.roll, rolling="roll on")
         return f"  hint: {advice} (win probability {values[best]:.1%} with optimal play)"
@@ -354,9 +378,10 @@ class Session:
             self._planner = shipped_planner(game.n_players, game.rules)
         planner = self._planner
         if planner is None:
+            house = " under these rules" if house_rules(game.rules) else ""
             return (
                 f"  hint: unavailable for {game.n_players} players "
-                "(no shipped planner values such a table)"
+                f"(no shipped planner values such a table{house})"
             )
         best = planner.act(game, np.random.default_rng(0))  # a planner draws nothing
         advice = describe_action(best, game.state.roll, rolling="roll on")
@@ -519,6 +544,8 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{path} is not a game log ({one_line(e)})") from None
     s = game.state
+    for line in rules_lines(game.rules):  # the log's rules (Rules.to_dict), as play said them
+        say(line)
     say(render_text(game, names))
     for number, event in enumerate(events, 1):
         roll, turns = s.roll, s.turns
@@ -585,11 +612,10 @@ def main(
     return code
 
 
-def play_command(
-    argv: list[str] | None, ask: Callable[[str], str], say: Callable[[str], None], prog: str | None
-) -> int:
-    """The program, as ``main`` runs it (``main`` adds the end of a reader who leaves
-    early, as ``| head`` does)."""
+def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argparse.Namespace, Rules]:
+    """The command line's options, and the rules its rule flags name (a bad value: one
+    line, exit status 2). Rule flags not given are None among the options
+    (``given_rule_flags``: a saved game refuses them)."""
     p = _Parser(
         prog=prog,
         description="Play 5000 against bots in the terminal.",
@@ -607,7 +633,6 @@ def play_command(
     )
     p.add_argument("--seat", type=int, help="your seat (default 0: first to play)")
     p.add_argument("--seed", type=int, help="seed of the dice and bots")
-    p.add_argument("--hold", choices=HOLD_VARIANTS, help="hold rule (default free)")
     p.add_argument(
         "--hint",
         action="store_true",
@@ -619,8 +644,20 @@ def play_command(
     p.add_argument("--log", metavar="FILE", help="write the game log here at the end")
     p.add_argument("--replay", metavar="FILE", help="replay a game log and exit")
     p.add_argument("--rules", action="store_true", help="print the rules in short and exit")
-    args = p.parse_args(argv)
-    rules = Rules(hold=args.hold or "free")
+    add_rule_flags(p)
+    args = p.parse_args(argv, namespace=unset_rule_flags())
+    try:
+        return args, rules_from_args(args)
+    except ValueError as e:
+        p.error(str(e))
+
+
+def play_command(
+    argv: list[str] | None, ask: Callable[[str], str], say: Callable[[str], None], prog: str | None
+) -> int:
+    """The program, as ``main`` runs it (``main`` adds the end of a reader who leaves
+    early, as ``| head`` does)."""
+    args, rules = parse_args(argv, prog)
     if args.rules:
         say(short_rules(rules))
         return 0
@@ -634,7 +671,8 @@ def play_command(
             return 0
         if args.load:
             # A saved game has its own seats, seed and rules: never silently ignore these.
-            given = [f"--{k}" for k in ("seat", "seed", "hold") if getattr(args, k) is not None]
+            given = [f"--{k}" for k in ("seat", "seed") if getattr(args, k) is not None]
+            given += given_rule_flags(args)
             if given:
                 raise ValueError(f"{given[0]} is for a new game: a saved game has its own")
             session = load(args.load, args.hint, args.delay, ask, say, args.opponents)

@@ -30,6 +30,7 @@ the same program is ``fivethousand ship``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import shutil
@@ -39,9 +40,11 @@ import tempfile
 from pathlib import Path
 
 from agents import make_policy, shipping
+from agents.rule_flags import house_rules
 from agents.shipping import VALUE_NET, ShipError, stages
+from agents.training.config import saved_rules
 from envs.game import MAX_PLAYERS, MIN_PLAYERS
-from envs.rules import HOLD_VARIANTS, Rules
+from envs.rules import DEFAULT_RULES, HOLD_VARIANTS
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain folder name, not hidden
 SHIPPED_FILES = ("MODEL_CARD.md", "model.zip", "value_net.npz")  # a shipped agent's files
@@ -121,10 +124,14 @@ def check_args(args: argparse.Namespace) -> dict:
     valid = isinstance(sizes, list) and sizes and config.get("hold") in HOLD_VARIANTS
     if not valid or any(n not in range(MIN_PLAYERS, MAX_PLAYERS + 1) for n in sizes):
         raise ShipError(f"{run / 'config.json'} names no valid players (2..8) and hold rule")
-    if planner and Rules(hold=config["hold"]) != shipping.planner_rules(config):
+    try:
+        rules = saved_rules(config)
+    except ValueError as e:
+        raise ShipError(f"{run / 'config.json'} names no valid rules: {e}") from None
+    if house := house_rules(dataclasses.replace(rules, hold=DEFAULT_RULES.hold)):
         raise ShipError(
-            f"{run} was trained under {shipping.planner_rules(config)}: ship.py evaluates the "
-            "standard game (target 5000, entry 500) only"
+            f"{run} was trained under house rules ({', '.join(house)}): ship.py evaluates "
+            "the standard game (either hold rule, no house rule) only"
         )
     if args.average_with and not planner:
         raise ShipError("--average-with averages value nets: a planner run's only")
@@ -164,6 +171,7 @@ def check_args(args: argparse.Namespace) -> dict:
         "target": target,
         "planner": planner,
         "sizes": list(dict.fromkeys(sizes)),
+        "rules": rules,
     }
 
 
@@ -182,7 +190,7 @@ def ship(args: argparse.Namespace) -> int:
     """Check, evaluate and ship as `args` say; the exit code."""
     try:
         inputs = check_args(args)
-        rules = Rules(hold=inputs["config"]["hold"])
+        rules = inputs["rules"]
         for players in inputs["sizes"]:  # the model loads and plays this game
             make_policy(str(inputs["model"])).check_game(players, rules)
     except ValueError as e:  # a ShipError, or the model's own words

@@ -34,6 +34,7 @@ import tyro
 from agents.base import atomic_write, duration
 from agents.neural import first_line
 from agents.training.config import (
+    RULE_FIELDS,
     PlannerConfig,
     find_run,
     open_run,
@@ -43,7 +44,7 @@ from agents.training.config import (
     record_run,
     save_json,
 )
-from agents.training.progress import Reporter, shown
+from agents.training.progress import Reporter, play_command, rules_said, shown
 from agents.training.value_iteration import ValueIteration, evaluate, exact_error, table_label
 
 RUNS = Path("checkpoints")  # the default runs folder, in the current folder
@@ -86,7 +87,7 @@ def prepare(args: Args, given: set[str]) -> tuple[PlannerConfig, Path, dict | No
     return config, run_dir, None, buffer
 
 
-SAME_GAME = ("method", "hold", "target", "entry", "players", "eval_tables")
+SAME_GAME = ("method", *RULE_FIELDS, "players", "eval_tables")
 
 
 def buffer_source(config: PlannerConfig, runs: Path) -> dict:
@@ -239,14 +240,13 @@ def train(
         "last_eval": run.evals[-1] if run.evals else None,
     }
     save_json(run_dir / "summary.json", summary)
-    best = shown(run_dir / "best" / "value_net.npz")
+    best = run_dir / "best" / "value_net.npz"
     print(
         f"done: {shown(run_dir)} trained to iteration {run.trainer.iteration} "
         f"({duration(run.wall_seconds)}, evaluations {duration(run.eval_seconds)})"
     )
-    print(f"best network: {best} (mean win rate {run.best_score:.1%})")
-    others = " ".join([shlex.quote(best)] * (config.players[0] - 1))
-    print(f"play against it: python play.py --opponents {others}")
+    print(f"best network: {shown(best)} (mean win rate {run.best_score:.1%})")
+    print(f"play against it: {play_command(best, config.players[0], config.rules)}")
     return 0
 
 
@@ -294,7 +294,7 @@ def start_run(argv: list[str], prog: str | None) -> int:
     }[config.method]
     print(
         f"{what}: {config.iterations - start} iterations of {config.games_per_iteration} "
-        f"{games}, hold {config.hold}; evaluation every {config.eval_freq} iterations "
+        f"{games} ({rules_said(config.rules)}); evaluation every {config.eval_freq} iterations "
         f"against {tables}",
         flush=True,
     )

@@ -172,6 +172,20 @@ def test_a_bot_for_another_game_or_version_is_refused_in_one_line(exported, tmp_
             make_policy(str(bot)).act(game, np.random.default_rng(0))
 
 
+@pytest.mark.parametrize(
+    "rules",
+    [Rules(entry=300), Rules(bump=False), Rules(overshoot="lost"), Rules(fifty_rule=False)],
+    ids=["V1", "V2", "V3", "V4"],
+)
+def test_an_exported_bot_refuses_every_house_rule_it_was_not_trained_under(exported, rules):
+    """RULES.md V1-V4: the shipped agent's export reads the seeds' rules only."""
+    bot = make_policy(str(exported))
+    bot.check_game(2, Rules())
+    with pytest.raises(ExportError, match="cannot play this game: it was trained under") as e:
+        bot.check_game(2, rules)
+    assert "\n" not in str(e.value) and repr(rules) in str(e.value)
+
+
 def test_an_export_of_format_version_2_still_plays_as_a_ppo_bot(exported, tmp_path):
     """Format 3 added the kind; a version 2 file (no kind) is a PPO bot, as it was."""
     meta = json.loads(exported.with_suffix(".json").read_text())

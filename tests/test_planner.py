@@ -162,13 +162,20 @@ def test_planner_chooses_the_known_best_move(rules, scores, roll, held, bank, wh
 
 def test_past_the_target_every_allowed_bank_is_lost():
     """What solve_turn assumes (R9): a total past the target gives nothing to anyone, for
-    every table size, since any gift recipient has at least the entry score."""
+    every table size, since any gift recipient has at least the entry score; under every
+    house rule (V1 the smallest entry with V4, V3)."""
     rng = np.random.default_rng(1)
-    for rules in (Rules(), Rules(target=1000, entry=300), Rules(target=1500, entry=100)):
-        scores_allowed = [0, *range(rules.entry, rules.target, 100)]
+    variants = (
+        Rules(),
+        Rules(target=1000, entry=300),
+        Rules(target=1500, entry=100),
+        Rules(target=1000, entry=50, fifty_rule=False),
+        Rules(target=1000, bump=False, overshoot="lost"),
+    )
+    for rules in variants:
         for _ in range(200):
-            scores = rng.choice(scores_allowed, size=rng.integers(2, 9)).tolist()
-            for total in range(rules.target + 100, rules.target + 4500, 100):
+            scores = rng.choice(rules.banked_scores(), size=rng.integers(2, 9)).tolist()
+            for total in range(rules.target + 50, rules.target + 4500, 50):
                 outcome = bank_outcome(scores, 0, total, rules)
                 assert not outcome.allowed or outcome.lost
 

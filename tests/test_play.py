@@ -494,7 +494,9 @@ def test_rules_command_prints_the_short_rules_and_this_games_options():
     )
     text = "\n".join(lines)
     assert "exactly 5000 wins" in text and "hot dice" in text
-    assert "This game: hold rule 'all', exactly 5000 wins, 500 to enter." in text
+    this_game = "exactly 5000 wins, 500 to enter, bumps, overshoot gift, the 50 rule, hold all"
+    assert f"This game: {this_game}." in text
+    assert "House rules, which change the rules above: hold all." in text  # R5's variant
     assert "missing" not in text and "**" not in text
 
 

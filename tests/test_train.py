@@ -548,7 +548,11 @@ def test_help_shows_every_config_field_with_its_default(capsys):
     for f in dataclasses.fields(TrainConfig):
         default = getattr(TrainConfig(), f.name)
         shown = " ".join(map(str, default)) if isinstance(default, list) else str(default)
-        assert f"--{f.name.replace('_', '-')} " in out, f.name
+        flag = f"--{f.name.replace('_', '-')}"
+        if isinstance(default, bool):  # a switch (V2, V4): --bump, --no-bump
+            assert f"{flag}, --no-{flag[2:]} " in out, f.name
+        else:
+            assert f"{flag} " in out, f.name
         assert f"(default: {shown})" in out, f.name
     assert "Adam step size, decayed linearly" in out  # the field's docstring
     for flag in ("--resume", "--stop-after", "--checkpoints", "--no-progress", "--params"):

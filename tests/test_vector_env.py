@@ -322,6 +322,43 @@ def test_rich_observation_replays_bit_for_bit(n_players, hold, opponents):
     assert sum(s["over"] for s in seen) > 0 and sum(s["illegal"] for s in seen) > 0
 
 
+# RULES.md V1-V5 on shrunken games: one switch per row, then all of them with R5's "all".
+HOUSE_RULES = [
+    Rules(target=1500, entry=350),  # V1: an entry ending in 50 (under the 50 rule)
+    Rules(target=1500, bump=False),  # V2
+    Rules(target=1500, overshoot="lost"),  # V3
+    Rules(target=1500, entry=250, fifty_rule=False),  # V4 (and V1)
+    Rules(hold="all", target=1000, entry=150, bump=False, overshoot="lost", fifty_rule=False),
+]
+
+
+@pytest.mark.parametrize(
+    "encoding, opponents",
+    [("compact", ["optimal", "smart", "turn-ev"]), ("rich", ["threshold:300", "random", "smart"])],
+)
+@pytest.mark.parametrize("rules", HOUSE_RULES, ids=repr)
+def test_replay_through_game_under_house_rules(rules, encoding, opponents):
+    """V1-V5: the batched games, their masks, observations (compact and rich, bit for
+    bit), rewards and ends, and the batched bots' choices (every bot plays any rules),
+    replayed through Game under the same rules; with illegal actions."""
+    max_turns = 24
+    env = make_env(
+        8,
+        n_players=4,
+        opponents=[make_policy(o) for o in opponents],
+        rules=rules,
+        learner_seat="random",
+        max_turns=max_turns,
+        obs_encoding=encoding,
+    )
+    assert env.unwrapped.games.rules == rules
+    logs = run_recorded(env, steps=40, seed=31, illegal_every=9)
+    plain = [make_policy(o) for o in opponents]
+    seen = [replay(log, 4, rules, max_turns, plain, encoding) for log in logs]
+    assert sum(s["steps"] for s in seen) == 8 * 40
+    assert sum(s["over"] for s in seen) > 0 and sum(s["illegal"] for s in seen) > 0
+
+
 def test_replay_with_illegal_actions_and_a_per_game_opponent():
     """illegal_action="lose": that row alone ends with -1 and the game unchanged; an
     opponent without a batched side plays one game at a time, the same game."""

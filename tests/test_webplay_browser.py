@@ -1,7 +1,8 @@
 """The web page in a real browser: Debian's Chromium driven by Playwright, against the
 app served by uvicorn in a thread. A whole game played by clicking (with a hint, an
 illegal hold, a reload mid-game, a repeated move refused), the new-game form (abandoning
-the game left), the replay and a phone-sized screen; all under the server's
+the game left), the replay, a phone-sized screen and a game under house rules chosen in
+the panel (played to the end by the hints); all under the server's
 Content-Security-Policy, which the page must not violate.
 
 Screenshots go to $WEBPLAY_SCREENSHOTS if set (``WEBPLAY_SCREENSHOTS=docs/screenshots``
@@ -281,4 +282,54 @@ def test_a_phone_sized_screen(server, browser, shots):
         box = die.bounding_box()
         assert box["x"] + box["width"] <= PHONE["width"]
     page.screenshot(path=str(shots / "webplay-phone.png"), full_page=True)
+    assert not page.errors
+
+
+def test_a_house_rules_game_with_hints(server, browser):
+    """Issue 31 item 2: the house-rules panel (V2 no bumps, V3 overshoot lost, V5 a target
+    of 1000), a bot that cannot play them refused, a game played to the end following the
+    exact hints, the game's rules line during play and in the replay, and the panel
+    remembering the rules for the next game."""
+    page = new_page(browser)
+    page.goto(f"{server}/?delay=0")
+    expect(page.locator("#setup")).to_be_visible()
+    expect(page.locator("#rule-target")).to_have_value("5000")  # the seeds' rules
+    expect(page.locator("#rule-entry")).to_have_value("500")
+    expect(page.locator("#rule-bump")).to_be_checked()
+    expect(page.locator("#rule-fifty")).to_be_checked()
+    expect(page.locator("#house-rules .house")).to_have_count(0)
+    page.fill("#rule-target", "1000")
+    page.uncheck("#rule-bump")
+    page.check("input[name=overshoot][value=lost]")
+    expect(page.locator("#house-rules .house")).to_have_count(3)  # the changed ones marked
+    page.select_option("#opponents select >> nth=0", "planner-2p")
+    page.click("#start")  # trained under the seeds' rules: refused in one line
+    expect(page.locator("#error")).to_contain_text("planner-2p: planner-2p values games under")
+    page.select_option("#opponents select >> nth=0", "optimal")
+    page.click("#start")
+    page.wait_for_function("() => view !== null")
+    house = ["target 1000", "no bumps", "overshoot lost"]
+    expect(page.locator("#rules-line")).to_contain_text("entry 500")
+    assert page.locator("#rules-line .rule.house").all_inner_texts() == house
+    decisions = 0
+    while settle(page) == "you":
+        decisions += 1
+        page.click("#hint-btn")
+        expect(page.locator("#hint-text")).to_contain_text("Your win probability")
+        expect(page.locator("#hint-note")).to_contain_text("exact")
+        page.keyboard.press("b" if "and bank" in page.inner_text("#hint-text") else "r")
+    assert decisions, "the human never decided"
+    expect(page.locator("#over")).to_be_visible()
+    assert "1000" in scoreboard(page)[page.evaluate("view.winner")].split()  # V5
+    assert page.locator("#rules-line .rule.house").all_inner_texts() == house
+    page.click("#replay-btn")
+    expect(page.locator("#replay")).to_be_visible()
+    assert page.locator("#replay-rules .rule.house").all_inner_texts() == house
+    page.click("#rp-back")
+    page.click("#again-btn")  # the next game starts from the rules last played
+    expect(page.locator("#rule-target")).to_have_value("1000")
+    expect(page.locator("#house-rules .house")).to_have_count(3)
+    page.click("#rules-reset")
+    expect(page.locator("#rule-target")).to_have_value("5000")
+    expect(page.locator("#house-rules .house")).to_have_count(0)
     assert not page.errors

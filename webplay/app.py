@@ -2,7 +2,9 @@
 
 Every request body is a pydantic model (unknown fields, wrong types and out-of-range
 numbers refused), and every move is then checked by the engine; a refusal is a 4xx
-JSON answer ``{"error": "one line"}`` and leaves the game as it was. Game ids are
+JSON answer ``{"error": "one line"}`` and leaves the game as it was. A new game names
+its rules, a field per house-rule switch (``envs.rules.Rules``, checked by it; the seeds'
+rules by default), which the game's views, save and replay carry. Game ids are
 unguessable (``secrets.token_urlsafe``); an unknown one is a 404; DELETE abandons one.
 Which games are kept, and for how long: webplay.games.
 
@@ -24,12 +26,13 @@ page of another site cannot drive a local server through DNS rebinding.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import Body, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -40,20 +43,30 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from agents.value_net import CHECKPOINTS, shipped_planner
-from envs.game import IllegalMoveError, Move
+from envs.game import Game, IllegalMoveError, Move
 from envs.game_log import one_line
 from envs.render import count_dice
-from envs.rules import BANK_BIT, describe_action
+from envs.rules import (
+    BANK_BIT,
+    DEFAULT_RULES,
+    HOLD_VARIANTS,
+    OVERSHOOT_VARIANTS,
+    Rules,
+    describe_action,
+)
 from webplay.bots import Catalogue
 from webplay.games import (
     LOG_LINES,
+    MAX_TARGET,
     Limits,
     Store,
     StoreFull,
     WebGame,
+    check_target,
     frame,
     position,
     replay_frames,
+    rules_line,
     said,
 )
 
@@ -74,14 +87,28 @@ SECURITY_HEADERS = [
 ]
 
 
+RULE_FIELDS = [f.name for f in dataclasses.fields(Rules)]
+
+
 class NewGame(BaseModel):
-    """A new game: 1 to 7 bots (keys of /api/bots), the human's seat, the hold rule."""
+    """A new game: 1 to 7 bots (keys of /api/bots), the human's seat, and the rules: a
+    field per field of envs.rules.Rules (R5, V1-V5), the seeds' rules when left out.
+    Here only their types are checked; their values by Rules itself (``rules``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     bots: list[Annotated[str, Field(max_length=100)]] = Field(min_length=1, max_length=7)
     seat: int = Field(0, ge=0, le=7)
-    hold: Literal["free", "all"] = "free"
+    hold: str = Field(DEFAULT_RULES.hold, max_length=20)
+    target: int = DEFAULT_RULES.target
+    entry: int = DEFAULT_RULES.entry
+    bump: bool = DEFAULT_RULES.bump
+    overshoot: str = Field(DEFAULT_RULES.overshoot, max_length=20)
+    fifty_rule: bool = DEFAULT_RULES.fifty_rule
     seed: int | None = Field(None, ge=0, lt=2**63)
+
+    def rules(self) -> Rules:
+        """The game's rules; a one-line ValueError (Rules's own) for a bad value."""
+        return Rules(**{name: getattr(self, name) for name in RULE_FIELDS})
 
 
 class MoveRequest(BaseModel):
@@ -285,21 +312,43 @@ def create_app(
                 "(a repeated or late request): nothing was played",
             )
 
-    def hint_policy(web: WebGame):
-        """optimal's solver (2 players, exact), a shipped planner (3+, an estimate), or
-        None; made once per table, by the first request that needs it."""
+    def hint_key(game: Game) -> tuple:
+        return ("hint", game.n_players, game.rules)
+
+    def hint_policy(web: WebGame) -> tuple[object | None, str]:
+        """The policy that gives the hints of this table under its rules, or None and why
+        not: optimal's solver (2 players, exact; it may not take some house rules), a
+        shipped planner (3+, an estimate), if one values such a table. Made once per
+        table and rules, by the first request that needs it."""
         n, rules = web.game.n_players, web.game.rules
 
-        def make():
+        def make() -> tuple[object | None, str]:
             if n > 2:
-                return shipped_planner(n, rules, planners)
+                planner = shipped_planner(n, rules, planners)
+                why = (
+                    f"no hint for {n} players under these rules: no shipped planner values "
+                    "such a table"
+                )
+                return planner, "" if planner else why
             from agents.optimal import OptimalBot
 
             bot = OptimalBot(show_progress=False)
-            bot.prepare(rules)  # the solve (or its cache), here rather than mid-hint
-            return bot
+            try:
+                bot.prepare(rules)  # the solve (or its cache), here rather than mid-hint
+            except ValueError as e:  # rules the solver does not take: no hint, the game goes on
+                return None, f"no exact hint under these rules: {one_line(e)}"
+            return bot, ""
 
-        return catalogue.once(("hint", n, rules), make)
+        return catalogue.once(hint_key(web.game), make)
+
+    def hint_kind(web: WebGame) -> str | None:
+        """What a hint will be: "exact" (2 players, unless the solver is known to refuse
+        the rules: it solves at the first hint, not before), "estimate" (3+, a shipped
+        planner), or None (no hint)."""
+        if web.game.n_players == 2:
+            known = catalogue.made(hint_key(web.game))
+            return "exact" if known is None or known[0] is not None else None
+        return "estimate" if hint_policy(web)[0] is not None else None
 
     def view(web: WebGame, events: list[dict] | None = None) -> dict:
         """Everything the page shows of a game."""
@@ -320,10 +369,6 @@ def create_app(
                     }
                 )
         last = game.last_event
-        if game.n_players == 2:
-            hint = "exact"
-        else:
-            hint = "estimate" if hint_policy(web) is not None else None
         return {
             "id": web.id,
             "at": len(web.log),  # the steps so far: a move names the position it answers
@@ -332,12 +377,13 @@ def create_app(
             "bots": web.bots,
             "human": web.human,
             "rules": game.rules.to_dict(),
+            "rules_line": rules_line(game.rules),
             **position(game),
             "phase": s.phase,
             "roll": list(s.roll) if s.roll is not None else None,
             "mask": mask,
             "moves": moves,
-            "hint": hint,
+            "hint": hint_kind(web),
             "last": frame(game, last, web.names) if last is not None else None,
             "log": web.lines[-LOG_LINES:],
             "log_start": max(1, len(web.lines) - LOG_LINES + 1),  # the number of its first line
@@ -361,18 +407,28 @@ def create_app(
     def bots() -> dict:
         return {"bots": catalogue.to_list(), "max_bots": 7}
 
+    @app.get("/api/rules")
+    def rule_choices() -> dict:
+        """What the new-game form offers: the seeds' rules (every field of Rules), the
+        choices of the switches that have names, and the largest target."""
+        return {
+            "defaults": dataclasses.asdict(DEFAULT_RULES),
+            "choices": {"hold": list(HOLD_VARIANTS), "overshoot": list(OVERSHOOT_VARIANTS)},
+            "max_target": MAX_TARGET,
+        }
+
     @app.get("/api/problems")
     def problems() -> dict:
         """Saved games that could not be read at start (skipped)."""
         return {"problems": store.problems}
 
-    def start(bots: list[str], seat: int, hold: str, seed: int | None, client: str) -> WebGame:
-        """A new game of `client`'s, stored."""
+    def start(bots: list[str], seat: int, rules: Rules, seed: int | None, client: str) -> WebGame:
+        """A new game of `client`'s under `rules`, stored."""
         if unknown := [k for k in bots if k not in catalogue]:
             raise HTTPException(422, f"unknown bot {unknown[0]!r}; see /api/bots")
         if seat > len(bots):
             raise HTTPException(422, f"seat must be 0..{len(bots)} with {len(bots)} bots")
-        web = WebGame.new(bots, seat, hold, seed)
+        web = WebGame.new(bots, seat, rules, seed)
         for key in dict.fromkeys(bots):
             try:  # a model load or a solve, once: no lock but the bot's own is held
                 catalogue.prepared(key, web.game.n_players, web.game.rules)
@@ -388,7 +444,12 @@ def create_app(
 
     @app.post("/api/games", status_code=201)
     def new_game(req: NewGame, request: Request) -> dict:
-        web = start(req.bots, req.seat, req.hold, req.seed, address(request))
+        try:
+            rules = req.rules()
+            check_target(rules)
+        except ValueError as e:  # a rule's value (Rules's own checks), or too big a target
+            raise HTTPException(422, one_line(e)) from None
+        web = start(req.bots, req.seat, rules, req.seed, address(request))
         with web.lock:
             return view(web)
 
@@ -442,15 +503,9 @@ def create_app(
             if web.status() != "you":
                 raise HTTPException(409, "a hint is for your own decision")
             game = web.game
-            policy = hint_policy(web)
+            policy, why_not = hint_policy(web)
             if policy is None:
-                return {
-                    "available": False,
-                    "note": (
-                        f"no hint for {game.n_players} players under the hold rule "
-                        f"'{game.rules.hold}': no shipped planner values such a table"
-                    ),
-                }
+                return {"available": False, "note": why_not}
             values = policy.action_values(game)
             best = max(values, key=values.__getitem__)  # the first of equal values
             roll = game.state.roll
@@ -483,7 +538,7 @@ def create_app(
             again = web.rematch and store.get(web.rematch, address(request))
             if not again:
                 bots = [k for k in web.bots if k is not None]
-                again = start(bots, web.human, web.game.rules.hold, None, address(request))
+                again = start(bots, web.human, web.game.rules, None, address(request))
                 web.rematch = again.id
         with again.lock:
             return view(again)
@@ -491,7 +546,13 @@ def create_app(
     @app.get("/api/games/{gid}/replay")
     def replay(gid: str, request: Request) -> dict:
         with locked(gid, request) as web:
-            frames = replay_frames(web)
-            return {"id": web.id, "names": web.names, "human": web.human, "frames": frames}
+            return {
+                "id": web.id,
+                "names": web.names,
+                "human": web.human,
+                "rules": web.game.rules.to_dict(),
+                "rules_line": rules_line(web.game.rules),
+                "frames": replay_frames(web),
+            }
 
     return app

@@ -90,6 +90,11 @@ class Catalogue:
                 self._made[key] = make()
             return self._made[key]
 
+    def made(self, key: Hashable) -> object | None:
+        """What ``once`` has made for `key`, or None if nothing yet (never waits)."""
+        with self._lock:
+            return self._made.get(key)
+
     def policy(self, key: str) -> Policy:
         """The policy of `key` (built once); ValueError (one line) if it cannot load."""
         bot = self.bots[key]

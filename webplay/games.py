@@ -60,7 +60,7 @@ from envs import driver
 from envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
 from envs.game_log import check_fields, log_entry, one_line, replay_log
 from envs.render import event_text
-from envs.rules import Rules
+from envs.rules import DEFAULT_RULES, Rules
 from webplay.bots import ROOT, Catalogue
 
 log = logging.getLogger("webplay")
@@ -76,6 +76,10 @@ MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big 
 LOG_LINES = 80  # log lines sent with each view
 LOCK_FILE = ".lock"
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
+# The largest target a game of this server may have (V5): a 2-player hint solves the
+# game's variant, in time and memory that grow with the square of the target, so a
+# client can ask for nothing bigger than the seeds' game.
+MAX_TARGET = 5000
 
 
 class WebGame:
@@ -101,13 +105,13 @@ class WebGame:
         ]
 
     @classmethod
-    def new(cls, bots: list[str], seat: int, hold: str, seed: int | None = None) -> WebGame:
-        """A new game: `bots` in turn order around the human's `seat`."""
+    def new(cls, bots: list[str], seat: int, rules: Rules, seed: int | None = None) -> WebGame:
+        """A new game under `rules`: `bots` in turn order around the human's `seat`."""
         seed = secrets.randbits(63) if seed is None else seed
         seats: list[str | None] = [*bots[:seat], None, *bots[seat:]]
         dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
         gid = secrets.token_urlsafe(32)  # unguessable: 256 random bits
-        return cls(gid, seats, seat, seed, Game(len(seats), Rules(hold=hold), seed=dice))
+        return cls(gid, seats, seat, seed, Game(len(seats), rules, seed=dice))
 
     # ------------------------------------------------------------- queries
     @property
@@ -187,7 +191,10 @@ class WebGame:
         gid, bots, human, seed = data["id"], data["bots"], data["human"], data["seed"]
         if not isinstance(gid, str) or not ID_PATTERN.fullmatch(gid):
             raise ValueError("id must be a game id")
-        saved = Game.from_json(json.dumps(data["game"]))  # the engine checks the position
+        # The engine checks the position and the rules (a save made before the house-rule
+        # switches has none of them: the seeds' rules, as Rules.to_dict promises).
+        saved = Game.from_json(json.dumps(data["game"]))
+        check_target(saved.rules)
         n = saved.n_players
         if not is_int(human) or not 0 <= human < n:
             raise ValueError(f"human must be a seat 0..{n - 1}")
@@ -215,6 +222,53 @@ class WebGame:
         for key in set(bots) - {None}:
             catalogue.policy(key).check_game(n, saved.rules)
         return web
+
+
+def check_target(rules: Rules) -> None:
+    """ValueError (one line) if `rules` have a target bigger than this server plays."""
+    if rules.target > MAX_TARGET:
+        raise ValueError(f"target must be at most {MAX_TARGET} on this server, got {rules.target}")
+
+
+def rules_line(rules: Rules) -> list[dict]:
+    """The game's rules as the page shows them, one short item per field of Rules
+    ("target 1000", "no bumps", ...), each with ``house`` true where it differs from the
+    seeds' rules (the page highlights those) and ``about`` saying what it means (its
+    tooltip)."""
+    words = {  # field -> (its words, what it means)
+        "target": (f"target {rules.target}", "the exact score that wins (V5)"),
+        "entry": (f"entry {rules.entry}", "the turn total needed to bank a first time (V1)"),
+        "bump": (
+            "bumps" if rules.bump else "no bumps",
+            "banking onto another player's score sends it to 0 (V2)"
+            if rules.bump
+            else "banking onto another player's score leaves it there (V2)",
+        ),
+        "overshoot": (
+            f"overshoot {rules.overshoot}",
+            "a total past the target goes to the lowest entered player (V3)"
+            if rules.overshoot == "gift"
+            else "a total past the target is lost (V3)",
+        ),
+        "fifty_rule": (
+            "50 rule" if rules.fifty_rule else "no 50 rule",
+            "no banking a total that ends in 50 (V4)"
+            if rules.fifty_rule
+            else "a total that ends in 50 may be banked (V4)",
+        ),
+        "hold": (
+            f"hold {rules.hold}",
+            "hold any scoring dice (R5)" if rules.hold == "free" else "hold every scoring die (R5)",
+        ),
+    }
+    return [
+        {
+            "text": text,
+            "about": about,
+            "house": getattr(rules, name) != getattr(DEFAULT_RULES, name),
+        }
+        for name, (text, about) in words.items()
+    ]
 
 
 def position(game: Game) -> dict:

@@ -1,9 +1,12 @@
 """The exactly optimal player, its on-disk cache, and the numbers and picture it gives.
 
-    python -m agents.optimal [--hold free|all] [--json] [--plot PATH.png]
+    python -m agents.optimal [rule flags] [--json] [--plot PATH.png]
 
 prints the first player's probability of winning a 2-player game when both play
-optimally, and the best expected points of one turn for a player who has entered.
+optimally, and the best expected points of one turn for a player who has entered,
+under the rules the flags name (``agents.rule_flags``: --hold, --target, --entry,
+--bump/--no-bump, --overshoot, --fifty-rule/--no-fifty-rule; the seeds' rules by
+default). Every variant is solved exactly and cached under its own file.
 
 With 2 players ``OptimalBot`` maximizes its probability of winning, exactly (see
 ``envs.solver``). With 3 or more players no exact solution is computed; the bot then
@@ -25,10 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from agents.base import atomic_write, check_plot_path
+from agents.rule_flags import DEFAULTS, add_rule_flags, rules_from_args
 from envs.game import Game
 from envs.policy import Policy
-from envs.rules import HOLD_VARIANTS, NUM_DICE, Rules
-from envs.solver import STEP, TwoPlayerSolution, solve_turn_ev, solve_two_player
+from envs.rules import NUM_DICE, Rules
+from envs.solver import STEP, TwoPlayerSolution, solve_two_player, turn_ev_table
 
 SOLVER_VERSION = 1
 CACHE_ENV = "FIVETHOUSAND_CACHE"
@@ -115,7 +119,7 @@ def _solve_with_progress(rules: Rules, show: bool) -> TwoPlayerSolution:
     from rich.progress import Progress
 
     with Progress(transient=True) as bar:
-        task = bar.add_task(f"solving 2-player 5000 ({rules.hold}, target {rules.target})", total=1)
+        task = bar.add_task(f"solving 2-player 5000 ({rules_line(rules)})", total=1)
         return solve_two_player(
             rules, progress=lambda done, total: bar.update(task, completed=done, total=total)
         )
@@ -170,7 +174,7 @@ def bank_thresholds(sol: TwoPlayerSolution) -> tuple[np.ndarray, np.ndarray]:
     thresholds = np.full((n, n, NUM_DICE + 1), np.nan)
     isolated = np.zeros((n, n, NUM_DICE + 1), dtype=bool)
     for ia, a in enumerate(scores):
-        totals = list(range(100, rules.target - int(a) + 1, 100))
+        totals = list(range(STEP, rules.target - int(a) + 1, STEP))  # R8 is bank_value's
         for ib, b in enumerate(scores):
             bank = np.array([sol.bank_value(int(a), int(b), t) for t in totals])
             allowed = bank > -np.inf
@@ -213,38 +217,56 @@ def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
             ax.legend(loc="upper left", fontsize=7)
     fig.colorbar(image, ax=axes, label="banks every turn total from here up", shrink=0.8)
     fig.suptitle(
-        f"Optimal 2-player play, hold={sol.rules.hold}: the turn total from which it banks "
+        f"Optimal 2-player play, {rules_line(sol.rules)}: the turn total from which it banks "
         "rather than roll (red dot: it also banks some lower total, e.g. to bump)"
     )
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def rules_line(rules: Rules) -> str:
+    """The rules in one line as the command prints them: ``hold=free``, then each rule
+    that differs from the seeds' rules, e.g. ``hold=free target=1000 bump=False``."""
+    changed = [f"{k}={v}" for k, v in rules.to_dict().items() if k != "hold" and v != DEFAULTS[k]]
+    return " ".join([f"hold={rules.hold}", *changed])
+
+
+def exact_numbers(rules: Rules, show_progress: bool = False) -> dict:
+    """What ``python -m agents.optimal --json`` prints for `rules`: the first player's
+    win probability under optimal 2-player play and the best expected points of one turn
+    for an entered player (the turn-EV table's), with the rules when they are not the
+    seeds' (so the seeds' numbers print as they always did)."""
+    sol = two_player_solution(rules, show_progress=show_progress)
+    numbers = {
+        "hold": rules.hold,
+        "first_player_win_probability": sol.first_player_win_probability,
+        "best_expected_turn_points_entered": turn_ev_table(rules).entered_turn_value,
+    }
+    if rules != Rules(hold=rules.hold):
+        numbers["rules"] = rules.to_dict()
+    return numbers
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m agents.optimal") -> int:
     """The command line of ``python -m agents.optimal`` (run by ``__main__.py``; `prog`:
     the command as typed, for its usage): the exit code."""
     parser = argparse.ArgumentParser(prog=prog, description="Exact values of optimal 5000 play.")
-    parser.add_argument("--hold", choices=HOLD_VARIANTS, default="free", help="hold rule (R5)")
+    add_rule_flags(parser)
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--plot", metavar="PATH.png", help="draw the optimal banking strategy")
     args = parser.parse_args(argv)
-    if args.plot:
-        try:
+    try:
+        rules = rules_from_args(args)
+        if args.plot:
             check_plot_path(args.plot)  # before the solve, not after
-        except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-    rules = Rules(hold=args.hold)
-    sol = two_player_solution(rules, show_progress=not args.json)
-    numbers = {
-        "hold": rules.hold,
-        "first_player_win_probability": sol.first_player_win_probability,
-        "best_expected_turn_points_entered": solve_turn_ev(rules).entered_turn_value,
-    }
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    numbers = exact_numbers(rules, show_progress=not args.json)
     if args.json:
         print(json.dumps(numbers, indent=2))
     else:
-        print(f"hold={rules.hold}")
+        print(rules_line(rules))
         print(
             "  first player's win probability, both optimal: "
             f"{numbers['first_player_win_probability']:.10f}"
@@ -255,7 +277,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m agents.optimal") 
         )
     if args.plot:
         try:
-            plot_strategy(sol, args.plot)
+            plot_strategy(two_player_solution(rules), args.plot)
         except Exception as e:  # checked before; the disk may still fill: one line
             print(f"error: could not write {args.plot}: {e}", file=sys.stderr)
             return 1

@@ -24,12 +24,13 @@ import yaml
 
 from agents import make_policy
 from agents.base import atomic_write, check_output_folder, program
+from agents.rule_flags import rule_flags
 from agents.shipped import SHIPPED, data_folder, shipped_model
 from agents.tournament import standard_table
 from agents.value_net import FeatureSpec, ValueNet
 from envs.encoding import ObsSpec
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players
-from envs.rules import HOLD_VARIANTS, Rules
+from envs.rules import DEFAULT_RULES, HOLD_VARIANTS, Rules
 
 PRESETS = data_folder("hyperparams")
 # The 2-player planner's default evaluation includes it (as in every shipped planner run).
@@ -42,10 +43,52 @@ BATCHED_FROM = 128
 
 
 @dataclass
-class TrainConfig:
+class GameRules:
+    """The rules a run trains under, the fields of ``envs.rules.Rules`` (RULES.md R5,
+    V1-V5): every other command line's rule flags (agents.rule_flags), made by tyro from
+    these fields of the same names. A config.json written before a switch existed lacks
+    it: it reads as the seeds' rule, the only one such runs knew."""
+
+    hold: str = DEFAULT_RULES.hold
+    """Hold rule (RULES.md R5): "free" or "all"."""
+    target: int = DEFAULT_RULES.target
+    """The exact score that wins (V5), a multiple of 100; smaller: a shrunken game."""
+    entry: int = DEFAULT_RULES.entry
+    """The turn total a player at 0 needs to bank (V1), a multiple of 50 up to the target."""
+    bump: bool = DEFAULT_RULES.bump
+    """Banking onto another player's score sends it to 0 (V2)."""
+    overshoot: str = DEFAULT_RULES.overshoot
+    """A total past the target: "gift" (to the lowest entered player) or "lost" (V3)."""
+    fifty_rule: bool = DEFAULT_RULES.fifty_rule
+    """No banking a turn total that ends in 50 (V4)."""
+
+    @property
+    def rules(self) -> Rules:
+        """The game's rules (a bad value: Rules's one-line ValueError)."""
+        return Rules(**{name: getattr(self, name) for name in RULE_FIELDS})
+
+
+RULE_FIELDS = tuple(f.name for f in dataclasses.fields(GameRules))
+
+
+def saved_rules(values: dict) -> Rules:
+    """The rules a run's config.json (read as a dict) names; a key it lacks (a run from
+    before that switch) is the seeds' rule. A bad value: Rules's one-line ValueError."""
+    return Rules(**{name: values.get(name, getattr(DEFAULT_RULES, name)) for name in RULE_FIELDS})
+
+
+def rules_tag(rules: Rules) -> str:
+    """The house rules in a run's default name: "" for the seeds' rules (the hold rule is
+    named on its own), else their flags, e.g. "_target-1000_no-bump_overshoot-lost"."""
+    words = rule_flags(dataclasses.replace(rules, hold=DEFAULT_RULES.hold))
+    return "".join(f"_{w[2:]}" if w.startswith("--") else f"-{w}" for w in words)
+
+
+@dataclass
+class TrainConfig(GameRules):
     """Everything that defines a training run (saved as config.json in the run). Each
     field is a flag of train.py (--n-timesteps for n_timesteps) and a key of presets and
-    --params; its docstring is its --help text."""
+    --params; its docstring is its --help text. The rules first (GameRules)."""
 
     PROGRAM: ClassVar[str] = "train"  # the program that trains it (agents.base.program)
     RESUMABLE: ClassVar[tuple[str, ...]] = ("n_timesteps",)  # what --resume may change
@@ -53,8 +96,6 @@ class TrainConfig:
     # --- the game
     players: int = 2
     """Players per game, 2 to 8; the learner takes one seat, drawn at random each game."""
-    hold: str = "free"
-    """Hold rule (RULES.md R5): "free" or "all"."""
     max_turns: int = 1000
     """Turn limit per game (truncation)."""
     opponents: list[str] = field(default_factory=lambda: ["smart", "turn-ev", "threshold:350"])
@@ -130,7 +171,7 @@ class TrainConfig:
     """Seed of everything: environments, network, sampling, evaluation."""
     run_name: str = ""
     """Folder name under checkpoints/, one plain name (no path); empty:
-    {preset}_{hold}_seed{seed}."""
+    {preset}_{hold}_seed{seed}, the house rules after the hold rule."""
     preset: str = ""
     """The preset this config started from (for the record): a name from hyperparams/ or
     the path of a .yaml file."""
@@ -153,10 +194,6 @@ class TrainConfig:
         return "batched" if self.n_envs >= BATCHED_FROM else "dummy"
 
     @property
-    def rules(self) -> Rules:
-        return Rules(hold=self.hold)
-
-    @property
     def obs_spec(self) -> ObsSpec:
         """The observations the run's environments write, saved with every model."""
         return ObsSpec("rich", self.players, self.rules)
@@ -166,6 +203,7 @@ class TrainConfig:
         `new_run`: check the --init-from model too (a resumed run holds its weights)."""
         check_players(self.players, "players")
         check_fields(self, BOUNDS, CHOICES, NETWORK_KEYS)
+        self.obs_spec  # noqa: B018 (the rules, and that the encoding takes them: one line)
         if (self.n_envs * self.n_steps) % self.batch_size:
             raise ValueError("n_envs * n_steps must be a multiple of batch_size")
         opponents = [name for name, _ in parse_opponents(self.opponents)]
@@ -257,10 +295,10 @@ def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
 
 
 @dataclass
-class PlannerConfig:
+class PlannerConfig(GameRules):
     """Everything that defines a planner training run (saved as config.json in the run).
     Each field is a flag of train_planner.py and a key of presets; its docstring is its
-    --help text."""
+    --help text. The rules first (GameRules)."""
 
     PROGRAM: ClassVar[str] = "train-planner"
     RESUMABLE: ClassVar[tuple[str, ...]] = ("iterations", "workers")  # same samples
@@ -268,12 +306,6 @@ class PlannerConfig:
     # --- the game
     players: list[int] = field(default_factory=lambda: [2])
     """Table sizes played, one per iteration in turn (one network serves them all)."""
-    hold: str = "free"
-    """Hold rule (RULES.md R5): "free" or "all"."""
-    target: int = 5000
-    """The winning score (smaller: a shrunken game, for tests)."""
-    entry: int = 500
-    """The turn total a player at 0 needs to bank (R8)."""
 
     # --- self-play and fitting
     iterations: int = 40
@@ -334,13 +366,10 @@ class PlannerConfig:
     seed: int = 0
     """Seed of everything: games, network, sampling, evaluation."""
     run_name: str = ""
-    """Folder name under checkpoints/, one plain name; empty: {preset}_{hold}_seed{seed}."""
+    """Folder name under checkpoints/, one plain name; empty: {preset}_{hold}_seed{seed},
+    the house rules after the hold rule."""
     preset: str = ""
     """The preset this config started from (a name from hyperparams/ or a .yaml path)."""
-
-    @property
-    def rules(self) -> Rules:
-        return Rules(hold=self.hold, target=self.target, entry=self.entry)
 
     @property
     def tables(self) -> list[list[str]]:
@@ -462,7 +491,7 @@ def without_removed(values: dict, where: str, cls: type = PlannerConfig) -> dict
 Config = TrainConfig | PlannerConfig  # a run's settings, of either script
 
 # ------------------------------------------------------------------ typing the values
-KINDS = {int: "an integer", float: "a number", str: "a string"}
+KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 KINDS.update({list[int]: "a list of integers", list[str]: "a list of names"})
 
 
@@ -493,6 +522,8 @@ def coerce(name: str, value: Any, kind: Any) -> Any:
     come as text ("1e6": YAML 1.1 reads exponents without a dot as strings); a string
     setting takes a number as its text and nothing (YAML's null) as ""."""
     with contextlib.suppress(ValueError):
+        if kind is bool and isinstance(value, bool):  # a switch (YAML and JSON booleans)
+            return value
         if kind in (int, float):
             return to_number(name, value, kind)
         if kind is str and (value is None or is_number(value) or isinstance(value, str)):
@@ -618,7 +649,8 @@ def load_preset(preset: str, cls: type = TrainConfig) -> Any:
 
 # ------------------------------------------------------------------ run names and folders
 def default_run_name(config: Config) -> str:
-    """{preset}_{hold}_seed{seed} ("quick" for both "quick" and "path/to/quick.yaml");
+    """{preset}_{hold}{house rules}_seed{seed} ("quick" for both "quick" and
+    "path/to/quick.yaml"; the house rules: ``rules_tag``, nothing for the seeds' rules);
     without a preset custom_{players}p (train.py), custom_planner_{2-3}p (the planner)."""
     if isinstance(config, PlannerConfig) and not config.preset:
         prefix = f"custom_planner_{'-'.join(map(str, config.players))}p"
@@ -626,7 +658,7 @@ def default_run_name(config: Config) -> str:
         prefix = f"custom_{config.players}p"
     else:
         prefix = config.preset if is_preset_name(config.preset) else Path(config.preset).stem
-    name = f"{prefix}_{config.hold}_seed{config.seed}"
+    name = f"{prefix}_{config.hold}{rules_tag(config.rules)}_seed{config.seed}"
     if not PLAIN_NAME.fullmatch(name):  # a preset file with an odd name
         raise ValueError(
             f"the run name {name!r} made from the preset's file name is not a "

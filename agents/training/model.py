@@ -29,7 +29,7 @@ def env_options(config: TrainConfig) -> dict:
     """The game and opponents of a run's environments, per-game or batched alike."""
     return {
         "n_players": config.players,
-        "hold": config.hold,
+        "rules": config.rules,
         "max_turns": config.max_turns,
         "learner_seat": "random",
         "obs_encoding": config.obs_spec.encoding,

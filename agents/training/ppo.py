@@ -32,12 +32,16 @@ def train(
     `on_eval(steps, mean win rate, results)` is told of each evaluation."""
     import torch
 
-    from agents.optimal import two_player_solution
+    from agents import make_policy
     from agents.training.callback import RunCallback, StopTraining  # imports SB3: only here
 
     torch.set_num_threads(config.torch_threads)
-    if "optimal" in config.eval_pool:
-        two_player_solution(config.rules)  # solve or load before timing starts
+    try:  # optimal: solved or loaded for the run's rules before timing starts (or refused)
+        for name in config.eval_pool:
+            make_policy(name).prepare(config.rules)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     vec_env = make_vec_env(config)
     try:
         if extra is not None:

@@ -3,11 +3,14 @@ progress bar and its lines (Reporter), and the plan said before the work starts.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 
 from agents.base import duration, program
+from agents.rule_flags import house_rules, rule_flags
 from agents.training.config import TrainConfig
+from envs.rules import DEFAULT_RULES, Rules
 
 
 def shown(path: Path) -> str:
@@ -26,8 +29,8 @@ def plan(config: TrainConfig, run_dir: Path, steps: int, no_flags: bool) -> list
         opponents += f" and self-play snapshots (weight {config.self_play_weight:g})"
     lines = [
         f"{what}: {config.n_timesteps - steps:,} steps to train ({config.n_timesteps:,} in all)"
-        f" of {config.players}-player 5000, hold {config.hold}, {config.n_envs} environments,"
-        f" against {opponents}"
+        f" of {config.players}-player 5000 ({rules_said(config.rules)}), {config.n_envs}"
+        f" environments, against {opponents}"
     ]
     if config.eval_freq:
         lines.append(
@@ -69,9 +72,20 @@ def finished(config: TrainConfig, run_dir: Path, steps: int, evals: list, second
         lines.append(f"best model: {shown(model)} (mean win rate {rate:.1%} at step {step:,})")
     else:
         lines.append(f"model: {shown(model)}")
-    opponents = " ".join([shlex.quote(shown(model))] * (config.players - 1))
-    hold = " --hold all" if config.hold == "all" else ""
-    return [*lines, f"play against it: {program('play')} --opponents {opponents}{hold}"]
+    return [*lines, f"play against it: {play_command(model, config.players, config.rules)}"]
+
+
+def play_command(model: Path, players: int, rules: Rules) -> str:
+    """The command that plays against a trained `model` (in every other seat of a
+    `players`-player game) under the rules it was trained for: the only ones it plays."""
+    seats = [shown(model)] * (players - 1)
+    return shlex.join([*shlex.split(program("play")), "--opponents", *seats, *rule_flags(rules)])
+
+
+def rules_said(rules: Rules) -> str:
+    """The rules of a run in a few words: the hold rule, and any house rules."""
+    house = house_rules(dataclasses.replace(rules, hold=DEFAULT_RULES.hold))
+    return f"hold {rules.hold}" + "".join(f", {words}" for words in house)
 
 
 class Clock:

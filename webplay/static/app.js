@@ -12,6 +12,7 @@ const DELAY = Math.max(0, Number(params.get("delay") ?? 650) || 0);
 const $ = (id) => document.getElementById(id);
 
 let bots = [];        // /api/bots
+let ruleChoices = null;  // /api/rules: the seeds' rules, the switches' choices, the largest target
 let view = null;      // the current game, as the server last sent it
 let selected = new Set();
 let busy = false;     // a request or the bots' turn is under way
@@ -96,6 +97,73 @@ function setHash(hash) {
   if (location.hash !== hash) history.replaceState(null, "", hash || location.pathname + location.search);
 }
 
+// ------------------------------------------------------------------ house rules
+// The panel's controls, by field of the server's Rules: each is read and written as the
+// value the API takes. The server checks every value (Rules's own checks).
+const RULE_CONTROLS = {
+  target: { get: () => Number($("rule-target").value), set: (v) => { $("rule-target").value = v; } },
+  entry: { get: () => Number($("rule-entry").value), set: (v) => { $("rule-entry").value = v; } },
+  bump: { get: () => $("rule-bump").checked, set: (v) => { $("rule-bump").checked = v; } },
+  fifty_rule: { get: () => $("rule-fifty").checked, set: (v) => { $("rule-fifty").checked = v; } },
+  overshoot: radioControl("overshoot"),
+  hold: radioControl("hold"),
+};
+const SAVED_RULES = "fivethousand.rules";  // the house rules of the last game started
+
+function radioControl(name) {
+  return {
+    get: () => document.querySelector(`input[name=${name}]:checked`).value,
+    set: (v) => {
+      const input = document.querySelector(`input[name=${name}][value="${CSS.escape(String(v))}"]`);
+      if (input) input.checked = true;
+    },
+  };
+}
+
+function chosenRules() {
+  return Object.fromEntries(Object.entries(RULE_CONTROLS).map(([k, c]) => [k, c.get()]));
+}
+
+// Set the panel to the seeds' rules, overridden by the fields of `rules` that have the
+// right type (a saved choice from an older page may not).
+function showRules(rules) {
+  const all = { ...ruleChoices.defaults };
+  for (const k of Object.keys(all)) {
+    const v = rules[k];
+    const choices = ruleChoices.choices[k];
+    if (typeof v === typeof all[k] && (!choices || choices.includes(v))) all[k] = v;
+  }
+  for (const [k, c] of Object.entries(RULE_CONTROLS)) c.set(all[k]);
+  markHouseRules();
+}
+
+// Highlight the rules chosen away from the seeds' (as the game's rules line does).
+function markHouseRules() {
+  const rules = chosenRules();
+  for (const k of Object.keys(RULE_CONTROLS)) {
+    $(`${k}-choice`).classList.toggle("house", rules[k] !== ruleChoices.defaults[k]);
+  }
+  $("rule-entry").max = Math.max(50, rules.target || 0);
+}
+
+function savedRules() {
+  try { return JSON.parse(localStorage.getItem(SAVED_RULES)) || {}; } catch (e) { return {}; }
+}
+
+// "target 1000 · entry 500 · no bumps · ...": the server's words, the house rules marked.
+function drawRulesLine(el, items) {
+  el.innerHTML = "";
+  el.append("Rules: ");
+  items.forEach((item, i) => {
+    if (i) el.append(" · ");
+    const span = document.createElement("span");
+    span.className = item.house ? "rule house" : "rule";
+    span.textContent = item.text;
+    span.title = item.about + (item.house ? " (a house rule)" : "");
+    el.appendChild(span);
+  });
+}
+
 // ------------------------------------------------------------------ new game
 function botSelect(value) {
   const row = document.createElement("div");
@@ -139,6 +207,11 @@ async function openSetup() {
   show("setup");
   setHash("");
   if (!bots.length) bots = (await api("GET", "/api/bots")).bots;
+  if (!ruleChoices) {
+    ruleChoices = await api("GET", "/api/rules");
+    $("rule-target").max = ruleChoices.max_target;
+    showRules(savedRules());
+  }
   // Starting abandons the game in progress (see startGame); until then it is kept.
   $("abandon-note").hidden = !(view && view.status !== "over");
   if (!$("opponents").children.length) {
@@ -158,16 +231,17 @@ async function openSetup() {
 async function startGame(event) {
   event.preventDefault();
   const keys = [...$("opponents").querySelectorAll("select")].map((s) => s.value);
-  const hold = document.querySelector("input[name=hold]:checked").value;
+  const rules = chosenRules();
   const left = view && view.status !== "over" ? view.id : null;  // the game given up
   let v;
   try {
-    v = await api("POST", "/api/games", { bots: keys, seat: Number($("seat").value), hold });
+    v = await api("POST", "/api/games", { bots: keys, seat: Number($("seat").value), ...rules });
   } catch (e) {
     showError(e.message);  // the game in progress is kept
     return;
   }
   showError("");
+  localStorage.setItem(SAVED_RULES, JSON.stringify(rules));
   const entered = enterGame(v);  // the new game is the view from here on
   if (left) api("DELETE", `/api/games/${left}`).catch(() => {});  // gone already: fine
   await entered;
@@ -230,8 +304,9 @@ function render(v) {
   else if (v.status === "you") head = `Turn ${v.turn}: your move. Click dice to hold them, then roll or bank.`;
   else head = `Turn ${v.turn}: ${names[v.current]} ${v.current === v.human ? "roll" : "is playing"}...`;
   $("headline").textContent = head;
+  drawRulesLine($("rules-line"), v.rules_line);
   board($("scoreboard"), v.scores, names, v.status === "over" ? null : v.current, v.winner, v.human,
-        v.turn_total);
+        v.turn_total, v.rules.target);
   // This turn.
   const info = $("turn-info");
   info.innerHTML = "";
@@ -261,7 +336,7 @@ function render(v) {
   updateButtons();
 }
 
-function board(table, scores, names, current, winner, human, turnTotal) {
+function board(table, scores, names, current, winner, human, turnTotal, target) {
   table.innerHTML = "";
   scores.forEach((score, i) => {
     const tr = document.createElement("tr");
@@ -285,7 +360,7 @@ function board(table, scores, names, current, winner, human, turnTotal) {
     const meter = document.createElement("div");
     const fill = document.createElement("div");
     meter.className = "meter";
-    fill.style.width = `${Math.min(100, score / 50)}%`;  // CSSOM: allowed by the CSP
+    fill.style.width = `${Math.min(100, (100 * score) / target)}%`;  // CSSOM: allowed by the CSP
     meter.appendChild(fill);
     bar.appendChild(meter);
     tr.appendChild(bar);
@@ -371,7 +446,7 @@ function updateButtons() {
   $("bank-btn").disabled = !bank;
   $("hint-btn").disabled = !mine || !v.hint;
   $("hint-btn").title = !v ? "" : v.hint === "estimate" ? "a trained planner's estimate (h)"
-    : v.hint === "exact" ? "exact advice (h)" : "no hint: no shipped planner values this table";
+    : v.hint === "exact" ? "exact advice (h)" : "no hint for this table under these rules";
   $("roll-btn").querySelector("small").textContent = roll ? `${moveFor(bits).turn_total}, ${moveFor(bits).text}` : "";
   $("bank-btn").querySelector("small").textContent = bank ? moveFor(bits | BANK).text : "";
   if (!mine) return;
@@ -417,6 +492,8 @@ async function hint() {
       $("hint-text").textContent = "No hint here.";
       $("hint-bar").style.width = "0";
       $("hint-note").textContent = h.note;
+      view.hint = null;  // as the next view will say: the button says so from now on
+      updateButtons();
       return;
     }
     const mine = h.chances[view.human];
@@ -465,8 +542,10 @@ function drawReplay() {
   const r = replayFrames;
   const f = r.frames[replayAt];
   $("replay-step").textContent = `Step ${replayAt} of ${r.frames.length - 1} · turn ${f.turn}`;
+  drawRulesLine($("replay-rules"), r.rules_line);
   const current = f.winner === null ? f.current : null;
-  board($("replay-board"), f.scores, r.names, current, f.winner, r.human, f.turn_total);
+  board($("replay-board"), f.scores, r.names, current, f.winner, r.human, f.turn_total,
+        r.rules.target);
   const box = $("replay-dice");
   box.innerHTML = "";
   f.dice.forEach((face, i) => {
@@ -513,6 +592,9 @@ async function boot() {
     if ($("opponents").children.length < 7) $("opponents").appendChild(botSelect());
     refreshSetup();
   };
+  $("house-rules").addEventListener("input", markHouseRules);
+  $("house-rules").addEventListener("change", markHouseRules);
+  $("rules-reset").onclick = () => showRules({});
   $("new-btn").onclick = openSetup;
   $("again-btn").onclick = openSetup;
   $("keys-btn").onclick = () => { $("keys").hidden = !$("keys").hidden; };
