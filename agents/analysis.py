@@ -3,7 +3,8 @@ and every single change from them, measured under optimal 2-player play.
 
     python -m agents.analysis [--games 20000] [--seed 0] [--out docs/analysis.md]
 
-For each variant, from the exact 2-player solution (``agents.optimal``):
+For each variant, from the exact 2-player solution (``envs.solver``, solved afresh and
+timed):
 
 - the first player's win probability when both play optimally;
 - the fair start: the score the second player would have to begin with for the game
@@ -31,9 +32,9 @@ import numpy as np
 
 from agents.base import atomic_write, check_output_path, duration
 from agents.batched import BatchedOptimalBot
-from agents.optimal import two_player_solution
 from envs.batch import ROLL_BUST, BatchGames, play_batch
 from envs.rules import BANK_BIT, Rules
+from envs.solver import solve_two_player
 
 SEEDS = Rules()
 # Each variant: a label, its rules, the rule it changes. The seeds' rules first.
@@ -76,7 +77,7 @@ def fair_start(rules: Rules) -> tuple[float, float | None, tuple[int, int], floa
     """(the first player's win probability, the fair start, the two scores a player can
     have around it, seconds to solve)."""
     start = time.perf_counter()
-    sol = two_player_solution(rules, show_progress=False)
+    sol = solve_two_player(rules)  # solved afresh (not from the cache), to time the solve
     seconds = time.perf_counter() - start
     first = sol.V[0, :]  # the first player at 0 against the second at each score
     scores = [int(s) for s in sol.scores]
@@ -183,7 +184,7 @@ def _plots(results: list[Measured], folder: Path) -> list[str]:
     ax.axvline(100 * results[0].first_win, color="tab:blue", linestyle=":", linewidth=1)
     ax.set_yticks(y, labels)
     ax.invert_yaxis()
-    ax.set_xlim(45, max(56, 100 * max(r.first_win for r in results) + 1))
+    ax.set_xlim(49.5, 100 * max(r.first_win for r in results) + 0.5)
     ax.set_xlabel("first player's win probability under optimal play (%)")
     fig.tight_layout()
     names.append("first_player.png")
@@ -228,7 +229,7 @@ def _fair(r: Measured) -> str:
         return "none suffices"
     low, high = r.fair_between
     if low == 0 and r.fair_start > 0:  # no score lies there: a start is 0 or entered
-        return f"{r.fair_start:,.0f} (no such score: 0 is too little, {high:,} too much)"
+        return f"{r.fair_start:,.0f} (0 to {high:,})"
     return f"{r.fair_start:,.0f}"
 
 
@@ -246,7 +247,7 @@ def report(
         f"the rest come from {seeds.games:,} games of `optimal` against itself per row.",
         "",
         "| rules | changes | first player wins | fair start for the second player "
-        "| turns per game | busts | bumps | gifts | overshoots lost | solve |",
+        "| turns per game | busts | bumps | gifts | overshoots lost | solved in |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
@@ -258,9 +259,12 @@ def report(
     cut = sum(r.cut_off for r in results)
     lines += [
         "",
-        "The fair start is the score the second player would begin with (already entered)"
-        " for the first player's chance to be exactly one half, interpolated between the "
-        "scores a player can have. Turns count both players' turns; ± is the standard "
+        "The fair start is the score the second player would begin with for the first "
+        "player's chance to be exactly one half, interpolated between the scores a player "
+        "can have (in brackets). Where it lies between 0 and the first score a bank can "
+        "give, no real start is fair: beginning with 0 leaves the first player's edge, "
+        "beginning entered gives the second player a larger one; the number then measures "
+        "the edge in points. Turns count both players' turns; ± is the standard "
         "deviation over games, not an interval. Events are counted per game. "
         + (f"{cut} games hit the turn limit and are left out of the lengths." if cut else ""),
         "",

@@ -276,17 +276,6 @@ def can_bank(banked: int, turn_total: int, rules: Rules | None = None) -> bool:
     return banked > 0 or turn_total >= rules.entry
 
 
-def check_hundreds(rules: Rules, what: str) -> None:
-    """Refuse, in one line, house rules that `what` cannot take yet: it counts banked
-    scores in hundreds from the entry (R10), which the 50 rule switched off (V4) or an
-    entry ending in 50 (V1) would break. The engine and the scripted bots take them."""
-    if not rules.fifty_rule or rules.entry % 100:
-        raise ValueError(
-            f"{what} does not take an entry ending in 50 (V1) or the 50 rule switched off "
-            f"(V4) yet, got entry={rules.entry}, fifty_rule={rules.fifty_rule}"
-        )
-
-
 def roll_probabilities(n: int) -> list[tuple[tuple[int, ...], float]]:
     """Chance outcomes of rolling n dice: every sorted roll with its exact probability."""
     if not 1 <= n <= NUM_DICE:

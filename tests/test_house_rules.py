@@ -10,7 +10,7 @@ from envs.batch import bank_batch
 from envs.driver import play
 from envs.game import Game, bank_outcome
 from envs.policy import Policy
-from envs.rules import Rules, can_bank, check_hundreds
+from envs.rules import Rules, can_bank
 
 SEEDS = Rules()
 
@@ -148,13 +148,3 @@ def _before(bank) -> tuple[int, ...]:
         for p in bank.bumped:
             scores[p] = scores[bank.banker] + bank.total
     return tuple(scores)
-
-
-@pytest.mark.parametrize("rules", [Rules(fifty_rule=False), Rules(entry=350)], ids=repr)
-def test_parts_that_count_scores_in_hundreds_refuse_those_switches_in_one_line(rules):
-    """Until the solver and the encodings take them (issue 31 item 2): refused, not
-    wrong. The engine and the switches V2, V3 are taken everywhere."""
-    with pytest.raises(ValueError, match=r"does not take an entry ending in 50 \(V1\)") as err:
-        check_hundreds(rules, "the 2-player solver")
-    assert "\n" not in str(err.value)
-    check_hundreds(Rules(bump=False, overshoot="lost", entry=300), "the 2-player solver")

@@ -66,6 +66,12 @@ COMMAND_SUBSTITUTIONS = [
         "progress bar in a log, and the run folder out of the clone's checkpoints/",
     ),
     Substitution(
+        "--out docs/analysis.md",
+        "--out {tmp}/analysis.md",
+        "the house-rules report stays out of the clone's docs (it is committed as the "
+        "command wrote it, with 20,000 games per rule set: 2 here)",
+    ),
+    Substitution(
         "fivethousand serve",
         "fivethousand serve --port {port} --data {tmp}",
         "a free port (8000 may be taken by a server of yours or of another test) and the "
