@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from agents.optimal import OptimalBot
+from agents.optimal import OptimalBot, remember
 from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
 from envs.batch import (
     HOLD_ACTIONS,
@@ -282,7 +282,8 @@ def _optimal_table(sol: TwoPlayerSolution) -> _OptimalTable:
     """The lookups of `sol` (made once per solution)."""
     known = _OPTIMAL_TABLES.get(id(sol))
     if known is None or known[0] is not sol:
-        known = _OPTIMAL_TABLES[id(sol)] = (sol, _make_optimal_table(sol))
+        known = (sol, _make_optimal_table(sol))
+    remember(_OPTIMAL_TABLES, id(sol), known)  # as few kept as solutions (agents.optimal)
     return known[1]
 
 

@@ -357,3 +357,17 @@ def test_every_variant_has_its_own_cache_file(tmp_path, monkeypatch, capsys):
     _cache_path(other).write_bytes(_cache_path(plain).read_bytes())  # the wrong file
     assert _load(_cache_path(other), other) is None
     assert "stale" in capsys.readouterr().err
+
+
+def test_only_the_most_recently_used_solutions_stay_in_memory(monkeypatch):
+    """A server offering house rules is asked for many variants: at most
+    MAX_IN_MEMORY solutions stay in memory, the least recently used dropped first (the
+    disk cache keeps them all)."""
+    monkeypatch.setattr(optimal_module, "_MEMORY", {})
+    variants = [Rules(target=600, entry=entry) for entry in (100, 200, 300, 400, 500, 600)]
+    for rules in variants[:4]:
+        optimal_module.two_player_solution(rules, show_progress=False)
+    optimal_module.two_player_solution(variants[0], show_progress=False)  # used again
+    for rules in variants[4:]:
+        optimal_module.two_player_solution(rules, show_progress=False)
+    assert list(optimal_module._MEMORY) == [variants[3], variants[0], variants[4], variants[5]]

@@ -90,7 +90,20 @@ def _save(path: Path, sol: TwoPlayerSolution) -> None:
     atomic_write(path, lambda aside: np.savez(aside, **arrays))
 
 
+# The solutions kept in memory, the most recently used last. A full-size solution takes
+# about 50 MB, and a server offering house rules must not keep every variant it is asked
+# for: past this many, the least recently used is dropped (the disk cache still has it).
+MAX_IN_MEMORY = 4
 _MEMORY: dict[Rules, TwoPlayerSolution] = {}
+
+
+def remember(memory: dict, key: object, value: object) -> None:
+    """Put `value` in `memory` as the most recently used, dropping the least recently
+    used entries past ``MAX_IN_MEMORY``."""
+    memory.pop(key, None)
+    memory[key] = value
+    while len(memory) > MAX_IN_MEMORY:
+        del memory[next(iter(memory))]
 
 
 def two_player_solution(
@@ -100,6 +113,7 @@ def two_player_solution(
     solved now (with a progress bar) and cached."""
     rules = rules or Rules()
     if rules in _MEMORY:
+        remember(_MEMORY, rules, _MEMORY[rules])
         return _MEMORY[rules]
     path = _cache_path(rules)
     sol = _load(path, rules)
@@ -109,7 +123,7 @@ def two_player_solution(
             _save(path, sol)
         except OSError as e:  # a read-only home still gets a working bot
             print(f"could not cache the solution at {path}: {e}", file=sys.stderr)
-    _MEMORY[rules] = sol
+    remember(_MEMORY, rules, sol)
     return sol
 
 
