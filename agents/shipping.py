@@ -124,18 +124,6 @@ def best_record(run: Path, model: str) -> dict | None:
     return read_json(path) if model == "best" and path.is_file() else None
 
 
-def planner_rules(config: dict) -> Rules:
-    """The rules a planner run was trained under, or ShipError (one line)."""
-    try:
-        return Rules(
-            hold=config.get("hold", "free"),
-            target=config.get("target", 5000),
-            entry=config.get("entry", 500),
-        )
-    except (TypeError, ValueError) as e:
-        raise ShipError(f"the run's config.json names no valid rules: {e}") from None
-
-
 def planner_config(config: dict, where: str = "the run"):
     """A planner run's config.json as its ``PlannerConfig`` (fields it does not know
     left out); ShipError (one line) if the run used a removed method."""
