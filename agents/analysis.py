@@ -178,18 +178,22 @@ def _plots(results: list[Measured], folder: Path) -> list[str]:
     y = np.arange(len(results))
     names = []
 
+    def finish(fig, ax, xlabel: str, name: str) -> None:
+        """One row per variant, top down; the figure saved as `name` and closed."""
+        ax.set_yticks(y, labels)
+        ax.invert_yaxis()
+        ax.set_xlabel(xlabel)
+        fig.tight_layout()
+        fig.savefig(folder / name, dpi=120)
+        plt.close(fig)
+        names.append(name)
+
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.barh(y, [100 * r.first_win for r in results], color="tab:blue")
     ax.axvline(50, color="gray", linewidth=1)
     ax.axvline(100 * results[0].first_win, color="tab:blue", linestyle=":", linewidth=1)
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
     ax.set_xlim(49.5, 100 * max(r.first_win for r in results) + 0.5)
-    ax.set_xlabel("first player's win probability under optimal play (%)")
-    fig.tight_layout()
-    names.append("first_player.png")
-    fig.savefig(folder / names[-1], dpi=120)
-    plt.close(fig)
+    finish(fig, ax, "first player's win probability under optimal play (%)", "first_player.png")
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.barh(
@@ -199,13 +203,7 @@ def _plots(results: list[Measured], folder: Path) -> list[str]:
         color="tab:green",
         capsize=3,
     )
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlabel("turns per game, mean and standard deviation (optimal self-play)")
-    fig.tight_layout()
-    names.append("length.png")
-    fig.savefig(folder / names[-1], dpi=120)
-    plt.close(fig)
+    finish(fig, ax, "turns per game, mean and standard deviation (optimal self-play)", "length.png")
 
     fig, ax = plt.subplots(figsize=(7, 4))
     left = np.zeros(len(results))
@@ -213,14 +211,8 @@ def _plots(results: list[Measured], folder: Path) -> list[str]:
         values = np.array([getattr(r, field) for r in results])
         ax.barh(y, values, left=left, color=color, label=field)
         left += values
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlabel("per game (optimal self-play)")
     ax.legend(loc="lower right")
-    fig.tight_layout()
-    names.append("events.png")
-    fig.savefig(folder / names[-1], dpi=120)
-    plt.close(fig)
+    finish(fig, ax, "per game (optimal self-play)", "events.png")
     return names
 
 

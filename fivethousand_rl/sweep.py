@@ -47,6 +47,7 @@ except ImportError:
 import agents
 from agents.base import check_output_folder, duration
 from agents.training.config import (
+    RUNS,
     TrainConfig,
     check_plain_name,
     check_resume_flags,
@@ -58,7 +59,6 @@ from agents.training.config import (
     with_params,
 )
 
-RUNS = Path("checkpoints")  # the default runs folder, in the current folder
 SCRIPT = "python sweep.py"  # how the command names itself when run as a script
 LIBRARY = Path(agents.__file__).resolve().parent.parent  # the folder of the packages
 METRIC = "mean_win_rate"  # train.py's evaluation score: the mean over its opponents

@@ -21,15 +21,13 @@ from __future__ import annotations
 import shlex
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated
 
 import tyro
 
 from agents.training import checkpoint, ppo, progress
-from agents.training.config import TrainConfig, open_run, parse_run_args
+from agents.training.config import RUNS, TrainConfig, open_run, parse_run_args
 
-RUNS = Path("checkpoints")  # the default runs folder, in the current folder
 SCRIPT = "python train.py"  # how the command names itself when run as a script
 
 

@@ -35,6 +35,7 @@ from agents.base import atomic_write, duration
 from agents.neural import first_line
 from agents.training.config import (
     RULE_FIELDS,
+    RUNS,
     PlannerConfig,
     find_run,
     open_run,
@@ -47,7 +48,6 @@ from agents.training.config import (
 from agents.training.progress import Reporter, play_command, rules_said, shown
 from agents.training.value_iteration import ValueIteration, evaluate, exact_error, table_label
 
-RUNS = Path("checkpoints")  # the default runs folder, in the current folder
 SCRIPT = "python train_planner.py"  # how the command names itself when run as a script
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +29,7 @@ from envs.game import Game, describe_action
 from envs.game_log import apply_event
 from envs.rules import Rules
 from fivethousand_rl import demo, evaluate, play, train, train_planner
+from tests.test_play import run_play
 
 ROOT = Path(__file__).resolve().parent.parent
 # The house rules most tests play: no bumps (V2), overshoots lost (V3), a shrunken game (V5).
@@ -143,17 +142,6 @@ def test_a_bad_rule_value_is_refused_in_one_line(program, flags, message, capsys
 
 
 # ------------------------------------------------------------------ terminal play
-def run_play(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "play.py"), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-
-
 @pytest.mark.parametrize(
     "flags, rules, house",
     [

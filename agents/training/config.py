@@ -33,6 +33,7 @@ from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players
 from envs.rules import DEFAULT_RULES, HOLD_VARIANTS, Rules
 
 PRESETS = data_folder("hyperparams")
+RUNS = Path("checkpoints")  # the default runs folder, in the current folder
 # The 2-player planner's default evaluation includes it (as in every shipped planner run).
 SHIPPED_PPO_2P = "ppo-2p"
 
