@@ -22,6 +22,7 @@ BOT_NAMES = (
     "smart",
     "turn-ev",
     "optimal",
+    "best-response:BOTS",
     *SHIPPED,  # the trained agents that come with the package, by name
     "PATH.zip (SB3 checkpoint)",
     "PATH.npz (value net's planner, or PPO self-play snapshot)",
@@ -41,10 +42,12 @@ _SIMPLE = {
 
 def make_policy(spec: str | Policy) -> Policy:
     """A policy from its short name ("random", "threshold:350", "smart", "turn-ev",
-    "optimal"), the name of a shipped agent ("planner-2p", "ppo-2p": ``agents.shipped``,
-    loaded from the package's own files wherever it runs), a model file (a MaskablePPO
-    checkpoint .zip; an .npz: a value net, played by its planner, or a PPO self-play
-    snapshot, told apart by what the file says it is; an exported .onnx bot or planner),
+    "optimal"), the best response to a table of bots ("best-response:smart",
+    "best-response:smart,turn-ev": ``agents.best_response``), the name of a shipped
+    agent ("planner-2p", "ppo-2p": ``agents.shipped``, loaded from the package's own
+    files wherever it runs), a model file (a MaskablePPO checkpoint .zip; an .npz: a
+    value net, played by its planner, or a PPO self-play snapshot, told apart by what
+    the file says it is; an exported .onnx bot or planner),
     or `spec` itself if it already implements the Policy interface. Raises ValueError
     naming what is accepted (a CheckpointError or ExportError, also ValueErrors, for a
     missing or corrupt model file).
@@ -73,6 +76,10 @@ def make_policy(spec: str | Policy) -> Policy:
         return load_exported(spec.strip())
     if spec.strip().endswith(".npz"):
         return _load_npz(spec.strip())
+    if spec.strip().startswith("best-response:"):  # the exact best response to a table
+        from agents.best_response import PREFIX, BestResponseBot, table_of
+
+        return BestResponseBot(table_of(spec.strip().removeprefix(PREFIX)), make_policy)
     name, _, arg = spec.strip().partition(":")
     if arg == "" and name in _SIMPLE:
         return _SIMPLE[name]()

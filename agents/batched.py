@@ -61,6 +61,12 @@ class BatchedRandomBot(RandomBot):
         pick = (rng.random(len(idx)) * table.n_legal[key]).astype(np.int64)
         return table.legal[key, pick]
 
+    def action_probabilities(self, games: BatchGames, idx: np.ndarray) -> np.ndarray:
+        """(len(idx), 64): the chance of each action, uniform among the legal ones (what
+        ``envs.turn_outcomes`` follows along every branch)."""
+        mask = games.legal_mask(idx)
+        return mask / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+
 
 class BatchedThresholdBot(ThresholdBot):
     """``threshold:T``, batched: hold the best reading, bank from T or on the target."""

@@ -4,7 +4,9 @@ alone (no torch). Two kinds, as the metadata's "kind" says (``load_exported``):
 - "ppo" (``ExportedBot``): the graph maps a batch of observations to the 64 action
   logits of a trained actor; the legal-action mask is applied here, outside the graph,
   as MaskablePPO does in training: illegal logits are replaced by -1e8, and the
-  deterministic choice is the most probable action.
+  deterministic choice is the most probable action. It decides for many games at once
+  too (``act_batch``: one pass of the graph per chunk of games, as every
+  ``agents.neural.TrainedModel``).
 - "planner": the graph is a value network (``agents.value_net``): a batch of
   turn-start features to 8 logits, one per seat; the softmax over the seats present is
   taken here, in float64, as ``ValueNet`` does, and a ``PlannerBot`` plans each turn
@@ -22,7 +24,6 @@ from agents.neural import OBS_SPEC_ATTRIBUTE, TrainedModel, first_line
 from agents.planner import PlannerBot
 from agents.value_net import FeatureSpec, ValueNet, planner_for
 from envs.encoding import ObsSpec
-from envs.game import Game
 
 FORMAT = "fivethousand-rl exported bot"
 # 2: the game and observation are one "obs_spec" (envs.encoding.ObsSpec); 3: a "kind",
@@ -94,11 +95,17 @@ def load_exported(path: str | Path, threads: int = 1) -> ExportedBot | PlannerBo
     return ExportedBot(path, threads)
 
 
-def masked_choice(logits: np.ndarray, mask: np.ndarray) -> int:
-    """The most probable legal action (the first of equals), as MaskablePPO's mode."""
+def masked_choices(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per row of `logits` and `mask` (m, 64), the most probable legal action (the first
+    of equals), as MaskablePPO's mode: a float32 softmax with illegal logits masked."""
     masked = np.where(mask, logits, np.float32(MASKED_LOGIT)).astype(np.float32)
-    probs = np.exp(masked - masked.max())
-    return int(np.argmax(probs / probs.sum()))
+    probs = np.exp(masked - masked.max(axis=-1, keepdims=True))
+    return np.argmax(probs / probs.sum(axis=-1, keepdims=True), axis=-1)
+
+
+def masked_choice(logits: np.ndarray, mask: np.ndarray) -> int:
+    """``masked_choices`` for one decision (64 logits, its mask)."""
+    return int(masked_choices(logits[None], mask[None])[0])
 
 
 class ExportedBot(TrainedModel):
@@ -126,11 +133,10 @@ class ExportedBot(TrainedModel):
             )
         self.name = self.path.stem  # bots/ppo-2p.onnx -> "ppo-2p", as the file is named now
 
-    def act(self, game: Game, rng: np.random.Generator) -> int:
-        self.check(game)
-        obs = self.spec.encode(game, game.state.current)[None].astype(np.float32)
-        logits = self.session.run(None, {self.input_name: obs})[0][0]
-        return masked_choice(logits, game.legal()[1])
+    def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The graph's logits, masked as MaskablePPO masks them: the most probable action
+        of each row (``act`` and ``act_batch`` are ``TrainedModel``'s; `rng` is unused)."""
+        return masked_choices(self.session.run(None, {self.input_name: obs})[0], mask)
 
 
 class OnnxValueNet:

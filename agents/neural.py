@@ -14,6 +14,13 @@ cloudpickle), so ``SB3Policy`` runs whatever code the file holds: load only chec
 you trust like a script. A snapshot ``.npz`` is read as arrays and JSON, without pickle
 (``allow_pickle=False``), as are value nets (``agents.value_net``) and exported ``.onnx``
 bots: those are the formats to share.
+
+Every model here, and the exported bots (``agents.exported``), also decides for many
+games at once (``act_batch``, the batched side of ``envs.batch``): the observations of
+the players to move written from the arrays (``envs.vector_env.observe_batch``, the same
+bits as ``ObsSpec.encode``), one forward pass per chunk of ``BATCH_ROWS`` games
+(``batch_actions``), and the same choice per row as ``act``, which is the same code run
+on a batch of one.
 """
 
 from __future__ import annotations
@@ -21,21 +28,28 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from agents.base import atomic_write
+from envs.batch import BatchGames
 from envs.encoding import ACTION_FEATURES, ObsSpec, encode_rich
 from envs.game import Game
 from envs.policy import Policy
 from envs.rules import NUM_ACTIONS, Rules
+from envs.vector_env import observe_batch
 
 # Folders of a training run that hold models; the run's config.json is one level up.
 RUN_MODEL_FOLDERS = ("best", "latest", "snapshots")
 OBS_SPEC_ATTRIBUTE = "obs_spec"  # saved by SB3 with the model's other attributes
 # The archive member of each kind of model file that holds its settings, spec included.
 SETTINGS_MEMBER = {".zip": "data", ".npz": "config.npy"}
+# Games per forward pass of act_batch: large passes, bounded memory (a rich observation
+# of two players is ~2,800 float32, so a chunk's observations are ~46 MB).
+BATCH_ROWS = 4096
 
 
 class CheckpointError(ValueError):
@@ -55,6 +69,34 @@ def attach_obs_spec(model, spec: ObsSpec) -> None:
     restores the model's attribute but builds a new policy."""
     setattr(model, OBS_SPEC_ATTRIBUTE, spec.to_dict())
     setattr(model.policy, OBS_SPEC_ATTRIBUTE, spec.to_dict())
+
+
+# A model's choice for a batch of decisions: (observations (m, size) float32, legal
+# masks (m, 64) bool, the caller's generator) -> one action per row.
+Choose = Callable[[np.ndarray, np.ndarray, np.random.Generator], np.ndarray]
+
+
+def batch_actions(
+    games: BatchGames,
+    idx: np.ndarray,
+    spec: ObsSpec,
+    choose: Choose,
+    rng: np.random.Generator,
+    rows: int = BATCH_ROWS,
+) -> np.ndarray:
+    """The batched side of a model (``act_batch``): the actions `choose` takes in the
+    games `idx` of `games` (each with a decision due for ``games.current``), `rows` games
+    at a time, shown the observations of the player to move (``observe_batch`` under
+    `spec`: what ``spec.encode`` writes) and the legal masks. `spec` must be the games'
+    own (the caller checks the model against them first)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    actions = np.empty(idx.size, dtype=np.int64)
+    for start in range(0, idx.size, rows):
+        chunk = idx[start : start + rows]
+        mask = games.legal_mask(chunk)
+        obs = observe_batch(games, chunk, games.current[chunk], mask, spec)
+        actions[start : start + chunk.size] = choose(obs, mask, rng)
+    return actions
 
 
 def spec_problem(spec: ObsSpec | None, n_players: int, rules: Rules) -> str:
@@ -172,9 +214,10 @@ class NumpyScorer(Policy):
     path), and it is the reference for exported bots.
 
     Deterministic play takes the best legal logit (the first on ties, as torch's
-    argmax); otherwise it samples from the softmax over legal actions with `rng`. Its
-    config holds the network's shape and the observation spec it reads ("obs_spec"),
-    saved with the weights; it plays only the game of that spec.
+    argmax); otherwise it samples from the softmax over legal actions with `rng`, one
+    ``rng.random()`` per decision. Its config holds the network's shape and the
+    observation spec it reads ("obs_spec"), saved with the weights; it plays only the
+    game of that spec (``act_batch`` refuses any other; ``act`` trusts its caller).
     """
 
     # Parameter names, as in the torch module, that the actor needs.
@@ -233,25 +276,53 @@ class NumpyScorer(Policy):
     def _act_fn(self, x: np.ndarray) -> np.ndarray:
         return np.maximum(x, 0.0) if self.activation == "relu" else np.tanh(x)
 
-    def logits(self, obs: np.ndarray, legal) -> np.ndarray:
-        """Logits of the `legal` actions for one observation."""
-        h = obs[: self.n_state].astype(np.float64)
+    def batch_logits(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """(m, 64) float64 logits of m observations (rich rows): the legal actions'
+        (`mask`, (m, 64)), -inf for the others, which are not scored."""
+        h = obs[:, : self.n_state].astype(np.float64)
         for w, b in self.state_layers:
-            h = self._act_fn(w @ h + b)
-        rows = obs[self.n_state :].reshape(NUM_ACTIONS, ACTION_FEATURES)[list(legal)]
+            h = self._act_fn(h @ w.T + b)
         w = self.weights
-        x = rows @ w["action_in.weight"].T + w["action_in.bias"] + w["state_in.weight"] @ h
+        # The state's share of the scorer's first layer, once per observation.
+        state = h @ w["state_in.weight"].T
+        r, a = np.nonzero(mask)
+        rows = obs[:, self.n_state :].reshape(len(obs), NUM_ACTIONS, ACTION_FEATURES)[r, a]
+        x = rows @ w["action_in.weight"].T + w["action_in.bias"] + state[r]
         for w_, b in self.scorer_layers:
             x = self._act_fn(x) @ w_.T + b
-        return x[:, 0]
+        logits = np.full(mask.shape, -np.inf)
+        logits[r, a] = x[:, 0]
+        return logits
+
+    def logits(self, obs: np.ndarray, legal) -> np.ndarray:
+        """Logits of the `legal` actions for one observation."""
+        legal = list(legal)
+        mask = np.zeros((1, NUM_ACTIONS), dtype=bool)
+        mask[0, legal] = True
+        return self.batch_logits(obs[None], mask)[0, legal]
+
+    def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One action per observation: the best legal logit (the first of equals), or a
+        draw from the softmax over the legal actions, one ``rng.random()`` per row in
+        order, read off the cumulative probabilities as ``Generator.choice`` does."""
+        logits = self.batch_logits(obs, mask)
+        if self.deterministic:
+            return logits.argmax(axis=1)
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))  # 0 for illegal actions
+        cdf = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
+        cdf /= cdf[:, -1:]
+        # The first action whose cumulative probability passes the draw (always a legal
+        # one: an illegal action adds nothing to the sum).
+        return (cdf <= rng.random(len(obs))[:, None]).sum(axis=1)
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
-        legal = game.legal()[0]
-        logits = self.logits(encode_rich(game, game.state.current), legal)
-        if self.deterministic:
-            return legal[int(np.argmax(logits))]
-        p = np.exp(logits - logits.max())
-        return legal[int(rng.choice(len(legal), p=p / p.sum()))]
+        obs = encode_rich(game, game.state.current)
+        return int(self.choose(obs[None], game.legal()[1][None], rng)[0])
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``act`` for the games `idx` at once (``batch_actions``)."""
+        self.check_game(games.n_players, games.rules)
+        return batch_actions(games, idx, self.spec, self.choose, rng)
 
 
 def _linear_layers(
@@ -280,7 +351,12 @@ def short_name(model: str | Path) -> str:
 
 class TrainedModel(Policy):
     """A model file that plays only the game its observation spec describes: `path`
-    and `spec` are set by the subclass; refusals are `error`s naming the file."""
+    and `spec` are set by the subclass; refusals are `error`s naming the file.
+
+    A subclass gives its network's ``choose(obs, mask, rng)``: one action per row of
+    observations (float32, as ``spec.encode`` writes them) and legal masks (bool,
+    (m, 64)). ``act`` runs it on a batch of one, ``act_batch`` on many games at once:
+    the same code, so the same decisions."""
 
     path: Path
     spec: ObsSpec
@@ -300,12 +376,27 @@ class TrainedModel(Policy):
             self.check_game(*key)
             self._checked = key
 
+    def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        """The choice of the player to move, from their observation."""
+        self.check(game)
+        obs = self.spec.encode(game, game.state.current)[None]
+        return int(self.choose(obs, game.legal()[1][None], rng)[0])
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``act`` for the games `idx` at once (``batch_actions``)."""
+        self.check_game(games.n_players, games.rules)
+        return batch_actions(games, idx, self.spec, self.choose, rng)
+
 
 class SB3Policy(TrainedModel):
     """Plays a MaskablePPO checkpoint: the observation of the seat to move, the legal
     actions as the mask, deterministic (greedy) unless `deterministic=False` (then the
-    action is sampled with torch's generator, seeded from the caller's rng). Loading
-    the checkpoint unpickles it, which runs any code it holds: trust it like a script."""
+    action is sampled with torch's generator, seeded from the caller's rng once per
+    decision, and once per chunk of games in ``act_batch``). Loading the checkpoint
+    unpickles it, which runs any code it holds: trust it like a script."""
 
     def __init__(self, path: str | Path, deterministic: bool = True) -> None:
         self.path = Path(path)
@@ -319,29 +410,35 @@ class SB3Policy(TrainedModel):
         self.deterministic = deterministic
         self.name = short_name(path)
 
-    def act(self, game: Game, rng: np.random.Generator) -> int:
+    def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """What MaskablePPO.predict computes, without its batch-handling overhead: the
+        masked categorical distribution over the actor's logits, its mode or a sample."""
         import torch
 
-        self.check(game)
-        obs = torch.as_tensor(self.spec.encode(game, game.state.current)[None])
-        mask = torch.as_tensor(game.legal()[1][None])
         policy = self.model.policy
-        # What MaskablePPO.predict computes, without its batch-handling overhead: the
-        # masked categorical distribution over the actor's logits, its mode or a sample.
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # one small observation: threads only add overhead
-        try:
-            with torch.no_grad():
-                features = policy.extract_features(obs, policy.pi_features_extractor)
-                logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
-                dist = policy.action_dist.proba_distribution(action_logits=logits)
-                dist.apply_masking(mask)
-                if not self.deterministic:
-                    torch.manual_seed(int(rng.integers(2**31)))
-                action = dist.get_actions(deterministic=self.deterministic)
-        finally:
-            torch.set_num_threads(threads)
-        return int(action[0])
+        with one_torch_thread(), torch.no_grad():
+            features = policy.extract_features(torch.as_tensor(obs), policy.pi_features_extractor)
+            logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+            dist = policy.action_dist.proba_distribution(action_logits=logits)
+            dist.apply_masking(torch.as_tensor(mask))
+            if not self.deterministic:
+                torch.manual_seed(int(rng.integers(2**31)))
+            return dist.get_actions(deterministic=self.deterministic).numpy()
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch on one thread for a while, then give back the thread count it had: a
+    decision's forward pass is small (threads only add overhead), and parallel play
+    runs one worker per core."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 class Snapshot(TrainedModel):
@@ -359,9 +456,8 @@ class Snapshot(TrainedModel):
             raise AttributeError(attr)
         return getattr(self.scorer, attr)  # weights, config, logits...: the scorer's
 
-    def act(self, game: Game, rng: np.random.Generator) -> int:
-        self.check(game)
-        return self.scorer.act(game, rng)
+    def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self.scorer.choose(obs, mask, rng)
 
 
 def load_snapshot(path: str | Path) -> Snapshot:

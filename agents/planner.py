@@ -4,6 +4,8 @@
 every reachable end of the turn valued in one call of its value function, then the
 exact recursion over rolls and holds) and takes the action that maximizes its own win
 probability. A plan is cached per turn start, so only a turn's first decision plans.
+``act_batch`` makes the same decisions for many games at once (``envs.batch``): one
+plan per distinct turn start among them, every action valued by array lookups.
 
 The value function is pluggable (``envs.turn_planner.ValueFn``): a learned network for
 any number of players, or, with ``PlannerBot.exact``, the exact 2-player solution,
@@ -17,9 +19,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from envs.batch import BatchGames
 from envs.game import OVER, ROLL, Game, in_turn_order
 from envs.policy import Policy
-from envs.rules import Rules
+from envs.rules import BANK_BIT, Rules
+from envs.solver import STEP
 from envs.turn_planner import TurnPlan, ValueFn, exact_two_player_values, plan_turn
 
 DEFAULT_CACHE_SIZE = 4096  # turn plans kept (a few kB each)
@@ -93,6 +97,25 @@ class PlannerBot(Policy):
         # The first of equal values (to TIE), in the engine's order of moves: deterministic.
         return next(action for action, v in values.items() if v >= best - TIE)
 
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``act`` for the games `idx` of `games` at once (the same actions; `rng` is
+        not drawn from): one plan per turn start among them, from ``act``'s cache."""
+        self.check_game(games.n_players, games.rules)  # cheap: once per call, not per game
+        if not len(idx):
+            return np.zeros(0, dtype=np.int64)
+        n = games.n_players
+        seats = (games.current[idx, None] + np.arange(n)) % n
+        starts = np.take_along_axis(games.scores[idx], seats, axis=1)  # ``in_turn_order``
+        order = np.lexsort(starts.T)  # number the distinct starts: start_of[i] is game i's
+        first = np.r_[True, (np.diff(starts[order], axis=0) != 0).any(axis=1)]
+        start_of = np.empty(len(idx), dtype=np.int64)
+        start_of[order] = np.cumsum(first) - 1
+        plans = [self._plan(tuple(s), games.rules) for s in starts[order[first]].tolist()]
+        values = _action_values(plans, start_of, games, idx)
+        best = values.max(axis=1, keepdims=True)
+        # The first action within TIE of the best, in ascending order, as ``act``.
+        return (values >= best - TIE).argmax(axis=1)
+
     def win_probabilities(self, game: Game) -> np.ndarray:
         """Every seat's estimated win probability, by seat, with the player to move
         playing this plan: before a roll, or after the action ``act`` would take."""
@@ -110,3 +133,25 @@ class PlannerBot(Policy):
                 else plan.roll_probabilities(move.turn_total, move.dice_left)
             )
         return np.roll(mine, s.current)  # from the mover's order to seat order
+
+
+def _action_values(
+    plans: list[TurnPlan], plan_of: np.ndarray, games: BatchGames, idx: np.ndarray
+) -> np.ndarray:
+    """(len(idx), 64): ``move_value`` of every action of each game of `idx` by its plan,
+    ``plans[plan_of[i]]``, -inf where illegal. Actions 0-31 hold and roll on, 32-63 bank."""
+    w = np.stack([plan.W for plan in plans])  # one shape under one game's rules
+    bank = np.stack([plan.bank for plan in plans])
+    totals, left = games.hold_results(idx)  # after each hold
+    level = totals // STEP
+    which = plan_of[:, None]
+    rolled = w[which, np.minimum(level, w.shape[1] - 1), left]  # as ``TurnPlan.roll_value``
+    banked = bank[which, np.minimum(level, bank.shape[1] - 1)]  # as ``TurnPlan.bank_value``
+    values = np.concatenate([rolled, banked], axis=1)
+    legal = games.legal_mask(idx)
+    far = legal[:, BANK_BIT:] & (level >= bank.shape[1])  # past the plans' bank tables
+    if far.any():  # a turn rolled on far past the target: rare, so one by one
+        for r, c in zip(*np.nonzero(far), strict=True):
+            values[r, BANK_BIT + c] = plans[plan_of[r]].bank_value(int(totals[r, c]))
+    np.copyto(values, -np.inf, where=~legal)
+    return values

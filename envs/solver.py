@@ -28,7 +28,7 @@ decreases (banking raises the banker, a bump only happens to a player already at
 higher score, a gift raises the other), so the score pairs are solved in blocks of
 equal max(a, b), from the highest down. Inside a block the values are found by Newton's
 method (policy iteration): for the current values the best play of every turn is
-found (``_turn_values``), where that play ends is pushed forward exactly
+found (``turn_values``), where that play ends is pushed forward exactly
 (``_end_chances``), and the linear equations of that play are solved, until the values
 no longer change (to 1e-12).
 """
@@ -306,11 +306,11 @@ def solve_two_player(
 
     V = np.zeros((n, n))
     W = np.zeros((n, n, top + 1, NUM_DICE + 1))
-    live_all = _live_levels(kind.reshape(n * n, size)).reshape(n, n)
+    live_all = live_levels(kind.reshape(n * n, size)).reshape(n, n)
     last = None  # the block solved last: its position map and end chances
     for done, m in enumerate(range(n - 1, -1, -1)):
         # Block m: the pairs whose higher score is scores[m], those that need the most
-        # turn-total levels first (see ``_turn_values``).
+        # turn-total levels first (see ``turn_values``).
         pa = np.concatenate([np.full(m + 1, m), np.arange(m)])
         pb = np.concatenate([np.arange(m + 1), np.full(m, m)])
         order = np.argsort(-live_all[pa, pb], kind="stable")
@@ -343,7 +343,7 @@ def solve_two_player(
             V[pa, pb] = v
             pass_value = 1.0 - V.ravel()[flat_mirror]
             bank = _bank_values(V, k_blk, tp_blk, pass_value)
-            w, z = _turn_values(pass_value, bank, tab, top, live)
+            w, z = turn_values(pass_value, bank, tab, top, live)
             u = w[0, NUM_DICE].copy()
             error, last_error = np.max(np.abs(u - v)), error
             if error < tol:
@@ -370,7 +370,7 @@ def _bank_values(V, kind, target_pair, pass_value) -> np.ndarray:
     return np.where(kind == NOT_ALLOWED, -np.inf, bank)
 
 
-def _live_levels(kind: np.ndarray) -> np.ndarray:
+def live_levels(kind: np.ndarray) -> np.ndarray:
     """Per state (rows of `kind`, see ``_bank_ends``), the last turn-total level where
     banking can do anything but pass the turn: above it every end of the turn is worth
     the pass value, so the turn's values there are the pass value."""
@@ -379,7 +379,7 @@ def _live_levels(kind: np.ndarray) -> np.ndarray:
     return np.where(useful.any(axis=1), last, 0)
 
 
-def _turn_values(pass_value, bank, tab: OptionTables, top: int, live=None):
+def turn_values(pass_value, bank, tab: OptionTables, top: int, live=None):
     """(W, Z) for a batch of states s, from terminal values: `pass_value[s]` for a bust
     or a turn total past the target, `bank[s, i]` for banking turn total 50*i (-inf
     where not allowed; i < size). Each is (size, 6, s), the state axis last so that
@@ -388,7 +388,7 @@ def _turn_values(pass_value, bank, tab: OptionTables, top: int, live=None):
     with k dice left, the better of banking and rolling on (what an option is worth).
 
     `live` (default: `top` for all), sorted descending: state s's last level where
-    anything but passing can happen (``_live_levels``); above it W is the pass value,
+    anything but passing can happen (``live_levels``); above it W is the pass value,
     so the recursion skips those states there."""
     s, size = bank.shape
     width = NUM_DICE + 1
@@ -430,18 +430,33 @@ def _option_rows(tab: OptionTables, top: int, spare: bool = False) -> np.ndarray
 
 def _turn_recursion(pass_value, bank, tab: OptionTables, top: int, size: int) -> np.ndarray:
     """W[s, i, k]: the value before rolling k dice with turn total 50*i, for a batch of
-    states (see ``_turn_values``; `bank` has `size` levels)."""
-    return _turn_values(pass_value, bank[:, :size], tab, top)[0].transpose(2, 0, 1)
+    states (see ``turn_values``; `bank` has `size` levels)."""
+    return turn_values(pass_value, bank[:, :size], tab, top)[0].transpose(2, 0, 1)
 
 
 def _end_chances(w, z, bank, tab: OptionTables, live, ends, mirror) -> np.ndarray:
-    """P[s, s']: the chance that state s's turn, played as ``_turn_values`` values it
+    """P[s, s']: the chance that state s's turn, played as ``turn_values`` values it
     (`w`, `z`, `live`), ends where the opponent moves from state s' of the same batch: a
     bust, a total past state s's live levels or a banked total that nobody gets lead to
-    s's mirror state `mirror[s]`; banking 50*i leads to ``ends[s, i]`` (-1: outside).
+    s's mirror state `mirror[s]`; banking 50*i leads to ``ends[s, i]`` (-1: outside)."""
+    passed, banked = end_masses(w, z, bank, tab, live)
+    s = len(passed)
+    chances = np.zeros((s, s))
+    chances[np.arange(s), mirror] = passed
+    state, level = np.nonzero(ends >= 0)
+    np.add.at(chances, (state, ends[state, level]), banked[level, state])
+    return chances
+
+
+def end_masses(w, z, bank, tab: OptionTables, live) -> tuple[np.ndarray, np.ndarray]:
+    """How the turns of a batch of states s end, played as ``turn_values`` values them
+    (`w`, `z`, `bank`, `live`): (passed[s], banked[i, s]), the chance that s's turn ends
+    without banking (a bust, or a total past its live levels, whose ends all pass) and
+    the chance that it banks 50*i.
 
     The chance of each (turn total, dice to roll) is pushed forward level by level: a
-    roll's whole chance goes to its chosen option, which then banks or rolls on."""
+    roll's whole chance goes to its chosen option, which then banks or rolls on (the
+    first best option of each chance class; rolling on where banking is worth no more)."""
     size, width, s = w.shape
     # The choice of every chance class, by one max over keys that sort as the options'
     # values do: the value's lowest bits (below 2**-42 of it) replaced by where the
@@ -477,9 +492,4 @@ def _end_chances(w, z, bank, tab: OptionTables, live, ends, mirror) -> np.ndarra
     passed = (tab.bust @ (mass * live_level[:, None, :]).sum(axis=0)) + (
         mass[:, 1:, :].sum(axis=1) * ~live_level
     ).sum(axis=0)
-    chances = np.zeros((s, s))
-    cols = np.arange(s)
-    chances[cols, mirror] = passed
-    state, level = np.nonzero(ends >= 0)
-    np.add.at(chances, (state, ends[state, level]), banked[level, state])
-    return chances
+    return passed, banked

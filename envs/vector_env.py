@@ -5,8 +5,9 @@ array operations (``envs.batch``).
                  n_players=2, opponents="threshold:350")
 
 Same options and game as ``envs.gym_env.FiveThousandEnv`` (which checks them, with the
-same messages), compact and rich observations alike (the rich one from the arrays,
-``rich_features``, bit for bit ``envs.encoding.encode_rich``). Autoreset is *same-step*
+same messages), compact and rich observations alike, written from the arrays
+(``observe_batch``, also the trained models' batched side in ``agents.neural``) bit for
+bit as ``envs.encoding`` writes them. Autoreset is *same-step*
 (``AutoresetMode.SAME_STEP``): when a game ends, ``step`` returns the first observation of
 the next game in that row, and the last observation and info of the finished one in
 ``infos["final_obs"]`` / ``infos["final_info"]`` (with the masks ``"_final_obs"`` /
@@ -130,6 +131,41 @@ _ROLL_PART = np.zeros((NO_ROLL + 1, _AT["face_counts"].stop - _ROLL_AT), dtype=n
 for _i, _roll in enumerate(ROLLS):
     _ROLL_PART[_i, _AT["dice_in_roll"].start - _ROLL_AT] = len(_roll) / NUM_DICE
     _ROLL_PART[_i, _AT["roll_one_hot"].start - _ROLL_AT :] = _ROLL_FEATURE_TABLE[_roll]
+
+
+def observe_batch(
+    games: BatchGames, idx: np.ndarray, seat: np.ndarray, mask: np.ndarray, spec: ObsSpec
+) -> np.ndarray:
+    """The observations of the games `idx` of `games`, each seen from its `seat` (one per
+    game), as float32 rows (k, ``spec.size``): bit for bit ``spec.encode(game, seat)``,
+    compact or rich. `mask` (k, 64) holds each game's legal actions
+    (``games.legal_mask(idx)``; all False where no decision is due). `spec` must describe
+    these games (their players and rules): it is trusted, not checked."""
+    n, rules = games.n_players, games.rules
+    target = rules.target
+    k = idx.size
+    rows = np.arange(k)
+    scores = games.scores[idx]
+    own_first = scores[rows[:, None], (seat[:, None] + np.arange(n)) % n]
+    current = games.current[idx]
+    total = games.turn_total[idx]
+    roll = games.roll[idx]
+    deciding = roll != NO_ROLL
+    # float32 columns assigned from float64 values: the same rounding as encode().
+    at = spec.slices
+    out = np.zeros((k, spec.size), dtype=np.float32)
+    out[:, at["scores"]] = own_first / target
+    out[:, at["entered"]] = own_first > 0
+    out[rows, at["to_move"].start + (current - seat) % n] = 1.0
+    out[:, at["turn_total"].start] = np.minimum(total / target, OBS_HIGH)
+    need = (target - scores[rows, current] - total) / target
+    out[:, at["need_after_bank"].start] = np.maximum(need, OBS_LOW)
+    out[:, at["ends_in_50"].start] = off_score_step(total, rules)
+    out[:, at["dice_in_roll"].start : at["face_counts"].stop] = _ROLL_PART[roll]
+    out[:, at["some_action_banks"].start] = deciding & mask[:, BANK_BIT:].any(axis=1)
+    if spec.encoding == "rich":
+        rich_features(games, idx, seat, mask, out)
+    return out
 
 
 # The arrays of BatchGames that hold a game (saved and restored by get_state/set_state).
@@ -421,39 +457,12 @@ class FiveThousandVectorEnv(VectorEnv):
             self.recorder("roll", idx, ROLL_DICE[ids])
 
     def _observe(self, idx: np.ndarray) -> Any:
-        """The compact observation (``envs.encoding.encode``) of the games `idx` from
-        their learner's seat, as float32 rows."""
-        g = self.games
-        n = self.n_players
-        target = self.rules.target
-        k = idx.size
-        seat = self.learner_seat[idx]
-        rows = np.arange(k)
-        scores = g.scores[idx]
-        if isinstance(self.learner_seat_option, int):  # one seat for all: a column order
-            own_first = scores[:, (self.learner_seat_option + np.arange(n)) % n]
-        else:
-            own_first = scores[rows[:, None], (seat[:, None] + np.arange(n)) % n]
-        current = g.current[idx]
-        total = g.turn_total[idx]
-        roll = g.roll[idx]
-        deciding = roll != NO_ROLL
-        # float32 columns assigned from float64 values: the same rounding as encode().
-        at = self.obs_spec.slices
-        out = np.zeros((k, self.obs_spec.size), dtype=np.float32)
-        out[:, at["scores"]] = own_first / target
-        out[:, at["entered"]] = own_first > 0
-        out[rows, at["to_move"].start + (current - seat) % n] = 1.0
-        out[:, at["turn_total"].start] = np.minimum(total / target, OBS_HIGH)
-        need = (target - scores[rows, current] - total) / target
-        out[:, at["need_after_bank"].start] = np.maximum(need, OBS_LOW)
-        out[:, at["ends_in_50"].start] = off_score_step(total, self.rules)
-        out[:, at["dice_in_roll"].start : at["face_counts"].stop] = _ROLL_PART[roll]
-        out[:, at["some_action_banks"].start] = deciding & self._mask[idx, BANK_BIT:].any(axis=1)
-        if self.obs_spec.encoding == "rich":
-            rich_features(g, idx, seat, self._mask[idx], out)
+        """The observations of the games `idx` from their learner's seat (``observe_batch``),
+        with their action masks when observations are dicts."""
+        mask = self._mask[idx]
+        out = observe_batch(self.games, idx, self.learner_seat[idx], mask, self.obs_spec)
         if self.dict_obs:
-            return {"observation": out, "action_mask": self._mask[idx].astype(np.int8)}
+            return {"observation": out, "action_mask": mask.astype(np.int8)}
         return out
 
     def _info(self, idx: np.ndarray, illegal: np.ndarray | None = None) -> dict[str, Any]:

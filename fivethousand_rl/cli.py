@@ -29,6 +29,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("fivethousand_rl.demo", "train a small agent and measure it, or watch bots play"),
     "regret": ("agents.regret", "exact regret of a 2-player agent's decisions"),
     "optimal": ("agents.optimal", "the exact numbers of optimal 2-player play"),
+    "best-response": (
+        "agents.best_response.cli",
+        "exploitability, or the most any agent can win at a table of bots",
+    ),
 }
 
 

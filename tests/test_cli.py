@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "demo": "--watch",
     "regret": "--against",
     "optimal": "--plot",
+    "best-response": "--players",
 }
 
 

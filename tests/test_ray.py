@@ -48,7 +48,9 @@ def test_a_checkpoint_agent_loads_on_ray_by_its_relative_path(local_ray):
     specs = ["checkpoints/planner-2p/value_net.npz", "smart"]
     with contextlib.chdir(ROOT):
         local = tour.run(specs, seatings, Rules(), seed=3, chunk_size=2, batched=False)
-        on_ray = tour.run(specs, seatings, Rules(), seed=3, chunk_size=2, ray="local")
+        on_ray = tour.run(
+            specs, seatings, Rules(), seed=3, chunk_size=2, batched=False, ray="local"
+        )
     assert on_ray == local
 
 

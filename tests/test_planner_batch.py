@@ -1,0 +1,174 @@
+"""The planner's batched side (PlannerBot.act_batch) decides exactly as its per-game
+act does: on the decisions of real games (exact values under the seeds' rules and
+house rules, the shipped value networks at full rules, 2 to 4 players), on turns rolled
+on far past the target, sharing act's plan cache, and refusing the games act's value
+function cannot value."""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from agents import make_policy
+from agents.batched import BatchedRandomBot
+from agents.planner import PlannerBot, _action_values
+from envs.batch import (
+    CODE_TO_ROLL,
+    NO_ROLL,
+    NUM_CODES,
+    ROLL_BUST,
+    ROLL_ID,
+    ROLLS,
+    BatchGames,
+    play_batch,
+)
+from envs.game import Game
+from envs.rules import BANK_BIT, Rules
+from tests.test_planner import share
+
+SMALL = Rules(target=1000, entry=300)
+HOUSE = Rules(target=1000, entry=300, bump=False, fifty_rule=False)  # V2, V4
+HOLD_ALL_LOST = Rules(target=1500, hold="all", overshoot="lost")  # V1, V3
+
+
+def exact(rules: Rules) -> PlannerBot:
+    return PlannerBot.exact(rules, show_progress=False)
+
+
+def decision_rows(
+    planner: PlannerBot, n_players: int, rules: Rules, n_games: int, seed: int, rerolls: int = 0
+) -> BatchGames:
+    """Every decision of `n_games` games (seats played by the planner or by the random
+    bot, drawn per seat, so turns also run long, overshoot and bank at odd totals), as
+    the rows of one BatchGames, each with its roll pending. With `rerolls`, each comes
+    with that many other rolls of its dice as well (busts left out): more decisions of
+    the same turn starts, which cost no more plans."""
+    games = BatchGames(n_games, n_players, rules)
+    rng = np.random.default_rng(seed)
+    seat_policy = rng.integers(0, 2, size=(n_games, n_players))
+    seen = []
+
+    def on_roll(idx, seats, before, ids):
+        d = idx[games.roll[idx] != NO_ROLL]  # a bust left no decision
+        seen.append([a[d].copy() for a in state_arrays(games)])
+
+    policies = [planner, BatchedRandomBot()]
+    play_batch(games, np.arange(n_games), policies, seat_policy, rng, max_turns=80, on_roll=on_roll)
+    columns = [np.repeat(np.concatenate(c), rerolls + 1, axis=0) for c in zip(*seen, strict=True)]
+    dice, roll = columns[3], columns[4]
+    other = np.arange(len(roll)) % (rerolls + 1) > 0
+    roll[other] = CODE_TO_ROLL[dice[other], rng.integers(0, NUM_CODES, size=other.sum())]
+    return batch_of(n_players, rules, [c[~ROLL_BUST[roll]] for c in columns])
+
+
+def state_arrays(games: BatchGames) -> list[np.ndarray]:
+    """The arrays a decision reads: banked scores, seat to move, turn total, dice, roll."""
+    return [games.scores, games.current, games.turn_total, games.dice_left, games.roll]
+
+
+def batch_of(n_players: int, rules: Rules, columns: list[np.ndarray]) -> BatchGames:
+    """A BatchGames of these rows (``state_arrays``' columns)."""
+    games = BatchGames(len(columns[0]), n_players, rules)
+    for array, column in zip(state_arrays(games), columns, strict=True):
+        array[:] = column
+    return games
+
+
+def assert_batch_is_act(planner: PlannerBot, games: BatchGames) -> np.ndarray:
+    """act_batch on all the rows at once gives each row's act; returns the actions."""
+    idx = np.arange(games.n_games)
+    rng = np.random.default_rng(0)
+    got = planner.act_batch(games, idx, rng)
+    want = np.array([planner.act(games.game_at(int(g)), rng) for g in idx])
+    wrong = np.flatnonzero(got != want)
+    assert not wrong.size, [(games.game_at(int(g)).state, got[g], want[g]) for g in wrong[:3]]
+    return got
+
+
+# (the planner, players, rules, games): at least 2,000 decisions each
+CASES = [
+    pytest.param(lambda: exact(SMALL), 2, SMALL, 96, id="exact-small"),
+    pytest.param(lambda: exact(HOUSE), 2, HOUSE, 110, id="exact-no-bump-no-fifty"),
+    pytest.param(lambda: exact(HOLD_ALL_LOST), 2, HOLD_ALL_LOST, 72, id="exact-hold-all-lost"),
+    # 4 players: gifts of an overshoot to the lowest entered player (R9)
+    pytest.param(lambda: PlannerBot(share, rules=SMALL), 4, SMALL, 48, id="share-4p"),
+    # the shipped value nets, each decision with 3 more rolls (plans cost)
+    pytest.param(lambda: make_policy("planner-2p"), 2, Rules(), 8, id="planner-2p"),
+    pytest.param(lambda: make_policy("planner-3p"), 3, Rules(), 8, id="planner-3p"),
+]
+
+
+@pytest.mark.parametrize("make, n_players, rules, n_games", CASES)
+def test_act_batch_is_act_on_the_decisions_of_real_games(make, n_players, rules, n_games):
+    """Many turn starts in one call (R8 and R9 read through the plan's ends): every row's
+    action is act's, and the rows cover banking, winning and overshooting holds."""
+    planner = make()
+    with threadpool_limits(1):  # a value net's small products: threads only wait (issue 28)
+        rerolls = 3 if rules == Rules() else 0
+        games = decision_rows(planner, n_players, rules, n_games, n_players, rerolls)
+        actions = assert_batch_is_act(planner, games)
+    print(f"{games.n_games} decisions")
+    idx = np.arange(games.n_games)
+    totals, _ = games.hold_results(idx)
+    own = games.scores[idx, games.current][:, None]
+    may_bank = games.legal_mask(idx)[:, BANK_BIT:]
+    assert games.n_games >= 2000
+    assert (actions >= BANK_BIT).sum() > 100  # banks chosen
+    assert (may_bank & (own + totals == rules.target)).any(axis=1).sum() > 10  # a bank wins
+    assert (may_bank & (own + totals > rules.target)).any(axis=1).sum() > 10  # or overshoots
+
+
+def test_turns_rolled_on_past_the_plans_bank_table():
+    """Totals so far past the target that the plan has no bank entry for them (a turn
+    that rolled on there: banking is lost or forbidden, R8 R9) are valued as act values
+    them, and chosen alike; both hold rules (R5, R6). The values are compared too: there
+    rolling on is worth what a bank is and comes first, so actions alone cannot tell."""
+    rng = np.random.default_rng(7)
+    for rules in (SMALL, Rules(target=1000, entry=300, hold="all", fifty_rule=False)):
+        planner = exact(rules)
+        levels = len(planner.plan(Game(2, rules)).bank_end)  # the plan's bank table
+        n = 1000
+        games = BatchGames(n, 2, rules)
+        games.scores[:] = rng.choice([0, 300, 700], size=(n, 2))
+        games.turn_total[:] = 50 * rng.integers(levels - 90, levels + 10, size=n)
+        games.roll[:] = rng.integers(0, len(ROLLS), size=n)
+        games.dice_left[:] = [len(ROLLS[r]) for r in games.roll]
+        live = np.flatnonzero(games.legal_mask(np.arange(n)).any(axis=1))  # not busts
+        rows = batch_of(2, rules, [a[live] for a in state_arrays(games)])
+        assert_batch_is_act(planner, rows)
+        idx = np.arange(rows.n_games)
+        totals, _ = rows.hold_results(idx)
+        legal = rows.legal_mask(idx)
+        assert (legal[:, BANK_BIT:] & (totals // 50 >= levels)).any(axis=1).sum() > 100
+        for g in idx:
+            game = rows.game_at(int(g))
+            values = _action_values([planner.plan(game)], np.zeros(1, int), rows, np.array([g]))[0]
+            actions = np.flatnonzero(legal[g])
+            batched = dict(zip(actions.tolist(), values[actions].tolist(), strict=True))
+            assert batched == planner.action_values(game)  # exactly: the same lookups
+
+
+def test_act_batch_shares_acts_plan_cache():
+    """act_batch plans each turn start once, into the cache act reads."""
+    planner = PlannerBot(share, rules=SMALL)
+    games = decision_rows(PlannerBot(share, rules=SMALL), 3, SMALL, 8, seed=1)
+    idx = np.arange(games.n_games)
+    planner.act_batch(games, idx, np.random.default_rng(0))
+    starts = {planner.plan(games.game_at(int(g))).scores for g in idx}
+    info = planner._plan.cache_info()
+    assert info.misses == info.currsize == len(starts)
+
+
+def test_an_empty_batch():
+    games = BatchGames(2, 2, SMALL)
+    actions = PlannerBot(share).act_batch(games, np.zeros(0, dtype=np.int64), None)
+    assert actions.shape == (0,) and actions.dtype == np.int64
+
+
+def test_act_batch_refuses_games_the_values_do_not_cover():
+    planner = exact(SMALL)
+    games = BatchGames(4, 2, Rules())
+    games.roll[:] = ROLL_ID[(1, 1, 5, 5, 5)]
+    with pytest.raises(ValueError, match="values games under"):
+        planner.act_batch(games, np.arange(4), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="values games of 2 players, not 3"):
+        planner.act_batch(BatchGames(4, 3, SMALL), np.arange(4), np.random.default_rng(0))
