@@ -419,11 +419,26 @@ class SB3Policy(TrainedModel):
         with one_torch_thread(), torch.no_grad():
             features = policy.extract_features(torch.as_tensor(obs), policy.pi_features_extractor)
             logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
+            if self.deterministic:
+                return masked_mode(logits, torch.as_tensor(mask)).numpy()
             dist = policy.action_dist.proba_distribution(action_logits=logits)
             dist.apply_masking(torch.as_tensor(mask))
-            if not self.deterministic:
-                torch.manual_seed(int(rng.integers(2**31)))
-            return dist.get_actions(deterministic=self.deterministic).numpy()
+            torch.manual_seed(int(rng.integers(2**31)))
+            return dist.get_actions(deterministic=False).numpy()
+
+
+def masked_mode(logits, mask):
+    """The mode of sb3-contrib's masked categorical distribution over `logits` (torch
+    tensors, (m, 64), the mask bool): the same operations in the same order as
+    ``MaskableCategorical`` (normalize, mask with -1e8, normalize, softmax, argmax), so
+    the same bits and the same action, without building the distribution objects, which
+    cost more than the network here."""
+    import torch
+
+    normalized = logits - logits.logsumexp(dim=-1, keepdim=True)
+    masked = torch.where(mask, normalized, torch.tensor(-1e8, dtype=logits.dtype))
+    masked = masked - masked.logsumexp(dim=-1, keepdim=True)
+    return torch.argmax(torch.softmax(masked, dim=-1), dim=1)
 
 
 @contextmanager

@@ -10,6 +10,12 @@ from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, can_bank
 from envs.solver import turn_ev_table
 
 
+def own_score_view(starts: np.ndarray, rules: Rules) -> np.ndarray:
+    """The part of the scores (turn starts, mover's order) that a bot's choices read when
+    they read only its own score (``envs.turn_outcomes.view_keys``): that score."""
+    return starts[:, :1]
+
+
 class RandomBot(Policy):
     """Picks uniformly among the legal actions."""
 
@@ -18,6 +24,8 @@ class RandomBot(Policy):
     def act(self, game: Game, rng: np.random.Generator) -> int:
         legal = game.legal()[0]
         return legal[int(rng.random() * len(legal))]
+
+    turn_view = staticmethod(own_score_view)
 
 
 class ThresholdBot(Policy):
@@ -30,6 +38,8 @@ class ThresholdBot(Policy):
             raise ValueError(f"threshold must be a non-negative integer, got {threshold!r}")
         self.threshold = threshold
         self.name = f"threshold:{threshold}"
+
+    turn_view = staticmethod(own_score_view)
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         s = game.state
@@ -50,6 +60,8 @@ class TurnEVBot(Policy):
     the scores, except that it always takes an exact win."""
 
     name = "turn-ev"
+
+    turn_view = staticmethod(own_score_view)
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         s = game.state
@@ -90,6 +102,12 @@ class SmartBot(Policy):
 
     name = "smart"
     ENDGAME = 500  # bank any allowed progress once within this of the target
+
+    @staticmethod
+    def turn_view(starts: np.ndarray, rules: Rules) -> np.ndarray:
+        """What its choices read of the scores (mover's order): its own, and the others'
+        as a set (a bump, a lost gift and a win do not depend on who is where)."""
+        return np.column_stack([starts[:, :1], np.sort(starts[:, 1:], axis=1)])
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         s = game.state

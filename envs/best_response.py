@@ -195,9 +195,14 @@ class _BotMoves:
 
     @classmethod
     def of(cls, ends: TurnEnds, space: ScoreSpace, table_index: int) -> _BotMoves:
-        return cls(
-            table_index, ends.start_of_row, space.index(ends.positions), ends.probs, ends.wins
-        )
+        """From a bot's turn ends from every position (in any order)."""
+        where = space.index(ends.starts)
+        if not np.array_equal(np.sort(where), np.arange(space.size)):
+            raise ValueError("the turn ends must come from every position, once each")
+        wins = np.empty((space.size, space.n_players))
+        wins[where] = ends.wins
+        src = where[ends.start_of_row]
+        return cls(table_index, src, space.index(ends.positions), ends.probs, wins)
 
 
 def _solve_block(states, positions, space, moves, values, rules, size, tol) -> None:

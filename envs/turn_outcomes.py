@@ -140,15 +140,49 @@ def turn_ends(
     progress: Callable[[int], None] | None = None,
 ) -> TurnEnds:
     """The exact ends of the turns that `policy` plays from each turn start of `starts`
-    ((B, N) banked scores, each in turn order from its mover), `chunk` starts at a time
-    (``progress(done)`` is told of each chunk's starts)."""
+    ((B, N) banked scores, each in turn order from its mover).
+
+    The policy's choices are followed for `chunk` turn starts at a time (``progress``
+    is told how many starts each chunk covers). A policy whose choices depend on the
+    scores through less than all of them says so with ``turn_view`` (see
+    ``view_keys``): its turn is then followed once per distinct view, and only where
+    it ends is worked out per start."""
     starts = np.asarray(starts, dtype=np.int64).reshape(len(starts), -1)
-    parts = []
-    for lo in range(0, len(starts), chunk):
-        parts.append(_turn_ends(policy, starts[lo : lo + chunk], rules))
+    size = _levels(rules)
+    live = live_levels(starts, rules)
+    keys = view_keys(policy, starts, rules, live)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    banked = np.zeros((len(first), size + _max_step(rules)))
+    passed = np.zeros(len(first))
+    for lo in range(0, len(first), chunk):
+        part = first[lo : lo + chunk]
+        banked[lo : lo + chunk], passed[lo : lo + chunk] = _masses(
+            policy, starts[part], live[part], rules
+        )
         if progress is not None:
-            progress(len(parts[-1][0]))
+            progress(int(np.isin(inverse, np.arange(lo, lo + len(part))).sum()))
+    parts = [
+        _ends(
+            starts[lo : lo + chunk],
+            banked[inverse[lo : lo + chunk]],
+            passed[inverse[lo : lo + chunk]],
+            rules,
+        )
+        for lo in range(0, len(starts), chunk)
+    ]
     return _join(starts, parts)
+
+
+def view_keys(policy: Policy, starts: np.ndarray, rules: Rules, live: np.ndarray) -> np.ndarray:
+    """(B, k) integers: turn starts with equal rows are played alike by `policy`, move
+    for move. A policy may define ``turn_view(starts, rules)``, the part of the scores
+    (in the mover's order) that its choices depend on (e.g. its own score alone); by
+    default the whole start. The live level (``live_levels``) is part of the key, since
+    where the turn stops mattering differs between starts of the same view."""
+    view = getattr(policy, "turn_view", None)
+    keys = np.asarray(view(starts, rules)) if callable(view) else starts
+    return np.column_stack([keys.reshape(len(starts), -1), live])
 
 
 def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOutcomes:
@@ -157,21 +191,28 @@ def turn_outcomes(policy: Policy, scores: Sequence[int], rules: Rules) -> TurnOu
     return turn_ends(policy, [tuple(int(s) for s in scores)], rules)[0]
 
 
-def _turn_ends(policy: Policy, starts: np.ndarray, rules: Rules):
-    """``turn_ends`` for one chunk: (start of each end, end positions, probs, wins)."""
+def _max_step(rules: Rules) -> int:
+    return int(option_tables(rules.hold).steps.max())
+
+
+def _levels(rules: Rules) -> int:
+    """Turn-total levels followed: past them banking is lost (see
+    ``envs.turn_planner.solve_turn``): a turn there can only end as a bust does."""
+    return rules.target // STEP + 1 + _max_step(rules) + 1
+
+
+def _masses(policy: Policy, starts: np.ndarray, live: np.ndarray, rules: Rules):
+    """How the turns of `policy` from `starts` end: (banked[b, i], passed[b]), the chance
+    of banking 50*i and of ending without banking (a bust, or past the live level)."""
     n_starts, n = starts.shape
     rolls = _rolls()
-    # Past this level banking is lost (see ``envs.turn_planner.solve_turn``): such a
-    # turn can only end as a bust does, whatever is chosen there.
     options = option_tables(rules.hold)
-    max_step = int(options.steps.max())
-    size = rules.target // STEP + 1 + max_step + 1
+    size = _levels(rules)
     tables = move_tables(rules.hold)
-    live = _live_levels(starts, rules, size)
     mass = np.zeros((n_starts, size, NUM_DICE + 1))  # before rolling k dice at level i
     mass[:, 0, NUM_DICE] = 1.0
-    banked = np.zeros((n_starts, size + max_step))  # banking 50*i
-    passed = np.zeros(n_starts)  # a bust, or past the last level
+    banked = np.zeros((n_starts, size + _max_step(rules)))  # banking 50*i
+    passed = np.zeros(n_starts)  # a bust, or past the live level
     for i in range(size):
         start, k = np.nonzero(mass[:, i, 1:])
         if not start.size:
@@ -204,7 +245,13 @@ def _turn_ends(policy: Policy, starts: np.ndarray, rules: Rules):
         np.add.at(mass, (who[on], to_level[on], to_dice[on]), p[on])
         off = ~banks & ~on
         passed += np.bincount(who[off], p[off], minlength=n_starts)
+    return banked, passed
 
+
+def _ends(starts: np.ndarray, banked: np.ndarray, passed: np.ndarray, rules: Rules):
+    """Where the turns from `starts` lead, given how they end (``_masses``): (start of
+    each end, end positions, probs, wins)."""
+    n_starts, n = starts.shape
     wins = np.zeros((n_starts, n))
     who, level = np.nonzero(banked)
     p = banked[who, level]
@@ -218,12 +265,13 @@ def _turn_ends(policy: Policy, starts: np.ndarray, rules: Rules):
     return ends_of, np.roll(ends, -1, axis=1), probs, wins
 
 
-def _live_levels(starts: np.ndarray, rules: Rules, size: int) -> np.ndarray:
-    """Per turn start, the last turn-total level (below `size`) at which banking can do
-    anything but end the turn as a bust does: past it every bank is forbidden (R8) or
-    its points are lost (R9), and the total only grows, so every end of the turn from
-    there is the bust's, whatever is chosen; the policy is not asked."""
+def live_levels(starts: np.ndarray, rules: Rules) -> np.ndarray:
+    """Per turn start ((B, N), mover's order), the last turn-total level at which
+    banking can do anything but end the turn as a bust does: past it every bank is
+    forbidden (R8) or its points are lost (R9), and the total only grows, so every end
+    of the turn from there is the bust's, whatever is chosen; the policy is not asked."""
     table = bank_table(rules)
+    size = _levels(rules)
     levels = np.arange(size)
     totals = levels * STEP
     entered = (starts[:, 0] > 0).astype(np.int64)

@@ -191,3 +191,21 @@ def test_a_sampling_checkpoint_draws_legal_actions_from_the_callers_generator(ro
     assert first.tolist() == policy.act_batch(games, idx, np.random.default_rng(7)).tolist()
     policy.deterministic = True
     assert (first != policy.act_batch(games, idx, None)).sum() > 10  # it samples
+
+
+def test_the_mode_without_the_distribution_objects_is_maskableppos():
+    """``masked_mode`` (what a greedy checkpoint plays, batched or not) takes the same
+    action as sb3-contrib's masked distribution, exact ties of logits included."""
+    import torch
+    from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
+
+    from agents.neural import masked_mode
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(50_000, 64, generator=g) * 5
+    logits[:500, 1] = logits[:500, 0]  # exact ties: the first wins
+    mask = torch.rand(50_000, 64, generator=g) < 0.3
+    mask[:, 0] = True
+    dist = MaskableCategoricalDistribution(64).proba_distribution(action_logits=logits)
+    dist.apply_masking(mask)
+    assert torch.equal(masked_mode(logits, mask), dist.get_actions(deterministic=True))

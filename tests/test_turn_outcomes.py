@@ -3,6 +3,8 @@ by the exact 2-player solution, is worth exactly the solution's value (R4-R9 all
 inside); a planner's turn agrees with its own plan at any table size; the scripted
 bots' turns agree with sampled turns."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -12,8 +14,9 @@ from agents.optimal import two_player_solution
 from agents.planner import PlannerBot
 from envs.driver import play
 from envs.game import Game
+from envs.policy import Policy
 from envs.rules import Rules
-from envs.turn_outcomes import turn_outcomes
+from envs.turn_outcomes import turn_ends, turn_outcomes
 from envs.turn_planner import exact_two_player_values
 from tests.test_planner import share
 
@@ -84,3 +87,34 @@ def test_scripted_turns_agree_with_sampled_turns(bot, scores):
     for key, p in expected.items():
         if p >= 0.01:
             assert abs(seen.get(key, 0) / n - p) <= 4.5 * np.sqrt(p * (1 - p) / n), key
+
+
+class _Unviewed(Policy):
+    """A bot without its ``turn_view``: followed from every turn start on its own."""
+
+    def __init__(self, bot: Policy) -> None:
+        self.bot, self.name = bot, bot.name
+
+    def act_batch(self, games, idx, rng):
+        return self.bot.act_batch(games, idx, rng)
+
+    def act(self, game, rng):
+        return self.bot.act(game, rng)
+
+
+@pytest.mark.parametrize("players", [2, 3])
+@pytest.mark.parametrize("name", ["smart", "turn-ev", "optimal", "threshold:300"])
+def test_a_bots_view_of_the_scores_changes_no_turn_end(name, players):
+    """A bot that declares which part of the scores it reads (its own; smart: the others
+    as a set; optimal: the leader's) is followed once per view, and gets exactly the
+    turn ends it gets when followed from every start (R4-R9 at each)."""
+    rules = Rules(target=800, entry=300)
+    grid = rules.banked_scores()
+    starts = np.array(list(itertools.product(grid, repeat=players)))
+    bot = make_policy(name)
+    assert callable(getattr(bot, "turn_view", None))
+    viewed, every = turn_ends(bot, starts, rules), turn_ends(_Unviewed(bot), starts, rules)
+    assert np.array_equal(viewed.offsets, every.offsets)
+    assert np.array_equal(viewed.positions, every.positions)
+    assert viewed.probs == pytest.approx(every.probs, abs=1e-15)
+    assert viewed.wins == pytest.approx(every.wins, abs=1e-15)

@@ -41,7 +41,7 @@ from envs.best_response import BestResponse, ScoreSpace, solve_best_response
 from envs.game import Game, check_players
 from envs.policy import Policy
 from envs.rules import Rules
-from envs.turn_outcomes import TurnEnds, turn_ends
+from envs.turn_outcomes import TurnEnds, live_levels, turn_ends, view_keys
 
 VERSION = 1  # of the cached numbers: a change in how they are computed raises it
 PREFIX = "best-response:"
@@ -224,37 +224,43 @@ def parallel_turn_ends(
     rules: Rules,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
-    chunk: int = 512,
+    chunk: int = 2048,
 ) -> TurnEnds:
     """``turn_ends`` of `policy` from every position, in `workers` processes (the same
-    numbers whatever their number); `progress(done, total)` counts positions."""
-    chunks = [positions[i : i + chunk] for i in range(0, len(positions), chunk)]
-    done, parts = 0, []
+    numbers whatever their number); `progress(done, total)` counts positions. The
+    positions a policy plays alike (``envs.turn_outcomes.view_keys``) go to the same
+    worker, side by side, so that each of their turns is followed once; the result
+    lists them in that order."""
+    done = [0]
+
+    def step(k: int) -> None:
+        done[0] += k
+        if progress:
+            progress(done[0], len(positions))
+
     if workers <= 1:
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(1):  # small products: threads only add waiting (agents.threads)
-            for part in chunks:
-                parts.append(turn_ends(policy, part, rules))
-                done += len(part)
-                if progress:
-                    progress(done, len(positions))
-        return TurnEnds.concat(parts)
+            return turn_ends(policy, positions, rules, chunk=chunk, progress=step)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    live = live_levels(positions, rules)
+    keys = view_keys(policy, positions, rules, live)
+    ordered = positions[np.lexsort(keys.T[::-1])]
+    parts = [ordered[i : i + chunk] for i in range(0, len(ordered), chunk)]
+    results = []
     with ProcessPoolExecutor(
         workers,
         mp_context=multiprocessing.get_context("fork"),
         initializer=_init_worker,
         initargs=(policy, rules),
     ) as pool:
-        for part in pool.map(_worker_ends, chunks):
-            parts.append(part)
-            done += len(part)
-            if progress:
-                progress(done, len(positions))
-    return TurnEnds.concat(parts)
+        for part in pool.map(_worker_ends, parts):
+            results.append(part)
+            step(len(part))
+    return TurnEnds.concat(results)
 
 
 # ------------------------------------------------------------------ the numbers

@@ -155,6 +155,12 @@ class OptimalBot(Policy):
     def prepare(self, rules: Rules) -> None:
         self.solution(rules)  # solve (or load the cache) once, before any worker starts
 
+    @staticmethod
+    def turn_view(starts: np.ndarray, rules: Rules) -> np.ndarray:
+        """What its choices read of the scores (mover's order): its own and the leading
+        opponent's (``envs.turn_outcomes.view_keys``)."""
+        return np.column_stack([starts[:, 0], starts[:, 1:].max(axis=1)])
+
     def action_values(self, game: Game) -> dict[int, float]:
         """Win probability of every legal action (exact with 2 players)."""
         s = game.state
