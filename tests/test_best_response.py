@@ -7,6 +7,7 @@ values satisfy their Bellman equation, checked with the independent single-turn 
 best-response bot, played in the engine, wins as often as computed."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,20 +134,31 @@ def test_the_best_response_bot_wins_as_often_as_computed(bots):
         assert abs(rate - expected[seat]) < 4 * se, (seat, rate, expected[seat])
 
 
-def test_turn_ends_agree_across_chunks_and_workers():
+def _by_start(ends) -> dict:
+    """Each turn start's ends, as {start: ({end: chance}, wins)}."""
+    out = {}
+    for b in range(len(ends)):
+        turn = ends[b]
+        chances = {tuple(map(int, p)): q for p, q in zip(turn.positions, turn.probs, strict=True)}
+        out[turn.scores] = (chances, tuple(turn.wins))
+    return out
+
+
+@pytest.mark.parametrize("players, bot", [(2, "smart"), (3, "turn-ev")])
+def test_turn_ends_agree_across_chunks_and_workers(players, bot):
     """The bots' turn ends are the same numbers however they are split: in chunks, or
-    in two processes."""
+    in two processes (which keep the starts a bot plays alike together)."""
     rules = TINY
-    positions = ScoreSpace(rules, 2).positions()
-    smart = make_policy("smart")
-    whole = turn_ends(smart, positions, rules)
-    for other in (
-        turn_ends(smart, positions, rules, chunk=7),
-        parallel_turn_ends(smart, positions, rules, workers=2, chunk=13),
-    ):
-        for name in ("offsets", "positions", "probs", "wins"):
-            assert np.array_equal(getattr(whole, name), getattr(other, name)), name
+    positions = ScoreSpace(rules, players).positions()
+    policy = make_policy(bot)
+    whole = turn_ends(policy, positions, rules)
     assert whole.probs.sum() + whole.wins.sum() == pytest.approx(len(positions))
+    expected = _by_start(whole)
+    for other in (
+        turn_ends(policy, positions, rules, chunk=7),
+        parallel_turn_ends(policy, positions, rules, workers=2, chunk=13),
+    ):
+        assert _by_start(other) == expected
 
 
 def test_results_are_cached_by_bots_and_rules(monkeypatch):
@@ -238,3 +250,17 @@ def test_the_command_refuses_bad_input_in_one_line(argv, error, capsys):
     err = capsys.readouterr().err
     assert error in err
     assert err.count("\n") == 1
+
+
+def test_the_readme_table_shows_the_report():
+    """The README's exploitability rows are docs/exploitability.json's numbers (written
+    by the report command the README names)."""
+    root = Path(__file__).resolve().parent.parent
+    rows = json.loads((root / "docs" / "exploitability.json").read_text())["rows"]
+    readme = (root / "README.md").read_text()
+    for row in rows:
+        line = next(x for x in readme.splitlines() if x.startswith(f"| {row['policy']} |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[1] == f"{max(row['exploitability'], 0.0):.4f}"
+        assert cells[2] == f"{row['estimated_win_rate_against_optimal']:.1%}"
+        assert cells[3] == f"{row['regret_per_game']:.4f}"

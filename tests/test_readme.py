@@ -72,6 +72,23 @@ COMMAND_SUBSTITUTIONS = [
         "command wrote it, with 20,000 games per rule set: 2 here)",
     ),
     Substitution(
+        "agents.best_response smart",
+        "agents.best_response smart --target 1000 --entry 300",
+        "the exact best response to smart takes a minute or two at full size; a shrunken "
+        "game (target 1000) runs the same code in seconds",
+    ),
+    Substitution(
+        "--report docs/exploitability.md",
+        "--report {tmp}/exploitability.md --target 1000 --entry 300",
+        "the exploitability report stays out of the clone's docs, on a shrunken game",
+    ),
+    Substitution(
+        "random threshold:350 turn-ev smart ppo-2p planner-2p optimal",
+        "random threshold:350",
+        "two agents instead of seven (the trained agents play only the full game, and each "
+        "best response takes minutes there)",
+    ),
+    Substitution(
         "fivethousand serve",
         "fivethousand serve --port {port} --data {tmp}",
         "a free port (8000 may be taken by a server of yours or of another test) and the "

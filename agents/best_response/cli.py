@@ -89,8 +89,9 @@ def write_report(rows: list[dict], path: Path, command: str, rules: Rules, worke
     ]
     for row in rows:
         first, second = row["best_response_seats"]
+        shown = max(row["exploitability"], 0.0)  # optimal's is 0 to rounding, either sign
         lines.append(
-            f"| {row['policy']} | {row['exploitability']:.4f} | {first:.2%}, {second:.2%} "
+            f"| {row['policy']} | {shown:.4f} | {first:.2%}, {second:.2%} "
             f"| {row['win_rate_against_optimal']:.2%} "
             f"| {row['estimated_win_rate_against_optimal']:.2%} "
             f"| {row['regret_per_game']:.4f} | {duration(row['best_response_seconds'])} |"
