@@ -267,6 +267,7 @@ class Session:
         self.log: list[dict] = []
         self._optimal = None
         self._planner: Policy | None | bool = False  # False: not looked for yet
+        self._table: Policy | None | bool = False  # the best response to this table
         self.program = SCRIPT  # the command as the user runs it, for the resume command
 
     def names(self) -> list[str]:
@@ -370,9 +371,36 @@ class Session:
         advice = describe_action(best, self.game.state.roll, rolling="roll on")
         return f"  hint: {advice} (win probability {values[best]:.1%} with optimal play)"
 
+    def table_hint(self) -> str | None:
+        """The exact hint at a table of bots whose best response was computed before
+        (``fivethousand best-response --players N BOT...``, cached): the move that wins
+        most often against these very bots, and every player's chances then; else None."""
+        game = self.game
+        if self._table is False:
+            from agents.best_response import BestResponseBot, cached_best_response
+
+            n, me = game.n_players, self.human
+            bots = [self.players[(me + i) % n] for i in range(1, n)]  # after me, in turn order
+            self._table = None
+            if cached_best_response(bots, game.rules) is not None:
+                self._table = BestResponseBot(bots, make_policy, show_progress=False)
+        if self._table is None:
+            return None
+        best = self._table.act(game, np.random.default_rng(0))  # a planner draws nothing
+        advice = describe_action(best, game.state.roll, rolling="roll on")
+        chances = self._table.win_probabilities(game)
+        odds = ", ".join(f"{n} {p:.1%}" for n, p in zip(self.names(), chances, strict=True))
+        return (
+            f"  hint: {advice}; win chances then: {odds} (exact: the best response to this table)"
+        )
+
     def planner_hint(self) -> str:
-        """With 3+ players no exact solution exists: a shipped planner's move and every
+        """With 3+ players no exact solution exists: the exact best response to these
+        bots if it was computed (``table_hint``), else a shipped planner's move and every
         player's win probability if it is played, as the trained network estimates it."""
+        exact = self.table_hint()
+        if exact is not None:
+            return exact
         game = self.game
         if self._planner is False:
             self._planner = shipped_planner(game.n_players, game.rules)

@@ -264,3 +264,28 @@ def test_the_readme_table_shows_the_report():
         assert cells[1] == f"{max(row['exploitability'], 0.0):.4f}"
         assert cells[2] == f"{row['estimated_win_rate_against_optimal']:.1%}"
         assert cells[3] == f"{row['regret_per_game']:.4f}"
+
+
+def test_play_hints_the_exact_best_response_at_a_computed_table():
+    """Once the best response to a table of bots is computed (cached), the terminal game's
+    hint at that table is exact: the move that wins most often against these bots, with
+    every player's chances then (adding to 100%)."""
+    import re
+
+    from fivethousand_rl import play
+
+    rules_flags = ["--target", "800", "--entry", "300"]
+    best_response(("threshold:300", "turn-ev"), TINY, make_policy, show_progress=False)
+    lines: list[str] = []
+    answers = iter(["hint", *["b", "r"] * 1500])  # bank when allowed, else roll on
+    code = play.main(
+        ["--opponents", "threshold:300", "turn-ev", "--seed", "5", "--hint", *rules_flags],
+        ask=lambda _: next(answers),
+        say=lines.append,
+    )
+    assert code == 0
+    hints = [line for line in lines if "hint:" in line]
+    assert hints and all("(exact: the best response to this table)" in h for h in hints)
+    for hint in hints:
+        odds = [float(p) for p in re.findall(r"(\d+\.\d)%", hint)]
+        assert len(odds) == 3 and sum(odds) == pytest.approx(100, abs=0.2)

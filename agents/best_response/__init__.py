@@ -161,6 +161,23 @@ def best_response(
     return result
 
 
+def cached_best_response(bots: Sequence[str], rules: Rules) -> BestResponse | None:
+    """The best response to `bots` under `rules` if it was computed before (in memory or
+    in the disk cache), else None: nothing is computed (at full size a table of 3 takes
+    minutes to an hour). A bot that is not a name or a readable model gives None too."""
+    try:
+        keys = tuple(bot_key(b) for b in bots)
+    except OSError:
+        return None
+    if (keys, rules) in _MEMORY:
+        return _MEMORY[(keys, rules)]
+    path = _cache_path(keys, rules)
+    result = _load(path, keys, rules, tuple(bots)) if path.is_file() else None
+    if result is not None:
+        remember(_MEMORY, (keys, rules), result)
+    return result
+
+
 def _compute(
     policies: Sequence[Policy], names: tuple, rules: Rules, show: bool, workers: int
 ) -> BestResponse:
