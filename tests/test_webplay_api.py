@@ -367,3 +367,25 @@ def test_the_page_and_the_bot_list(tmp_path):
     keys = [b["key"] for b in c.get("/api/bots").json()["bots"]]
     assert {"smart", "optimal", "planner-2p", "ppo-2p", "ppo-4p"} <= set(keys)
     assert not any("/" in k for k in keys)  # keys, never paths
+
+
+def test_hints_exact_at_a_table_whose_best_response_was_computed(tmp_path):
+    """A table of bots whose best response is cached (agents.best_response) gets exact
+    hints: the move that wins most often against these bots, every seat's chances."""
+    from agents import make_policy
+    from agents.best_response import best_response
+    from envs.rules import Rules
+
+    rules = Rules(target=800, entry=300)
+    best_response(("threshold:350", "turn-ev"), rules, make_policy, show_progress=False)
+    c = client(tmp_path)
+    body = {"bots": ["threshold:350", "turn-ev"], "seat": 0, "seed": 2, "target": 800}
+    r = c.post("/api/games", json={**body, "entry": 300})
+    assert r.status_code == 201, r.text
+    view = play_on(c, r.json(), decisions=0)
+    assert view["hint"] == "exact"
+    h = c.get(f"/api/games/{view['id']}/hint").json()
+    assert h["available"] and h["exact"] and "best response" in h["note"]
+    assert h["source"] == "best-response:threshold:350,turn-ev"
+    assert len(h["chances"]) == 3 and sum(h["chances"]) == pytest.approx(1)
+    assert view["mask"][h["action"]] and move(c, view, h["action"]).status_code == 200

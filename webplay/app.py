@@ -42,8 +42,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from agents import make_policy
+from agents.best_response import PREFIX as BEST_RESPONSE
+from agents.best_response import BestResponseBot, cached_best_response
 from agents.value_net import CHECKPOINTS, shipped_planner
-from envs.game import Game, IllegalMoveError, Move
+from envs.game import IllegalMoveError, Move
 from envs.game_log import one_line
 from envs.render import count_dice
 from envs.rules import (
@@ -312,8 +315,17 @@ def create_app(
                 "(a repeated or late request): nothing was played",
             )
 
-    def hint_key(game: Game) -> tuple:
-        return ("hint", game.n_players, game.rules)
+    def table_specs(web: WebGame) -> tuple[str, ...]:
+        """The bots after the human in turn order, by their specs: the table a best
+        response is computed for."""
+        n = web.game.n_players
+        seats = [(web.human + i) % n for i in range(1, n)]
+        return tuple(catalogue.bots[web.bots[seat]].spec for seat in seats)
+
+    def hint_key(web: WebGame) -> tuple:
+        game = web.game
+        table = table_specs(web) if game.n_players > 2 else ()
+        return ("hint", game.n_players, game.rules, table)
 
     def hint_policy(web: WebGame) -> tuple[object | None, str]:
         """The policy that gives the hints of this table under its rules, or None and why
@@ -324,6 +336,9 @@ def create_app(
 
         def make() -> tuple[object | None, str]:
             if n > 2:
+                table = table_specs(web)
+                if cached_best_response(table, rules) is not None:  # computed before: exact
+                    return BestResponseBot(table, make_policy, show_progress=False), ""
                 planner = shipped_planner(n, rules, planners)
                 why = (
                     f"no hint for {n} players under these rules: no shipped planner values "
@@ -339,16 +354,19 @@ def create_app(
                 return None, f"no exact hint under these rules: {one_line(e)}"
             return bot, ""
 
-        return catalogue.once(hint_key(web.game), make)
+        return catalogue.once(hint_key(web), make)
 
     def hint_kind(web: WebGame) -> str | None:
         """What a hint will be: "exact" (2 players, unless the solver is known to refuse
         the rules: it solves at the first hint, not before), "estimate" (3+, a shipped
         planner), or None (no hint)."""
         if web.game.n_players == 2:
-            known = catalogue.made(hint_key(web.game))
+            known = catalogue.made(hint_key(web))
             return "exact" if known is None or known[0] is not None else None
-        return "estimate" if hint_policy(web)[0] is not None else None
+        policy = hint_policy(web)[0]
+        if policy is None:
+            return None
+        return "exact" if policy.name.startswith(BEST_RESPONSE) else "estimate"
 
     def view(web: WebGame, events: list[dict] | None = None) -> dict:
         """Everything the page shows of a game."""
@@ -515,7 +533,12 @@ def create_app(
                 note, source = "exact: optimal play from here on", "optimal"
             else:
                 chances = [float(p) for p in policy.win_probabilities(game)]
-                note = f"an estimate by the trained planner {policy.name}, not exact"
+                exact = policy.name.startswith(BEST_RESPONSE)
+                note = (
+                    "exact: the best response to these bots"
+                    if exact
+                    else f"an estimate by the trained planner {policy.name}, not exact"
+                )
                 source = policy.name
             return {
                 "available": True,
@@ -524,7 +547,7 @@ def create_app(
                 "bank": bool(best & BANK_BIT),
                 "text": describe_action(best, roll, rolling="roll on"),
                 "chances": chances,
-                "exact": game.n_players == 2,
+                "exact": game.n_players == 2 or note.startswith("exact"),
                 "source": source,
                 "note": note,
             }
