@@ -289,3 +289,30 @@ def test_play_hints_the_exact_best_response_at_a_computed_table():
     for hint in hints:
         odds = [float(p) for p in re.findall(r"(\d+\.\d)%", hint)]
         assert len(odds) == 3 and sum(odds) == pytest.approx(100, abs=0.2)
+
+
+def test_the_table_report_puts_agents_beside_the_ceiling(tmp_path):
+    """--report with --players 3: the exact ceiling at the table and each agent's win
+    rate with its seat rotated, none above the ceiling by more than chance; a planner of
+    a value network of that table gets its mean value error against the exact values."""
+    from agents.value_net import FeatureSpec, ValueNet
+
+    table = ("threshold:350", "turn-ev")
+    spec = FeatureSpec(TINY, max_players=3, table=table)
+    rng = np.random.default_rng(0)
+    weights = [rng.normal(0, 0.05, (spec.size, 8)), rng.normal(0, 0.5, (8, 3))]
+    net_path = tmp_path / "net" / "value_net.npz"
+    net_path.parent.mkdir()
+    ValueNet(spec, weights, [np.zeros(8), np.zeros(3)]).save(net_path)
+    out = tmp_path / "table.md"
+    argv = ["--players", "3", *table, "--target", "800", "--entry", "300", "--report", str(out)]
+    argv += ["--agents", "optimal", str(net_path), "--games", "600"]
+    assert br_cli.main(argv) == 0
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["mean"] == pytest.approx(np.mean(data["seat_values"]))
+    for row in data["agents"]:
+        se = np.sqrt(data["mean"] * (1 - data["mean"]) / row["games"])
+        assert row["win_rate"] <= data["mean"] + 4 * se
+    optimal, planner = data["agents"]
+    assert optimal["value_error"] is None and 0 < planner["value_error"] < 1
+    assert f"{data['mean']:.2%}" in out.read_text()
