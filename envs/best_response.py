@@ -49,7 +49,7 @@ from envs.solver import (
 )
 from envs.turn_outcomes import TurnEnds, turn_ends
 
-# What banking a turn total does for the responder (see ``_bank_ends``): the solver's
+# What banking a turn total does for the responder (see ``bank_ends``): the solver's
 # kinds, a gift landing another player on the target (the solver's LOSE) included.
 GIFT_WIN = LOSE
 
@@ -211,7 +211,7 @@ def _solve_block(states, positions, space, moves, values, rules, size, tol) -> N
     n = space.n_players
     local = np.full(space.size, -1)
     # The responder's states sorted by their live levels, most first (``turn_values``).
-    kind, dst = _bank_ends(positions[states], space, rules, size)
+    kind, dst = bank_ends(positions[states], space, rules, size)
     live = live_levels(kind)
     order = np.argsort(-live, kind="stable")
     states, kind, dst, live = states[order], kind[order], dst[order], live[order]
@@ -247,7 +247,7 @@ def _solve_block(states, positions, space, moves, values, rules, size, tol) -> N
             out[j] = constant[j] + np.roll(after, 1, axis=1)
         return out
 
-    bust = _after_bust(positions[states], space)
+    bust = after_bust(positions[states], space)
     tab = option_tables(rules.hold)
     top = rules.target // STEP
     mover = 1 % n  # who moves after the responder: the responder's value is its last column
@@ -321,13 +321,13 @@ def _evaluate(passed, banked, kind, dst, bust, local, values, mover, bots_from, 
     raise RuntimeError("the evaluation of the best response did not settle")
 
 
-def _after_bust(positions: np.ndarray, space: ScoreSpace) -> np.ndarray:
+def after_bust(positions: np.ndarray, space: ScoreSpace) -> np.ndarray:
     """The state after a turn that banks nothing: the same scores, the next player's
     order."""
     return space.index(np.roll(positions, -1, axis=1))
 
 
-def _bank_ends(positions: np.ndarray, space: ScoreSpace, rules: Rules, size: int):
+def bank_ends(positions: np.ndarray, space: ScoreSpace, rules: Rules, size: int):
     """What banking each turn total 50*i (i < `size`) does from each position (the
     responder moving): (kind, dst), each (positions, size). kind: NOT_ALLOWED (R8),
     WIN, GIFT_WIN (a gift lands another player on the target: dst is that player's

@@ -403,7 +403,7 @@ def turn_values(pass_value, bank, tab: OptionTables, top: int, live=None):
     # the pass value, so that one product gives a level: rolls by class, and busts.
     classes = len(tab.class_prob)
     chances = np.concatenate([tab.class_matrix().T, tab.bust[:, None]], axis=1)
-    rows = _option_rows(tab, top, spare=True)
+    rows = option_rows(tab, top, spare=True)
     states = np.searchsorted(-live, -np.arange(top + 1), side="right")  # live at level i
     for i in range(top, -1, -1):
         c = states[i]
@@ -417,7 +417,7 @@ def turn_values(pass_value, bank, tab: OptionTables, top: int, live=None):
     return w, z
 
 
-def _option_rows(tab: OptionTables, top: int, spare: bool = False) -> np.ndarray:
+def option_rows(tab: OptionTables, top: int, spare: bool = False) -> np.ndarray:
     """rows[i, o]: the row of (level, dice) arrays flattened to (levels * 6, ...) that
     option o leads to from level i (0..top); with `spare`, one more row per level (row
     0: whatever it holds), room for a row of a level's own."""
@@ -472,7 +472,7 @@ def end_masses(w, z, bank, tab: OptionTables, live) -> tuple[np.ndarray, np.ndar
     # A lead's offset into the flattened `mass`, from the current level.
     code = np.arange(low + 1)
     offset = ((code >> dice_bits) * width + (code & ((1 << dice_bits) - 1))) * s
-    rows = _option_rows(tab, int(live[0]))
+    rows = option_rows(tab, int(live[0]))
     mass = np.zeros((size, width, s))  # before rolling k dice with turn total 50*i
     mass[0, NUM_DICE] = 1.0
     flat = mass.reshape(-1)
