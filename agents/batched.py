@@ -45,10 +45,9 @@ def _first(a: np.ndarray) -> np.ndarray:
     return a.argmax(axis=1)
 
 
-def _max_key(mask: np.ndarray, key: np.ndarray) -> np.ndarray:
-    """Per row, the action with the largest (key, action) among `mask`'s: Python's
-    ``max([(key, action), ...])[1]``."""
-    actions = np.arange(NUM_ACTIONS)
+def _max_key(mask: np.ndarray, key: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Per row, the column with the largest (key, action) among `mask`'s, `actions`
+    being each column's action: Python's ``max([(key, action), ...])[1]``."""
     return np.where(mask, key * NUM_ACTIONS + actions, -1).argmax(axis=1)
 
 
@@ -211,36 +210,54 @@ class BatchedSmartBot(SmartBot):
         return out
 
     def _act_full(self, games: BatchGames, idx: np.ndarray) -> np.ndarray:
+        # Over each decision's legal actions only (at most 19 of the 64, ascending, so
+        # "the first in action order" is the first column): the same rules as ``act``.
         k = len(idx)
         target = games.rules.target
-        mask, totals, left, values = _turn_points(games, idx)
+        key = games.decision_key(idx)
+        n_legal = games.decisions.n_legal[key]
+        width = int(n_legal.max())
+        actions = games.decisions.legal[key, :width]
+        valid = np.arange(width) < n_legal[:, None]
+        roll = games.roll[idx, None]
+        hold = actions & (BANK_BIT - 1)
+        banks = valid & (actions >= BANK_BIT)
+        totals = games.turn_total[idx, None] + games.tables.points[roll, hold]
+        left = games.tables.dice_left[roll, hold]
         own = games.scores[idx, games.current[idx]]
-        banks = mask.copy()
-        banks[:, :BANK_BIT] = False
+        ev = turn_ev_table(games.rules)
+        entered = (own > 0).astype(np.int64)[:, None]
+        rolled = ev.value[entered, np.minimum(totals, ev.cap) // STEP, left]
+        values = np.where(banks, totals, rolled)
         rows, cols = np.nonzero(banks)  # bank_batch of every legal banking action
         g = idx[rows]
         out = bank_batch(games.scores[g], games.current[g], totals[rows, cols], games.rules)
-        wins, bumps, lost = (np.zeros((k, NUM_ACTIONS), dtype=bool) for _ in range(3))
-        wins[rows, cols] = out.winner == games.current[idx][rows]
+        wins, bumps, lost = (np.zeros((k, width), dtype=bool) for _ in range(3))
+        wins[rows, cols] = out.winner == games.current[g]
         bumps[rows, cols] = out.bumped
         lost[rows, cols] = out.lost
-        in_range = mask & (own[:, None] + totals < target)
+        in_range = valid & (own[:, None] + totals < target)
         safe_banks = in_range & banks
         best_safe = np.where(safe_banks, totals, -1).max(axis=1)
         near = safe_banks.any(axis=1) & (target - own - best_safe <= self.ENDGAME)
         # The dead turn (every move overshoots): a lost bank, else the fewest dice.
-        rolls_short = mask & ~banks & (left < NUM_DICE)
-        fewest = np.where(rolls_short, left * NUM_ACTIONS + np.arange(NUM_ACTIONS), 10**9)
+        rolls = valid & ~banks
+        rolls_short = rolls & (left < NUM_DICE)
+        fewest = np.where(rolls_short, left * NUM_ACTIONS + actions, 10**9).argmin(axis=1)
         dead = np.select(
-            [lost.any(axis=1), rolls_short.any(axis=1)],
-            [_first(lost), fewest.argmin(axis=1)],
-            _first(mask & ~banks),
+            [lost.any(axis=1), rolls_short.any(axis=1)], [_first(lost), fewest], _first(rolls)
         )
-        return np.select(
+        column = np.select(
             [wins.any(axis=1), bumps.any(axis=1), ~in_range.any(axis=1), near],
-            [_first(wins), _max_key(bumps, totals), dead, _max_key(safe_banks, totals)],
+            [
+                _first(wins),
+                _max_key(bumps, totals, actions),
+                dead,
+                _max_key(safe_banks, totals, actions),
+            ],
             _first(np.where(in_range, values, -np.inf)),
         )
+        return actions[np.arange(k), column]
 
 
 class BatchedOptimalBot(OptimalBot):

@@ -1,11 +1,18 @@
 """The planner: plays each turn exactly against a value of turn-start positions.
 
-``PlannerBot`` solves the turn of the player to move (``envs.turn_planner.plan_turn``:
-every reachable end of the turn valued in one call of its value function, then the
-exact recursion over rolls and holds) and takes the action that maximizes its own win
-probability. A plan is cached per turn start, so only a turn's first decision plans.
-``act_batch`` makes the same decisions for many games at once (``envs.batch``): one
-plan per distinct turn start among them, every action valued by array lookups.
+``PlannerBot`` solves the turn of the player to move (``envs.turn_planner.plan_turns``:
+every reachable end of the turn valued by its value function, then the exact recursion
+over rolls and holds) and takes the action that maximizes its own win probability.
+``act_batch`` decides for many games at once: the turn starts it has no plan for are
+planned together in one pass (their ends in one call of the value function, their
+recursions side by side), and every action is valued by array lookups into the plans.
+``act`` reads the same plans, so a game plays alike one at a time or in a batch.
+
+Two caches make planning cheap where positions repeat, one of each per kind of game
+(rules and table size): the plans of recent turn starts, kept as rows of arrays so that
+a batch reads them without building objects (``PlanPool``), and the value function's
+values per position (``ValueCache``: a table over every position of the score grid,
+where it fits: up to 4 players under the standard rules).
 
 The value function is pluggable (``envs.turn_planner.ValueFn``): a learned network for
 any number of players, or, with ``PlannerBot.exact``, the exact 2-player solution,
@@ -14,8 +21,8 @@ against which the planner plays exactly as the solver does.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from functools import lru_cache
+from collections.abc import Callable, Collection
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,14 +31,143 @@ from envs.game import OVER, ROLL, Game, in_turn_order
 from envs.policy import Policy
 from envs.rules import BANK_BIT, Rules
 from envs.solver import STEP
-from envs.turn_planner import TurnPlan, ValueFn, exact_two_player_values, plan_turn
+from envs.turn_planner import TurnPlan, TurnPlans, ValueFn, exact_two_player_values, plan_turns
 
-DEFAULT_CACHE_SIZE = 4096  # turn plans kept (a few kB each)
+DEFAULT_CACHE_SIZE = 16384  # turn plans kept per kind of game (about 12 kB each)
+MAX_CACHED_POSITIONS = 1 << 23  # the largest table of positions a ValueCache keeps
 # Actions whose values differ by less are equal: values computed along different paths
 # of the plan differ by rounding (about 1e-16) where they are the same in exact
 # arithmetic, and the value function's own rounding (float32 in numpy or onnxruntime)
 # would otherwise decide which of two equal actions is played.
 TIE = 1e-12
+
+
+class ValueCache:
+    """`value_fn` for positions of `n_players` under `rules`, each position's values
+    computed once: a table over every position of the score grid (``banked_scores``),
+    filled as positions are asked for. Where that table would hold more than
+    `max_positions` positions (or for a position off the grid), it just calls
+    `value_fn`."""
+
+    def __init__(
+        self,
+        value_fn: ValueFn,
+        rules: Rules,
+        n_players: int,
+        max_positions: int = MAX_CACHED_POSITIONS,
+    ) -> None:
+        self.value_fn = value_fn
+        self.grid = np.array(rules.banked_scores())
+        self.shape = (len(self.grid),) * n_players
+        size = len(self.grid) ** n_players
+        self.known = np.zeros(size, dtype=bool) if size <= max_positions else None
+        self.values = np.empty((size, n_players)) if self.known is not None else None
+
+    @property
+    def positions_valued(self) -> int:
+        return 0 if self.known is None else int(self.known.sum())
+
+    def __call__(self, positions: np.ndarray) -> np.ndarray:
+        positions = np.asarray(positions, dtype=np.int64)
+        if self.known is None or positions.ndim != 2 or positions.shape[1] != len(self.shape):
+            return self.value_fn(positions)
+        digits = np.minimum(np.searchsorted(self.grid, positions), len(self.grid) - 1)
+        if not np.array_equal(self.grid[digits], positions):
+            return self.value_fn(positions)
+        index = np.ravel_multi_index(tuple(digits.T), self.shape)
+        missing = np.unique(index[~self.known[index]])
+        if missing.size:
+            asked = self.grid[np.stack(np.unravel_index(missing, self.shape), axis=1)]
+            fresh = np.asarray(self.value_fn(asked), dtype=float)
+            if fresh.shape != asked.shape:
+                raise ValueError(
+                    f"the value function returned shape {fresh.shape} for {len(asked)} "
+                    f"positions of {asked.shape[1]} players; expected {asked.shape}"
+                )
+            self.values[missing] = fresh
+            self.known[missing] = True
+        return self.values[index]
+
+
+class PlanPool:
+    """The plans of recent turn starts of one kind of game, as rows of arrays (the
+    fields of ``TurnPlans``): ``rows`` finds or makes each start's row. When it is full,
+    the rows used longest ago are reused (it grows only when one call needs more)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.row: dict[tuple[int, ...], int] = {}
+        self.start_of: list[tuple[int, ...] | None] = []
+        self.arrays: dict[str, np.ndarray] = {}
+        self.used = np.zeros(0, dtype=np.int64)  # when each row was last asked for
+        self.tick = 0
+        self.filled = 0  # rows from here on have never held a plan
+        self.plans_made = 0
+
+    def rows(
+        self, starts: list[tuple[int, ...]], make: Callable[[np.ndarray], TurnPlans]
+    ) -> np.ndarray:
+        """The rows of `starts` (distinct turn starts, mover's order); the missing ones
+        planned by `make` in one call."""
+        self.tick += 1
+        rows = np.array([self.row.get(s, -1) for s in starts], dtype=np.int64)
+        self.used[rows[rows >= 0]] = self.tick
+        new = np.flatnonzero(rows < 0)
+        if new.size:
+            plans = make(np.array([starts[i] for i in new], dtype=np.int64))
+            free = self._free_rows(new.size, plans)
+            for name, array in self.arrays.items():
+                array[free] = getattr(plans, name)
+            for r, i in zip(free.tolist(), new.tolist(), strict=True):
+                old = self.start_of[r]
+                if old is not None:
+                    del self.row[old]
+                self.start_of[r] = starts[i]
+                self.row[starts[i]] = r
+            rows[new] = free
+            self.used[free] = self.tick
+            self.plans_made += new.size
+        return rows
+
+    def plan(self, row: int, rules: Rules) -> TurnPlan:
+        """Row `row` as a ``TurnPlan`` (a copy: the row may be reused)."""
+        a = self.arrays
+        scores = self.start_of[row]
+        return TurnPlan(
+            rules, scores, *(a[k][row].copy() for k in ("pass_ends", "bank_ends", "bank", "W"))
+        )
+
+    def _free_rows(self, count: int, plans: TurnPlans) -> np.ndarray:
+        """`count` rows not asked for in this call, the least recently used first."""
+        idle = int((self.used < self.tick).sum())
+        if idle < count:  # grow: every row but the idle ones is needed now
+            grow = max(self.capacity - len(self.used), count - idle)
+            for name in ("pass_ends", "bank_ends", "bank", "W"):
+                part = getattr(plans, name)
+                old = self.arrays.get(name, np.empty((0, *part.shape[1:])))
+                bigger = np.empty((len(old) + grow, *part.shape[1:]))  # pages taken as written
+                bigger[: len(old)] = old
+                self.arrays[name] = bigger
+            self.used = np.concatenate([self.used, np.full(grow, -1, dtype=np.int64)])
+            self.start_of += [None] * grow
+        if self.filled + count <= len(self.used):  # rows that never held a plan: in order
+            self.filled += count
+            return np.arange(self.filled - count, self.filled)
+        rows = (
+            np.arange(count)
+            if count == len(self.used)
+            else (np.argpartition(self.used, count - 1)[:count])
+        )
+        self.filled = max(self.filled, int(rows.max()) + 1)
+        return rows
+
+
+class CacheInfo(NamedTuple):
+    """What a planner's caches hold, over every kind of game it has played."""
+
+    plans_made: int  # turn starts planned since the last ``clear_cache``
+    plans_kept: int
+    positions_valued: int  # positions in the value tables
 
 
 class PlannerBot(Policy):
@@ -55,7 +191,8 @@ class PlannerBot(Policy):
         self.players = None if players is None else tuple(sorted(players))
         self.rules = rules
         self.name = name
-        self._plan = lru_cache(maxsize=cache_size)(self._solve)
+        self.cache_size = cache_size
+        self._caches: dict[tuple[Rules, int], tuple[ValueCache, PlanPool]] = {}
 
     @classmethod
     def exact(cls, rules: Rules | None = None, show_progress: bool = True) -> PlannerBot:
@@ -76,15 +213,34 @@ class PlannerBot(Policy):
             raise ValueError(f"{self.name} values games under {self.rules}, not {rules}")
 
     def clear_cache(self) -> None:
-        self._plan.cache_clear()
+        self._caches.clear()
+
+    def cache_info(self) -> CacheInfo:
+        pools = [pool for _, pool in self._caches.values()]
+        return CacheInfo(
+            sum(p.plans_made for p in pools),
+            sum(len(p.row) for p in pools),
+            sum(values.positions_valued for values, _ in self._caches.values()),
+        )
+
+    def _plan_rows(
+        self, starts: list[tuple[int, ...]], rules: Rules
+    ) -> tuple[PlanPool, np.ndarray]:
+        """The pool of this kind of game and the rows of `starts` (distinct) in it."""
+        key = (rules, len(starts[0]))
+        if key not in self._caches:
+            self._caches[key] = (
+                ValueCache(self.value_fn, rules, key[1]),
+                PlanPool(self.cache_size),
+            )
+        values, pool = self._caches[key]
+        return pool, pool.rows(starts, lambda s: plan_turns(s, rules, values))
 
     def plan(self, game: Game) -> TurnPlan:
-        """The plan of the current turn (cached per turn start)."""
+        """The plan of the current turn (made once per turn start, then cached)."""
         s = game.state
-        return self._plan(in_turn_order(s.scores, s.current), game.rules)
-
-    def _solve(self, scores: tuple[int, ...], rules: Rules) -> TurnPlan:
-        return plan_turn(scores, rules, self.value_fn)
+        pool, rows = self._plan_rows([in_turn_order(s.scores, s.current)], game.rules)
+        return pool.plan(int(rows[0]), game.rules)
 
     def action_values(self, game: Game) -> dict[int, float]:
         """Win probability of every legal action, by the plan."""
@@ -99,10 +255,19 @@ class PlannerBot(Policy):
 
     def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``act`` for the games `idx` of `games` at once (the same actions; `rng` is
-        not drawn from): one plan per turn start among them, from ``act``'s cache."""
+        not drawn from)."""
+        values = self.action_values_batch(games, idx)
+        best = values.max(axis=1, keepdims=True)
+        # The first action within TIE of the best, in ascending order, as ``act``.
+        return (values >= best - TIE).argmax(axis=1)
+
+    def action_values_batch(self, games: BatchGames, idx: np.ndarray) -> np.ndarray:
+        """(len(idx), 64): ``action_values`` of the games `idx` of `games`, -inf where
+        an action is illegal (actions 0-31 hold and roll on, 32-63 bank): one plan per
+        distinct turn start among them, the missing ones made in one pass."""
         self.check_game(games.n_players, games.rules)  # cheap: once per call, not per game
         if not len(idx):
-            return np.zeros(0, dtype=np.int64)
+            return np.zeros((0, 2 * BANK_BIT))
         n = games.n_players
         seats = (games.current[idx, None] + np.arange(n)) % n
         starts = np.take_along_axis(games.scores[idx], seats, axis=1)  # ``in_turn_order``
@@ -110,11 +275,9 @@ class PlannerBot(Policy):
         first = np.r_[True, (np.diff(starts[order], axis=0) != 0).any(axis=1)]
         start_of = np.empty(len(idx), dtype=np.int64)
         start_of[order] = np.cumsum(first) - 1
-        plans = [self._plan(tuple(s), games.rules) for s in starts[order[first]].tolist()]
-        values = _action_values(plans, start_of, games, idx)
-        best = values.max(axis=1, keepdims=True)
-        # The first action within TIE of the best, in ascending order, as ``act``.
-        return (values >= best - TIE).argmax(axis=1)
+        distinct = [tuple(s) for s in starts[order[first]].tolist()]
+        pool, rows = self._plan_rows(distinct, games.rules)
+        return _action_values(pool, rows[start_of], games, idx)
 
     def win_probabilities(self, game: Game) -> np.ndarray:
         """Every seat's estimated win probability, by seat, with the player to move
@@ -135,23 +298,21 @@ class PlannerBot(Policy):
         return np.roll(mine, s.current)  # from the mover's order to seat order
 
 
-def _action_values(
-    plans: list[TurnPlan], plan_of: np.ndarray, games: BatchGames, idx: np.ndarray
-) -> np.ndarray:
+def _action_values(pool: PlanPool, rows: np.ndarray, games: BatchGames, idx: np.ndarray):
     """(len(idx), 64): ``move_value`` of every action of each game of `idx` by its plan,
-    ``plans[plan_of[i]]``, -inf where illegal. Actions 0-31 hold and roll on, 32-63 bank."""
-    w = np.stack([plan.W for plan in plans])  # one shape under one game's rules
-    bank = np.stack([plan.bank for plan in plans])
+    row ``rows[i]`` of `pool`, -inf where illegal."""
+    w, bank = pool.arrays["W"], pool.arrays["bank"]
+    _, levels, width = w.shape
     totals, left = games.hold_results(idx)  # after each hold
-    level = totals // STEP
-    which = plan_of[:, None]
-    rolled = w[which, np.minimum(level, w.shape[1] - 1), left]  # as ``TurnPlan.roll_value``
-    banked = bank[which, np.minimum(level, bank.shape[1] - 1)]  # as ``TurnPlan.bank_value``
-    values = np.concatenate([rolled, banked], axis=1)
+    cell = rows[:, None] * levels + np.minimum(totals // STEP, levels - 1)  # flat: 1-d takes
+    values = np.concatenate(
+        [w.reshape(-1).take(cell * width + left), bank.reshape(-1).take(cell)], axis=1
+    )
     legal = games.legal_mask(idx)
-    far = legal[:, BANK_BIT:] & (level >= bank.shape[1])  # past the plans' bank tables
+    far = legal[:, BANK_BIT:] & (totals // STEP >= levels)  # past the plans' bank tables
     if far.any():  # a turn rolled on far past the target: rare, so one by one
         for r, c in zip(*np.nonzero(far), strict=True):
-            values[r, BANK_BIT + c] = plans[plan_of[r]].bank_value(int(totals[r, c]))
+            plan = pool.plan(int(rows[r]), games.rules)
+            values[r, BANK_BIT + c] = plan.bank_value(int(totals[r, c]))
     np.copyto(values, -np.inf, where=~legal)
     return values

@@ -120,7 +120,8 @@ def _play_chunk(chunk: Sequence[Seating]) -> list[GameResult]:
 
 # The batched path: BLOCK games per seeded block (a unit of work for a worker), played
 # WIDTH at a time; both are part of what a batched result depends on, so they are fixed.
-BLOCK = 65_536
+# Two widths per block: a 20,000-game evaluation splits into blocks for 2 workers.
+BLOCK = 8192
 WIDTH = 4096
 BATCHED = 0x5EA7ED  # in the batched path's SeedSequence: apart from game numbers'
 
@@ -240,14 +241,17 @@ def seat_record(
     games: int,
     max_turns: int = 1000,
     on_progress: Callable[[int], None] | None = None,
+    batched: bool = False,
 ) -> dict:
     """How `learner` does at a table with `others` in the other seats, its seat rotating
     game by game (whole rotations, cut to `games`): its win rate with a Wilson interval
-    and the mean game length. Played one game at a time, so a seed always plays the same
-    games (a batched bot in the learner's seat must not change that)."""
+    and the mean game length. Played one game at a time by default, so a seed always
+    plays the same dice whoever the learner is (common random numbers for comparing
+    learners); `batched` plays batched where every agent can (``run``), much faster for
+    planners, the dice then depending on the play."""
     players = len(others) + 1
     seatings = schedule(players, players, -(-games // players) * players)[:games]
-    options = {"max_turns": max_turns, "on_progress": on_progress, "batched": False}
+    options = {"max_turns": max_turns, "on_progress": on_progress, "batched": batched or None}
     results = run([learner, *others], seatings, rules, seed, **options)
     wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
     return {

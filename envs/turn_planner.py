@@ -3,11 +3,13 @@
 Inside a turn 5000 is a small, known dice process (``envs.solver.option_tables``). What
 the player to move cannot compute is what each *end* of the turn is worth: banking a
 turn total (a win, bumps, a gift, lost points: R9, exactly as ``envs.game.bank_outcome``
-decides) or a bust (R4), each leading to the next turn-start position. Given a *value
-function* for those positions, ``plan_turn`` builds every reachable end, evaluates them
-all in one batched call, and solves the turn by the exact solver's backward recursion
-over turn total and dice left (expectimax over rolls and holds, R4-R8, either hold
-rule). The result, a ``TurnPlan``, values every decision of that turn.
+decides: R8-R9 by the engine's ``bank_batch``) or a bust (R4), each leading to the next
+turn-start position. Given a *value function* for those positions, ``plan_turns`` builds
+every reachable end of many turn starts, evaluates them all in one batched call, and
+solves the turns together by the exact solver's backward recursion over turn total and
+dice left (``envs.solver.turn_values``: expectimax over rolls and holds, R4-R8, either
+hold rule). The result, ``TurnPlans``, values every decision of those turns;
+``plan_turn`` is one start's ``TurnPlan``.
 
 A value function (``ValueFn``) takes a batch of turn-start positions, each given as the
 banked scores in turn order *from the player to move* (shape (B, N), ints; 0 means not
@@ -25,12 +27,12 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from envs.game import Move, bank_outcome, in_turn_order
-from envs.rules import NUM_DICE, Rules, can_bank
-from envs.solver import STEP, TwoPlayerSolution, option_tables
+from envs.batch import bank_batch, bank_table
+from envs.game import Move, bank_outcome
+from envs.rules import NUM_DICE, Rules
+from envs.solver import STEP, TwoPlayerSolution, option_tables, turn_values
 
 ValueFn = Callable[[np.ndarray], np.ndarray]
-PASS_END = 0  # index of the bust end in TurnPlan.ends
 
 
 @dataclass(frozen=True)
@@ -68,30 +70,22 @@ def _chance(hold: str) -> _Chance:
 def solve_turn(
     pass_value: float, bank: np.ndarray, hold: str, top: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The turn of one player from terminal values, as ``envs.solver._turn_recursion``
-    computes it for a batch (same numbers, faster for a single state).
+    """The turn of one player from terminal values (``envs.solver.turn_values`` for a
+    single state).
 
     `pass_value`: the value of a bust; `bank[i]`: of banking 50*i (-inf where R8 forbids
     it), for i up to ``top + max step + 1``; `top`: the target's level. Past the target
     a turn can only end as a bust does (banked points are lost: any gift recipient has
     the entry score, R9), so ``W`` is the pass value there. Returns (W, option values):
-    ``W[i, k]`` is the value before rolling k dice with turn total 50*i (i up to
-    ``len(bank) - 1``); ``option_values[i, o]`` the better of banking or rolling on
+    ``W[i, k]`` is the value before rolling k dice (k >= 1) with turn total 50*i (i up
+    to ``len(bank) - 1``); ``option_values[i, o]`` the better of banking or rolling on
     after option o (``_Chance`` order) at level i <= `top`."""
+    bank = np.asarray(bank, dtype=float)
+    w, _ = turn_values(np.array([float(pass_value)]), bank[None, :], option_tables(hold), top)
+    w = w[:, :, 0]
     ch = _chance(hold)
-    width = NUM_DICE + 1
-    w = np.full((len(bank), width), float(pass_value))
-    flat = w.reshape(-1)
-    rows = ch.steps * width + ch.dice_left  # option o's row of w, from level 0
-    levels = np.arange(top + 1)[:, None]
-    banked = bank[ch.steps + levels]  # (levels, options): banking after option o
-    option_values = np.empty_like(banked)
-    bust_part = ch.bust * pass_value
-    for i in range(top, -1, -1):
-        v = option_values[i]
-        np.maximum(flat[rows + i * width], banked[i], out=v)
-        w[i] = ch.class_matrix_t @ np.maximum.reduceat(v, ch.starts) + bust_part
-    return w, option_values
+    j = np.arange(top + 1)[:, None] + ch.steps  # level after option o
+    return w, np.maximum(w[j, ch.dice_left], bank[j])
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,18 +94,17 @@ class TurnPlan:
 
     Everything is seen from the player to move ("the mover"): `scores` are the banked
     scores in turn order from the mover; values are the mover's win probability.
-    ``ends[e]`` is every player's win probability (mover's order) at turn end e:
-    ``ends[PASS_END]`` after a bust, ``ends[bank_end[i]]`` after banking 50*i
-    (``bank_end[i] == -1`` where R8 forbids banking it).
+    ``pass_end`` is every player's win probability (mover's order) after a turn that
+    banks nothing (a bust); ``bank_ends[i]`` after banking 50*i (where R8 allows it:
+    ``bank[i] > -inf``).
     """
 
     rules: Rules
     scores: tuple[int, ...]
-    ends: np.ndarray  # (ends, N)
-    bank_end: np.ndarray  # (levels,)
+    pass_end: np.ndarray  # (N,)
+    bank_ends: np.ndarray  # (levels, N)
     bank: np.ndarray  # (levels,): the mover's value of banking 50*i, -inf if not allowed
     W: np.ndarray  # (levels, 6): the mover's value before rolling k dice with total 50*i
-    option_values: np.ndarray  # (top + 1, options), see ``solve_turn``
 
     @property
     def top(self) -> int:
@@ -120,7 +113,7 @@ class TurnPlan:
     def bank_value(self, total: int) -> float:
         """The mover's win probability after banking `total` (-inf if R8 forbids it)."""
         end = self._bank_end(total)
-        return float(self.ends[end, 0]) if end >= 0 else -np.inf
+        return -np.inf if end is None else float(end[0])
 
     def roll_value(self, total: int, dice: int) -> float:
         """The mover's win probability of rolling `dice` dice on with turn total `total`."""
@@ -135,23 +128,32 @@ class TurnPlan:
     def bank_probabilities(self, total: int) -> np.ndarray:
         """Every player's win probability (mover's order) after banking `total`."""
         end = self._bank_end(total)
-        if end < 0:
+        if end is None:
             raise ValueError(f"banking {total} is not allowed here (R8)")
-        return self.ends[end]
+        return end
 
     def roll_probabilities(self, total: int, dice: int) -> np.ndarray:
         """Every player's win probability (mover's order) of rolling `dice` dice on with
         turn total `total`, the mover playing this plan (see ``probabilities``)."""
         return self.probabilities[min(total // STEP, len(self.W) - 1), dice]
 
-    def _bank_end(self, total: int) -> int:
-        if total // STEP < len(self.bank_end):
-            return int(self.bank_end[total // STEP])
+    def _bank_end(self, total: int) -> np.ndarray | None:
+        level = total // STEP
+        if level < len(self.bank):
+            return None if self.bank[level] == -np.inf else self.bank_ends[level]
         # A total this far past the target (a turn that rolled on there) is lost if banked.
         outcome = bank_outcome(self.scores, 0, total, self.rules)
         if outcome.allowed and not outcome.lost:
             raise RuntimeError(f"banking {total} past the target should be lost: {outcome}")
-        return PASS_END if outcome.allowed else -1
+        return self.pass_end if outcome.allowed else None
+
+    @cached_property
+    def option_values(self) -> np.ndarray:
+        """(top + 1, options): the better of banking or rolling on after option o
+        (``_Chance`` order) from level i: what each option is worth."""
+        ch = _chance(self.rules.hold)
+        j = np.arange(self.top + 1)[:, None] + ch.steps  # level after option o
+        return np.maximum(self.W[j, ch.dice_left], self.bank[j])
 
     @cached_property
     def probabilities(self) -> np.ndarray:
@@ -172,57 +174,96 @@ class TurnPlan:
         chosen = np.minimum.reduceat(index, ch.starts, axis=1)  # (top + 1, classes)
         n = len(self.scores)
         p = np.empty((len(self.W), NUM_DICE + 1, n))
-        p[:] = self.ends[PASS_END]
-        bust_part = ch.bust[:, None] * self.ends[PASS_END]
-        bank_vectors = self.ends[np.maximum(self.bank_end, 0)]
+        p[:] = self.pass_end
+        bust_part = ch.bust[:, None] * self.pass_end
         for i in range(top, -1, -1):
             o = chosen[i]
-            vec = np.where(banks[i, o][:, None], bank_vectors[j[i, o]], p[j[i, o], ch.dice_left[o]])
+            vec = np.where(
+                banks[i, o][:, None], self.bank_ends[j[i, o]], p[j[i, o], ch.dice_left[o]]
+            )
             p[i] = ch.class_matrix_t @ vec + bust_part
         return p
 
 
-def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPlan:
-    """Solve the turn of the player to move, from the turn start where the banked
-    scores are `scores` (in turn order from the mover), against `value_fn`.
+@dataclass(frozen=True, eq=False)
+class TurnPlans:
+    """The turns of many turn starts, each solved against one value function: row b of
+    each array is start b's (``TurnPlan``'s fields, batched); ``plan(b)`` is its plan."""
 
-    Each turn end is the engine's: banking 50*i is ``bank_outcome(scores, 0, 50*i)``
-    (R8, R9) and leads to a win (the mover's or a gift recipient's: a certain outcome)
-    or to the position it leaves with the next player to move; a bust, or banked points
-    that nobody receives, leaves the scores as they are (R4, R9). All the positions go
-    to `value_fn` in one call."""
-    scores = tuple(int(s) for s in scores)
-    n = len(scores)
+    rules: Rules
+    starts: np.ndarray  # (B, N): each in turn order from its mover
+    pass_ends: np.ndarray  # (B, N)
+    bank_ends: np.ndarray  # (B, levels, N)
+    bank: np.ndarray  # (B, levels)
+    W: np.ndarray  # (B, levels, 6)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def plan(self, b: int) -> TurnPlan:
+        scores = tuple(int(s) for s in self.starts[b])
+        return TurnPlan(
+            self.rules, scores, self.pass_ends[b], self.bank_ends[b], self.bank[b], self.W[b]
+        )
+
+
+def plan_turns(
+    starts: np.ndarray | Sequence[Sequence[int]], rules: Rules, value_fn: ValueFn
+) -> TurnPlans:
+    """Solve the turns of the players to move from many turn starts at once (`starts`,
+    (B, N) banked scores, each in turn order from its mover), against `value_fn`.
+
+    Each turn end is the engine's: banking 50*i is ``bank_batch`` of that total (R8,
+    R9) and leads to a win (the mover's or a gift recipient's: a certain outcome) or to
+    the position it leaves with the next player to move; a bust, or banked points that
+    nobody receives, leaves the scores as they are (R4, R9). The positions of every
+    start go to `value_fn` in one call; the turns are solved together by the solver's
+    recursion (``envs.solver.turn_values``), each only up to the last turn total where
+    banking can change anything (above it every end is the bust's)."""
+    starts = np.asarray(starts, dtype=np.int64).reshape(len(starts), -1)
+    b_count, n = starts.shape
     top = rules.target // STEP
     size = top + 1 + _chance(rules.hold).max_step + 1
-    positions = [in_turn_order(scores, 1)]  # after a bust the next player moves
-    wins: list[int] = []  # the winner of each winning end
-    bank_end = np.full(size, -1)
-    kind = np.zeros(size, dtype=int)  # 0: a position (or the bust end), 1: a win
-    for i in range(1, size):
-        if not can_bank(scores[0], i * STEP, rules):  # R8, as the engine checks it
-            continue
-        outcome = bank_outcome(scores, 0, i * STEP, rules)
-        if outcome.winner is not None:
-            kind[i], bank_end[i] = 1, len(wins)
-            wins.append(outcome.winner)
-        elif outcome.lost:
-            bank_end[i] = PASS_END
-        else:
-            bank_end[i] = len(positions)
-            positions.append(in_turn_order(outcome.scores, 1))
-    values = np.asarray(value_fn(np.array(positions, dtype=np.int64)), dtype=float)
-    if values.shape != (len(positions), n):
+    totals = np.arange(size) * STEP
+    r8 = bank_table(rules)
+    allowed = r8.allowed[(starts[:, :1] > 0).astype(np.int64), r8.index(totals)[None, :]]
+    allowed[:, 0] = False  # every hold scores (R2): a turn never banks nothing
+    who, level = np.nonzero(allowed)
+    out = bank_batch(starts[who], np.zeros(who.size, dtype=np.int64), totals[level], rules)
+    won, lost = out.winner >= 0, out.lost
+    moved = ~won & ~lost
+    # After a bust, or a bank that leaves a position, the next player moves.
+    positions = np.concatenate([starts, out.scores[moved]])
+    values = np.asarray(value_fn(np.roll(positions, -1, axis=1)), dtype=float)
+    if values.shape != positions.shape:
         raise ValueError(
             f"the value function returned shape {values.shape} for {len(positions)} "
-            f"positions of {n} players; expected ({len(positions)}, {n})"
+            f"positions of {n} players; expected {positions.shape}"
         )
-    # A position's values are in the next player's order: the mover is the last of them.
-    ends = np.concatenate([np.roll(values, 1, axis=1), np.eye(n)[wins]])
-    bank_end = np.where(kind == 1, bank_end + len(positions), bank_end)
-    bank = np.where(bank_end >= 0, ends[bank_end, 0], -np.inf)
-    w, option_values = solve_turn(float(ends[PASS_END, 0]), bank, rules.hold, top)
-    return TurnPlan(rules, scores, ends, bank_end, bank, w, option_values)
+    values = np.roll(values, 1, axis=1)  # the next player's order: the mover is last
+    pass_ends = values[:b_count]
+    bank_ends = np.zeros((b_count, size, n))
+    bank_ends[who[moved], level[moved]] = values[b_count:]
+    bank_ends[who[won], level[won]] = np.eye(n)[out.winner[won]]
+    bank_ends[who[lost], level[lost]] = pass_ends[who[lost]]
+    bank = np.where(allowed, bank_ends[:, :, 0], -np.inf)
+    useful = np.zeros_like(allowed)
+    useful[who, level] = ~lost
+    live = np.where(useful.any(axis=1), size - 1 - np.argmax(useful[:, ::-1], axis=1), 0)
+    order = np.argsort(-live, kind="stable")  # turn_values takes them by live level, descending
+    w, _ = turn_values(
+        pass_ends[order, 0], bank[order], option_tables(rules.hold), top, live[order]
+    )
+    W = np.empty((b_count, size, NUM_DICE + 1))
+    W[order] = w.transpose(2, 0, 1)
+    return TurnPlans(rules, starts, pass_ends, bank_ends, bank, W)
+
+
+def plan_turn(scores: Sequence[int], rules: Rules, value_fn: ValueFn) -> TurnPlan:
+    """Solve the turn of the player to move, from the turn start where the banked
+    scores are `scores` (in turn order from the mover), against `value_fn`: one start
+    of ``plan_turns``."""
+    return plan_turns([tuple(int(s) for s in scores)], rules, value_fn).plan(0)
 
 
 def exact_two_player_values(solution: TwoPlayerSolution) -> ValueFn:

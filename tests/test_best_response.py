@@ -316,3 +316,25 @@ def test_the_table_report_puts_agents_beside_the_ceiling(tmp_path):
     optimal, planner = data["agents"]
     assert optimal["value_error"] is None and 0 < planner["value_error"] < 1
     assert f"{data['mean']:.2%}" in out.read_text()
+
+
+def test_the_readme_ceiling_table_shows_the_report():
+    """The README's rows for the 3-player table are docs/table_3p.json's numbers (written
+    by the report command the README names)."""
+    root = Path(__file__).resolve().parent.parent
+    data = json.loads((root / "docs" / "table_3p.json").read_text())
+    readme = (root / "README.md").read_text()
+    assert data["command"] in " ".join(readme.replace("\\\n", " ").split())
+    best = next(x for x in readme.splitlines() if x.startswith("| best response (exact) |"))
+    assert best.split("|")[2].strip() == f"{data['mean']:.2%}"
+    for row in data["agents"]:
+        line = next(x for x in readme.splitlines() if x.startswith(f"| {row['agent']} | 4"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        low, high = row["ci95"]
+        assert cells[1:4] == [
+            f"{row['win_rate']:.2%}",
+            f"{low:.1%} - {high:.1%}",
+            f"{data['mean'] - row['win_rate']:.2%}",
+        ]
+        error = row["value_error"]
+        assert cells[4] == ("-" if error is None else f"{error:.4f}")

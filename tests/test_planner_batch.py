@@ -1,8 +1,12 @@
 """The planner's batched side (PlannerBot.act_batch) decides exactly as its per-game
-act does: on the decisions of real games (exact values under the seeds' rules and
-house rules, the shipped value networks at full rules, 2 to 4 players), on turns rolled
-on far past the target, sharing act's plan cache, and refusing the games act's value
-function cannot value."""
+act does, each planner with caches of its own (plans made together in one pass against
+plans made one turn start at a time): on the decisions of real games (exact values
+under the seeds' rules and house rules, the shipped value networks at full rules, 2 to 4
+players), on turns rolled on far past the target, sharing act's plan cache, and
+refusing the games act's value function cannot value."""
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from agents import make_policy
 from agents.batched import BatchedRandomBot
-from agents.planner import PlannerBot, _action_values
+from agents.planner import PlannerBot
 from envs.batch import (
     CODE_TO_ROLL,
     NO_ROLL,
@@ -73,12 +77,14 @@ def batch_of(n_players: int, rules: Rules, columns: list[np.ndarray]) -> BatchGa
     return games
 
 
-def assert_batch_is_act(planner: PlannerBot, games: BatchGames) -> np.ndarray:
-    """act_batch on all the rows at once gives each row's act; returns the actions."""
+def assert_batch_is_act(make, games: BatchGames) -> np.ndarray:
+    """act_batch on all the rows at once gives each row's act, act by a planner of
+    its own (every plan made alone); returns the actions."""
     idx = np.arange(games.n_games)
     rng = np.random.default_rng(0)
-    got = planner.act_batch(games, idx, rng)
-    want = np.array([planner.act(games.game_at(int(g)), rng) for g in idx])
+    got = make().act_batch(games, idx, rng)
+    alone = make()
+    want = np.array([alone.act(games.game_at(int(g)), rng) for g in idx])
     wrong = np.flatnonzero(got != want)
     assert not wrong.size, [(games.game_at(int(g)).state, got[g], want[g]) for g in wrong[:3]]
     return got
@@ -105,7 +111,7 @@ def test_act_batch_is_act_on_the_decisions_of_real_games(make, n_players, rules,
     with threadpool_limits(1):  # a value net's small products: threads only wait (issue 28)
         rerolls = 3 if rules == Rules() else 0
         games = decision_rows(planner, n_players, rules, n_games, n_players, rerolls)
-        actions = assert_batch_is_act(planner, games)
+        actions = assert_batch_is_act(make, games)
     print(f"{games.n_games} decisions")
     idx = np.arange(games.n_games)
     totals, _ = games.hold_results(idx)
@@ -125,7 +131,7 @@ def test_turns_rolled_on_past_the_plans_bank_table():
     rng = np.random.default_rng(7)
     for rules in (SMALL, Rules(target=1000, entry=300, hold="all", fifty_rule=False)):
         planner = exact(rules)
-        levels = len(planner.plan(Game(2, rules)).bank_end)  # the plan's bank table
+        levels = len(planner.plan(Game(2, rules)).bank)  # the plan's bank table
         n = 1000
         games = BatchGames(n, 2, rules)
         games.scores[:] = rng.choice([0, 300, 700], size=(n, 2))
@@ -134,14 +140,14 @@ def test_turns_rolled_on_past_the_plans_bank_table():
         games.dice_left[:] = [len(ROLLS[r]) for r in games.roll]
         live = np.flatnonzero(games.legal_mask(np.arange(n)).any(axis=1))  # not busts
         rows = batch_of(2, rules, [a[live] for a in state_arrays(games)])
-        assert_batch_is_act(planner, rows)
+        assert_batch_is_act(lambda rules=rules: exact(rules), rows)
         idx = np.arange(rows.n_games)
         totals, _ = rows.hold_results(idx)
         legal = rows.legal_mask(idx)
         assert (legal[:, BANK_BIT:] & (totals // 50 >= levels)).any(axis=1).sum() > 100
         for g in idx:
             game = rows.game_at(int(g))
-            values = _action_values([planner.plan(game)], np.zeros(1, int), rows, np.array([g]))[0]
+            values = planner.action_values_batch(rows, np.array([g]))[0]
             actions = np.flatnonzero(legal[g])
             batched = dict(zip(actions.tolist(), values[actions].tolist(), strict=True))
             assert batched == planner.action_values(game)  # exactly: the same lookups
@@ -153,9 +159,10 @@ def test_act_batch_shares_acts_plan_cache():
     games = decision_rows(PlannerBot(share, rules=SMALL), 3, SMALL, 8, seed=1)
     idx = np.arange(games.n_games)
     planner.act_batch(games, idx, np.random.default_rng(0))
+    info = planner.cache_info()
     starts = {planner.plan(games.game_at(int(g))).scores for g in idx}
-    info = planner._plan.cache_info()
-    assert info.misses == info.currsize == len(starts)
+    assert planner.cache_info() == info  # act found every plan made
+    assert info.plans_made == info.plans_kept == len(starts)
 
 
 def test_an_empty_batch():
@@ -172,3 +179,34 @@ def test_act_batch_refuses_games_the_values_do_not_cover():
         planner.act_batch(games, np.arange(4), np.random.default_rng(0))
     with pytest.raises(ValueError, match="values games of 2 players, not 3"):
         planner.act_batch(BatchGames(4, 3, SMALL), np.arange(4), np.random.default_rng(0))
+
+
+RECORDED = Path(__file__).resolve().parent / "data" / "planner_actions.npz"
+ALONE = 1_000  # positions replayed one game at a time (each plan made alone costs more)
+
+
+@pytest.mark.parametrize(
+    "name", ["planner-2p", "planner-3p", "planner-4p", "planner-6p", "planner-multi"]
+)
+def test_shipped_planners_choose_the_actions_they_chose_before_batched_planning(name):
+    """Their actions on 3,000 positions from real games each, recorded with the planner
+    as it was before plans were made in batches (tests/data/make_planner_actions.py):
+    the same, all positions in one batch and the first ALONE one game at a time."""
+    with np.load(RECORDED) as data:
+        states, before = data[f"{name}/states"], data[f"{name}/actions"].astype(np.int64)
+    rows = [json.loads(text) for text in states]
+    n_players = len(rows[0]["scores"])
+    games = BatchGames(len(rows), n_players, Rules())
+    games.scores[:] = [row["scores"] for row in rows]
+    games.current[:] = [row["current"] for row in rows]
+    games.turn_total[:] = [row["turn_total"] for row in rows]
+    games.dice_left[:] = [row["dice_left"] for row in rows]
+    games.roll[:] = [ROLL_ID[tuple(sorted(row["roll"]))] for row in rows]
+    rng = np.random.default_rng(0)
+    with threadpool_limits(1):
+        batched = make_policy(name).act_batch(games, np.arange(len(rows)), rng)
+        alone = make_policy(name)
+        one_by_one = [alone.act(games.game_at(g), rng) for g in range(ALONE)]
+    assert len(before) == 3_000
+    assert batched.tolist() == before.tolist()
+    assert one_by_one == before[:ALONE].tolist()

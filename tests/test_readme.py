@@ -43,6 +43,12 @@ PYTHON_SUBSTITUTIONS: list[Substitution] = []
 # the test's temporary folder and `{port}` a free port.
 COMMAND_SUBSTITUTIONS = [
     Substitution(
+        "--agents planner-3p planner-multi optimal --games 20000",
+        "--agents optimal turn-ev --games 30",
+        "the planners play only the full game; two bots and 30 games show the report "
+        "(before the rule for --games 20000, which would leave fewer games than seats)",
+    ),
+    Substitution(
         "--games 20000",
         "--games 2",
         "the shipped agents' evaluations play 20,000 games per table (minutes to hours); "
@@ -81,6 +87,12 @@ COMMAND_SUBSTITUTIONS = [
         "--report docs/exploitability.md",
         "--report {tmp}/exploitability.md --target 1000 --entry 300",
         "the exploitability report stays out of the clone's docs, on a shrunken game",
+    ),
+    Substitution(
+        "--report docs/table_3p.md",
+        "--report {tmp}/table_3p.md --target 1000 --entry 300",
+        "the exact best response at a 3-player table takes half an hour at full size "
+        "(then cached); a shrunken game runs the same code in seconds",
     ),
     Substitution(
         "random threshold:350 turn-ev smart ppo-2p planner-2p optimal",
