@@ -21,7 +21,7 @@ against which the planner plays exactly as the solver does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Hashable
 from typing import NamedTuple
 
 import numpy as np
@@ -35,6 +35,7 @@ from envs.turn_planner import TurnPlan, TurnPlans, ValueFn, exact_two_player_val
 
 DEFAULT_CACHE_SIZE = 16384  # turn plans kept per kind of game (about 12 kB each)
 MAX_CACHED_POSITIONS = 1 << 23  # the largest table of positions a ValueCache keeps
+DENSE_KEYS = 1 << 22  # a PlanPool finds starts by array up to this many keys
 # Actions whose values differ by less are equal: values computed along different paths
 # of the plan differ by rounding (about 1e-16) where they are the same in exact
 # arithmetic, and the value function's own rounding (float32 in numpy or onnxruntime)
@@ -92,12 +93,17 @@ class ValueCache:
 class PlanPool:
     """The plans of recent turn starts of one kind of game, as rows of arrays (the
     fields of ``TurnPlans``): ``rows`` finds or makes each start's row. When it is full,
-    the rows used longest ago are reused (it grows only when one call needs more)."""
+    the rows used longest ago are reused (it grows only when one call needs more).
+    Starts are found by their ``start_keys``: in an array indexed by key where there
+    are at most ``DENSE_KEYS`` keys (2 and 3 players under the standard rules), else in
+    a dict."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, keys: int | None = None) -> None:
         self.capacity = capacity
-        self.row: dict[tuple[int, ...], int] = {}
-        self.start_of: list[tuple[int, ...] | None] = []
+        dense = keys is not None and keys <= DENSE_KEYS
+        self.dense = np.full(keys, -1, dtype=np.int32) if dense else None  # key -> row
+        self.row: dict[Hashable, int] = {}  # key -> row, without `dense`
+        self.key_of: list[Hashable | None] = []  # row -> key
         self.arrays: dict[str, np.ndarray] = {}
         self.used = np.zeros(0, dtype=np.int64)  # when each row was last asked for
         self.tick = 0
@@ -105,25 +111,34 @@ class PlanPool:
         self.plans_made = 0
 
     def rows(
-        self, starts: list[tuple[int, ...]], make: Callable[[np.ndarray], TurnPlans]
+        self, starts: np.ndarray, keys: np.ndarray, make: Callable[[np.ndarray], TurnPlans]
     ) -> np.ndarray:
-        """The rows of `starts` (distinct turn starts, mover's order); the missing ones
-        planned by `make` in one call."""
+        """The rows of `starts` ((k, N) distinct turn starts, mover's order, and their
+        ``start_keys``); the missing ones planned by `make` in one call."""
         self.tick += 1
-        rows = np.array([self.row.get(s, -1) for s in starts], dtype=np.int64)
+        if self.dense is not None:
+            rows = self.dense[keys].astype(np.int64)
+        else:
+            keys = keys.tolist()
+            rows = np.array([self.row.get(key, -1) for key in keys], dtype=np.int64)
         self.used[rows[rows >= 0]] = self.tick
         new = np.flatnonzero(rows < 0)
         if new.size:
-            plans = make(np.array([starts[i] for i in new], dtype=np.int64))
+            plans = make(starts[new])
             free = self._free_rows(new.size, plans)
             for name, array in self.arrays.items():
                 array[free] = getattr(plans, name)
             for r, i in zip(free.tolist(), new.tolist(), strict=True):
-                old = self.start_of[r]
-                if old is not None:
+                old = self.key_of[r]
+                if old is not None and self.dense is not None:
+                    self.dense[old] = -1
+                elif old is not None:
                     del self.row[old]
-                self.start_of[r] = starts[i]
-                self.row[starts[i]] = r
+                self.key_of[r] = keys[i]
+                if self.dense is None:
+                    self.row[keys[i]] = r
+            if self.dense is not None:
+                self.dense[keys[new]] = free
             rows[new] = free
             self.used[free] = self.tick
             self.plans_made += new.size
@@ -132,7 +147,7 @@ class PlanPool:
     def plan(self, row: int, rules: Rules) -> TurnPlan:
         """Row `row` as a ``TurnPlan`` (a copy: the row may be reused)."""
         a = self.arrays
-        scores = self.start_of[row]
+        scores = tuple(a["starts"][row].tolist())
         return TurnPlan(
             rules, scores, *(a[k][row].copy() for k in ("pass_ends", "bank_ends", "bank", "W"))
         )
@@ -142,14 +157,15 @@ class PlanPool:
         idle = int((self.used < self.tick).sum())
         if idle < count:  # grow: every row but the idle ones is needed now
             grow = max(self.capacity - len(self.used), count - idle)
-            for name in ("pass_ends", "bank_ends", "bank", "W"):
+            for name in ("starts", "pass_ends", "bank_ends", "bank", "W"):
                 part = getattr(plans, name)
-                old = self.arrays.get(name, np.empty((0, *part.shape[1:])))
-                bigger = np.empty((len(old) + grow, *part.shape[1:]))  # pages taken as written
+                shape, dtype = part.shape[1:], part.dtype
+                old = self.arrays.get(name, np.empty((0, *shape), dtype=dtype))
+                bigger = np.empty((len(old) + grow, *shape), dtype=dtype)  # pages taken as written
                 bigger[: len(old)] = old
                 self.arrays[name] = bigger
             self.used = np.concatenate([self.used, np.full(grow, -1, dtype=np.int64)])
-            self.start_of += [None] * grow
+            self.key_of += [None] * grow
         if self.filled + count <= len(self.used):  # rows that never held a plan: in order
             self.filled += count
             return np.arange(self.filled - count, self.filled)
@@ -160,6 +176,17 @@ class PlanPool:
         )
         self.filled = max(self.filled, int(rows.max()) + 1)
         return rows
+
+
+def start_keys(starts: np.ndarray, rules: Rules) -> np.ndarray:
+    """One key per turn start ((k, N) scores, multiples of 50 below the target): the
+    scores' digits base ``target // 50 + 1`` as one integer; where N such digits do not
+    fit in 63 bits, each start's bytes (equal starts, equal keys either way)."""
+    base = rules.target // STEP + 1
+    if base ** starts.shape[1] < 2**63:
+        return (starts // STEP) @ (base ** np.arange(starts.shape[1], dtype=np.int64))
+    rows = np.ascontiguousarray(starts, dtype=np.int64)
+    return rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
 
 
 class CacheInfo(NamedTuple):
@@ -219,27 +246,29 @@ class PlannerBot(Policy):
         pools = [pool for _, pool in self._caches.values()]
         return CacheInfo(
             sum(p.plans_made for p in pools),
-            sum(len(p.row) for p in pools),
+            sum(key is not None for p in pools for key in p.key_of),
             sum(values.positions_valued for values, _ in self._caches.values()),
         )
 
-    def _plan_rows(
-        self, starts: list[tuple[int, ...]], rules: Rules
-    ) -> tuple[PlanPool, np.ndarray]:
-        """The pool of this kind of game and the rows of `starts` (distinct) in it."""
-        key = (rules, len(starts[0]))
-        if key not in self._caches:
-            self._caches[key] = (
-                ValueCache(self.value_fn, rules, key[1]),
-                PlanPool(self.cache_size),
-            )
-        values, pool = self._caches[key]
-        return pool, pool.rows(starts, lambda s: plan_turns(s, rules, values))
+    def _plan_rows(self, starts: np.ndarray, rules: Rules) -> tuple[PlanPool, np.ndarray]:
+        """The pool of this kind of game and the row of each of `starts` ((k, N), turn
+        starts in the mover's order) in it: each distinct start planned once."""
+        kind = (rules, starts.shape[1])
+        if kind not in self._caches:
+            values = ValueCache(self.value_fn, rules, kind[1])
+            keys = (rules.target // STEP + 1) ** kind[1]  # of start_keys
+            self._caches[kind] = (values, PlanPool(self.cache_size, keys))
+        values, pool = self._caches[kind]
+        keys = start_keys(starts, rules)
+        distinct, first, start_of = np.unique(keys, return_index=True, return_inverse=True)
+        rows = pool.rows(starts[first], distinct, lambda s: plan_turns(s, rules, values))
+        return pool, rows[start_of.ravel()]
 
     def plan(self, game: Game) -> TurnPlan:
         """The plan of the current turn (made once per turn start, then cached)."""
         s = game.state
-        pool, rows = self._plan_rows([in_turn_order(s.scores, s.current)], game.rules)
+        start = np.array([in_turn_order(s.scores, s.current)], dtype=np.int64)
+        pool, rows = self._plan_rows(start, game.rules)
         return pool.plan(int(rows[0]), game.rules)
 
     def action_values(self, game: Game) -> dict[int, float]:
@@ -256,28 +285,34 @@ class PlannerBot(Policy):
     def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``act`` for the games `idx` of `games` at once (the same actions; `rng` is
         not drawn from)."""
-        values = self.action_values_batch(games, idx)
+        if not len(idx):
+            return np.zeros(0, dtype=np.int64)
+        actions, values = self._legal_values(games, idx)
         best = values.max(axis=1, keepdims=True)
         # The first action within TIE of the best, in ascending order, as ``act``.
-        return (values >= best - TIE).argmax(axis=1)
+        return actions[np.arange(len(idx)), (values >= best - TIE).argmax(axis=1)]
 
     def action_values_batch(self, games: BatchGames, idx: np.ndarray) -> np.ndarray:
         """(len(idx), 64): ``action_values`` of the games `idx` of `games`, -inf where
-        an action is illegal (actions 0-31 hold and roll on, 32-63 bank): one plan per
-        distinct turn start among them, the missing ones made in one pass."""
+        an action is illegal (actions 0-31 hold and roll on, 32-63 bank)."""
+        actions, values = self._legal_values(games, idx)
+        out = np.full((len(idx), 2 * BANK_BIT), -np.inf)
+        legal = values > -np.inf
+        out[np.nonzero(legal)[0], actions[legal]] = values[legal]
+        return out
+
+    def _legal_values(self, games: BatchGames, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(actions, values), each (len(idx), w): every game's legal actions, ascending,
+        and their values by the plan (padded with -inf): one plan per distinct turn start
+        among the games, the missing ones made in one pass."""
         self.check_game(games.n_players, games.rules)  # cheap: once per call, not per game
-        if not len(idx):
-            return np.zeros((0, 2 * BANK_BIT))
         n = games.n_players
         seats = (games.current[idx, None] + np.arange(n)) % n
         starts = np.take_along_axis(games.scores[idx], seats, axis=1)  # ``in_turn_order``
-        order = np.lexsort(starts.T)  # number the distinct starts: start_of[i] is game i's
-        first = np.r_[True, (np.diff(starts[order], axis=0) != 0).any(axis=1)]
-        start_of = np.empty(len(idx), dtype=np.int64)
-        start_of[order] = np.cumsum(first) - 1
-        distinct = [tuple(s) for s in starts[order[first]].tolist()]
-        pool, rows = self._plan_rows(distinct, games.rules)
-        return _action_values(pool, rows[start_of], games, idx)
+        if not len(idx):
+            return np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0))
+        pool, rows = self._plan_rows(starts, games.rules)
+        return _legal_values(pool, rows, games, idx)
 
     def win_probabilities(self, game: Game) -> np.ndarray:
         """Every seat's estimated win probability, by seat, with the player to move
@@ -298,21 +333,26 @@ class PlannerBot(Policy):
         return np.roll(mine, s.current)  # from the mover's order to seat order
 
 
-def _action_values(pool: PlanPool, rows: np.ndarray, games: BatchGames, idx: np.ndarray):
-    """(len(idx), 64): ``move_value`` of every action of each game of `idx` by its plan,
-    row ``rows[i]`` of `pool`, -inf where illegal."""
+def _legal_values(pool: PlanPool, rows: np.ndarray, games: BatchGames, idx: np.ndarray):
+    """(actions, values): the legal actions of each game of `idx` (ascending, padded
+    with action 0) and their ``move_value`` by the game's plan, row ``rows[i]`` of
+    `pool` (-inf in the padding)."""
+    key = games.decision_key(idx)
+    table = games.decisions
+    n_legal = table.n_legal[key]
+    actions = table.legal[key, : int(n_legal.max())]
+    legal = np.arange(actions.shape[1]) < n_legal[:, None]
+    hold, banks = actions & (BANK_BIT - 1), actions >= BANK_BIT
+    roll = games.roll[idx, None]
+    totals = games.turn_total[idx, None] + games.tables.points[roll, hold]  # after the hold
+    left = games.tables.dice_left[roll, hold]
     w, bank = pool.arrays["W"], pool.arrays["bank"]
     _, levels, width = w.shape
-    totals, left = games.hold_results(idx)  # after each hold
     cell = rows[:, None] * levels + np.minimum(totals // STEP, levels - 1)  # flat: 1-d takes
-    values = np.concatenate(
-        [w.reshape(-1).take(cell * width + left), bank.reshape(-1).take(cell)], axis=1
-    )
-    legal = games.legal_mask(idx)
-    far = legal[:, BANK_BIT:] & (totals // STEP >= levels)  # past the plans' bank tables
+    values = np.where(banks, bank.reshape(-1).take(cell), w.reshape(-1).take(cell * width + left))
+    far = legal & banks & (totals // STEP >= levels)  # past the plans' bank tables
     if far.any():  # a turn rolled on far past the target: rare, so one by one
         for r, c in zip(*np.nonzero(far), strict=True):
             plan = pool.plan(int(rows[r]), games.rules)
-            values[r, BANK_BIT + c] = plan.bank_value(int(totals[r, c]))
-    np.copyto(values, -np.inf, where=~legal)
-    return values
+            values[r, c] = plan.bank_value(int(totals[r, c]))
+    return actions, np.where(legal, values, -np.inf)

@@ -44,8 +44,10 @@ from envs.rules import Rules  # noqa: E402
 
 def batched_games_per_second(table: list[str], games: int, workers: int = 1) -> tuple[float, float]:
     """(games/s, seconds) of `games` games of `table` (seats rotating), batched."""
+    n = len(table)
+    seatings = schedule(n, n, -(-games // n) * n)[:games]  # whole rotations, cut to `games`
     start = time.perf_counter()
-    results = run(table, schedule(len(table), len(table), games), Rules(), 0, workers, batched=True)
+    results = run(table, seatings, Rules(), 0, workers, batched=True)
     seconds = time.perf_counter() - start
     return len(results) / seconds, seconds
 
