@@ -251,7 +251,11 @@ def seat_record(
     planners, the dice then depending on the play."""
     players = len(others) + 1
     seatings = schedule(players, players, -(-games // players) * players)[:games]
-    options = {"max_turns": max_turns, "on_progress": on_progress, "batched": batched or None}
+    options = {
+        "max_turns": max_turns,
+        "on_progress": on_progress,
+        "batched": None if batched else False,
+    }
     results = run([learner, *others], seatings, rules, seed, **options)
     wins = sum(r.winner_seat is not None and r.agents[r.winner_seat] == 0 for r in results)
     return {

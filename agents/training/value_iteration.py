@@ -5,7 +5,7 @@ current network (a share ``epsilon`` of its decisions random, and optionally scr
 bots in some seats) and every turn start it meets joins a buffer of positions. Each
 iteration re-targets a sample of the buffer: a position's target is the planner's own
 exact expectation of its turn under the current network
-(``plan_turn(...).probabilities`` at the turn start: a TD(0) target over the whole
+(``plan_turns(...)``' probabilities at the turn start: a TD(0) target over the whole
 turn with no dice noise, a winning bank an exact 1), and the network is fitted to
 those targets (cross-entropy against the soft targets). The exact 2-player
 solver is never a target: it is a yardstick only (``exact_error``).
@@ -41,17 +41,18 @@ import numpy as np
 from agents import MODEL_SUFFIXES, make_policy
 from agents.batched import batched
 from agents.neural import short_name
-from agents.planner import PlannerBot
+from agents.planner import PlannerBot, ValueCache
 from agents.threads import one_thread_per_process
 from agents.tournament import seat_record
 from agents.training.config import PlannerConfig
 from agents.value_net import FeatureSpec, ValueNet
-from envs.driver import play
+from envs.batch import BatchGames, play_batch
+from envs.driver import DEFAULT_MAX_TURNS, play
 from envs.game import ROLL, Game, in_turn_order
 from envs.policy import Policy
 from envs.rules import NUM_DICE, Rules
 from envs.turn_outcomes import TurnOutcomes, turn_outcomes
-from envs.turn_planner import plan_turn
+from envs.turn_planner import plan_turns
 
 if TYPE_CHECKING:
     import torch  # imported by the trainer alone, when it runs
@@ -69,6 +70,15 @@ class _Explorer(Policy):
             moves = game.moves()
             return moves[int(rng.integers(len(moves)))].action
         return self.planner.act(game, rng)
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        actions = self.planner.act_batch(games, idx, rng)
+        if self.epsilon:
+            explore = rng.random(len(idx)) < self.epsilon
+            table, key = games.decisions, games.decision_key(idx[explore])
+            pick = (rng.random(len(key)) * table.n_legal[key]).astype(np.int64)
+            actions[explore] = table.legal[key, pick]
+        return actions
 
 
 def turn_start(game: Game) -> tuple[int, ...] | None:
@@ -101,30 +111,59 @@ def play_games(
     rng: np.random.Generator,
     opponents: Sequence[Policy],
 ) -> list[tuple[int, ...]]:
-    """The turn starts met in `games` self-play games (some with scripted opponents)."""
-    explorer = _Explorer(planner, cfg.epsilon)
-    seen: list[tuple[int, ...]] = []
-    for _ in range(games):
-        game = Game(n_players, cfg.rules, seed=rng, first_player=int(rng.integers(n_players)))
-        policies: list[Policy] = [explorer] * n_players
+    """The turn starts met in `games` self-play games (some with scripted opponents),
+    all played at once (``envs.batch.play_batch``: the planner plans the turn starts of
+    every game in one pass)."""
+    batch = BatchGames(games, n_players, cfg.rules)
+    batch.current[:] = rng.integers(n_players, size=games)  # the first player
+    policies: list[Policy] = [_Explorer(planner, cfg.epsilon), *opponents]
+    seat_policy = np.zeros((games, n_players), dtype=np.int64)
+    for g in range(games):
         if opponents and rng.random() < cfg.opponent_share:
             for seat in rng.choice(n_players, size=int(rng.integers(1, n_players)), replace=False):
-                policies[int(seat)] = opponents[int(rng.integers(len(opponents)))]
-        seen += [position for position, _ in turn_starts(game, policies, rng)]
+                seat_policy[g, seat] = 1 + int(rng.integers(len(opponents)))
+    seen: list[tuple[int, ...]] = []
+
+    def record(idx: np.ndarray, seats: np.ndarray, before: np.ndarray, _rolls) -> None:
+        start = before == 0  # a turn's first roll: every hold scores (R2)
+        order = (seats[start, None] + np.arange(n_players)) % n_players
+        seen.extend(map(tuple, np.take_along_axis(batch.scores[idx[start]], order, 1).tolist()))
+
+    play_batch(
+        batch,
+        np.arange(games),
+        policies,
+        seat_policy,
+        rng,
+        max_turns=DEFAULT_MAX_TURNS,
+        on_roll=record,
+    )
     return seen
 
 
-def turn_targets(positions: Sequence[tuple[int, ...]], rules: Rules, value_fn) -> list[np.ndarray]:
+def turn_targets(
+    positions: Sequence[tuple[int, ...]], rules: Rules, value_fn, chunk: int = 4096
+) -> list[np.ndarray]:
     """Each position's target: every player's win probability at its turn start, the
-    mover planning the turn exactly against `value_fn` (a TD(0) target over the turn)."""
-    out = []
-    for p in positions:
-        plan = plan_turn(p, rules, value_fn)
-        if len(p) == 2:  # one winner: the opponent's chance is the rest (half the work)
-            v = plan.W[0, NUM_DICE]
-            out.append(np.array([v, 1.0 - v]))
-        else:
-            out.append(plan.probabilities[0, NUM_DICE])
+    mover planning the turn exactly against `value_fn` (a TD(0) target over the turn).
+    The turns are planned `chunk` at a time, in one pass each (``plan_turns``)."""
+    out: list[np.ndarray] = []
+    for lo in range(0, len(positions), chunk):
+        part = positions[lo : lo + chunk]
+        by_size: dict[int, list[int]] = {}
+        for i, p in enumerate(part):
+            by_size.setdefault(len(p), []).append(i)
+        targets: list = [None] * len(part)
+        for n, rows in by_size.items():
+            values = ValueCache(value_fn, rules, n)  # each position through the net once
+            plans = plan_turns(np.array([part[i] for i in rows]), rules, values)
+            for b, i in enumerate(rows):
+                if n == 2:  # one winner: the opponent's chance is the rest (half the work)
+                    v = plans.W[b, 0, NUM_DICE]
+                    targets[i] = np.array([v, 1.0 - v])
+                else:
+                    targets[i] = plans.plan(b).probabilities[0, NUM_DICE]
+        out += targets
     return out
 
 
@@ -481,11 +520,13 @@ def table_label(table: Sequence[str]) -> str:
 
 def evaluate(net: ValueNet, cfg: PlannerConfig) -> dict[str, dict]:
     """Win rate of the net's planner at each evaluation table, its seat rotating game by
-    game (agents.tournament); the same seeds every time."""
+    game (agents.tournament), played batched; the same seed every time (the dice follow
+    the play, so two networks do not meet the same rolls)."""
     seed = cfg.seed + (10_007 << 32)  # other games than training's
     out = {}
     for table in cfg.tables:
-        record = seat_record(net.planner(name="learner"), table, cfg.rules, seed, cfg.eval_games)
+        learner = net.planner(name="learner")
+        record = seat_record(learner, table, cfg.rules, seed, cfg.eval_games, batched=True)
         out[table_label(table)] = {**record, "fair_share": 1 / (len(table) + 1)}
     return out
 
