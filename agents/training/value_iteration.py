@@ -51,7 +51,7 @@ from envs.driver import DEFAULT_MAX_TURNS, play
 from envs.game import ROLL, Game, in_turn_order
 from envs.policy import Policy
 from envs.rules import NUM_DICE, Rules
-from envs.turn_outcomes import TurnOutcomes, turn_outcomes
+from envs.turn_outcomes import TurnOutcomes, turn_ends
 from envs.turn_planner import plan_turns
 
 if TYPE_CHECKING:
@@ -238,13 +238,22 @@ def _worker_exact_game(job: tuple[tuple[str, ...], int]) -> list:
     return exact_table_positions(_WORKER["planner"], table, cfg.rules, cfg.epsilon, seed)
 
 
-def _worker_outcomes(job: tuple[tuple[str, ...], tuple[int, ...], int]) -> TurnOutcomes:
-    table, position, agent = job
-    return turn_outcomes(table_bot(table, len(position), agent), position, _WORKER["cfg"].rules)
+# Positions planned (or bot turns followed) together in one job: fixed, so that results
+# never depend on the number of workers.
+PLAN_CHUNK = 1024
 
 
-def _worker_plan(position: tuple[int, ...]) -> np.ndarray:
-    return turn_targets([position], _WORKER["cfg"].rules, _WORKER["net"])[0]
+def _worker_outcomes(job: tuple[tuple[str, ...], int, list]) -> list[TurnOutcomes]:
+    """The exact ends of the turns of the bot at index `agent` of the table's turn
+    order (the agent's index) from each position, all at once (``turn_ends``)."""
+    table, agent, positions = job
+    bot = table_bot(table, len(positions[0]), agent)
+    ends = turn_ends(bot, positions, _WORKER["cfg"].rules)
+    return [ends[b] for b in range(len(ends))]
+
+
+def _worker_plans(positions: list[tuple[int, ...]]) -> list[np.ndarray]:
+    return turn_targets(positions, _WORKER["cfg"].rules, _WORKER["net"])
 
 
 def bot_turn_targets(net: ValueNet, outcomes: Sequence[TurnOutcomes], agents: np.ndarray):
@@ -362,9 +371,15 @@ class ValueIteration:
         # a bot's turn ends are forgotten with its position, computed for a new one
         self.outcomes = {k: ends for k, ends in self.outcomes.items() if k in self.buffer}
         new = [k for k in self.buffer if k[1] and k not in self.outcomes]
-        jobs = [(table, p, agent) for p, agent in new]
-        ends = _in_workers(cfg, self.net, _worker_outcomes, jobs)
-        self.outcomes.update(zip(new, ends, strict=True))
+        for agent in sorted({a for _, a in new}):  # one bot per agent's index
+            mine = [k for k in new if k[1] == agent]
+            starts = [p for p, _ in mine]
+            jobs = [
+                (table, agent, starts[i : i + PLAN_CHUNK])
+                for i in range(0, len(starts), PLAN_CHUNK)
+            ]
+            ends = [o for part in _in_workers(cfg, self.net, _worker_outcomes, jobs) for o in part]
+            self.outcomes.update(zip(mine, ends, strict=True))
         bots = [k for k in keys if k[1]]
         planners = [k for k in keys if not k[1]]
         turns = [self.outcomes[k] for k in bots]
@@ -373,7 +388,9 @@ class ValueIteration:
             if sweep:
                 self._next_net()
             targets = dict(zip(bots, bot_turn_targets(self.net, turns, agents), strict=True))
-            plans = _in_workers(cfg, self.net, _worker_plan, [p for p, _ in planners])
+            starts = [p for p, _ in planners]
+            jobs = [starts[i : i + PLAN_CHUNK] for i in range(0, len(starts), PLAN_CHUNK)]
+            plans = [t for part in _in_workers(cfg, self.net, _worker_plans, jobs) for t in part]
             targets.update(zip(planners, plans, strict=True))
             if not sweep:  # how far the values are from their own targets (Bellman residual)
                 gap = target_gap(self.net, keys, [targets[k] for k in keys])
