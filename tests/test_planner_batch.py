@@ -210,3 +210,45 @@ def test_shipped_planners_choose_the_actions_they_chose_before_batched_planning(
     assert len(before) == 3_000
     assert batched.tolist() == before.tolist()
     assert one_by_one == before[:ALONE].tolist()
+
+
+def test_a_small_plan_cache_reuses_its_rows_and_plays_alike():
+    """With room for 4 plans, the pool reuses the rows used longest ago (and grows only
+    for a call that needs more at once): batches of 3 games at a time, then each game
+    alone, choose what a planner with a big cache chooses."""
+    games = decision_rows(PlannerBot(share, rules=SMALL), 3, SMALL, 6, seed=2)
+    small = PlannerBot(share, rules=SMALL, cache_size=4)
+    rng = np.random.default_rng(0)
+    idx = np.arange(games.n_games)
+    batched = np.concatenate([small.act_batch(games, idx[i : i + 3], rng) for i in idx[::3]])
+    alone = [small.act(games.game_at(int(g)), rng) for g in idx]
+    want = PlannerBot(share, rules=SMALL).act_batch(games, idx, rng)
+    assert batched.tolist() == alone == want.tolist()
+    info = small.cache_info()
+    assert info.plans_kept <= 4 < info.plans_made
+
+
+def test_the_value_cache_asks_each_position_once():
+    """ValueCache: the same values as the function, each grid position computed once;
+    positions off the grid, and tables too big to keep, go straight to the function."""
+    from agents.planner import ValueCache
+
+    calls = []
+
+    def counted(positions):
+        calls.append(np.array(positions))
+        return share(positions)
+
+    cache = ValueCache(counted, SMALL, 3)
+    grid = np.array(SMALL.banked_scores())
+    asked = np.random.default_rng(0).choice(grid, size=(500, 3))
+    np.testing.assert_array_equal(cache(asked), share(asked))
+    np.testing.assert_array_equal(cache(asked[::-1]), share(asked[::-1]))
+    valued = np.concatenate(calls)
+    assert len(valued) == len(np.unique(asked, axis=0)) == cache.positions_valued
+    off_grid = np.array([[0, 10, 0]])  # not a banked score: computed, not kept
+    np.testing.assert_array_equal(cache(off_grid), share(off_grid))
+    assert cache.positions_valued == len(valued)
+    too_big = ValueCache(counted, SMALL, 3, max_positions=10)
+    np.testing.assert_array_equal(too_big(asked), share(asked))
+    assert too_big.positions_valued == 0 and len(calls[-1]) == len(asked)
