@@ -9,20 +9,20 @@ network of no table with the same values; bad settings are refused in one line."
 import numpy as np
 import pytest
 
+from agents import make_policy
 from agents.optimal import two_player_solution
 from agents.training.config import PlannerConfig
 from agents.training.value_iteration import (
     ValueIteration,
     bot_turn_targets,
-    exact_table_positions,
     table_bot,
+    table_games,
     to_value_net,
     torch_net,
     turn_targets,
 )
 from agents.value_net import FeatureSpec, ValueNet
-from envs.driver import play
-from envs.game import ROLL, Game
+from envs.batch import BatchGames, play_batch
 from envs.rules import Rules
 from envs.turn_outcomes import turn_outcomes
 from envs.turn_planner import exact_two_player_values
@@ -42,31 +42,39 @@ def exact_config(**changes) -> PlannerConfig:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_agents_index_names_who_moves(seed):
-    """Oracle: the game replayed with the same draws. At each recorded turn start the
-    position is the scores in turn order from the mover, and the agent's index in it
-    says who the mover is: the planner at 0, else the bot `table_bot` names."""
+    """Oracle: the games replayed with the same draws, one decision at a time through
+    ``Game`` (each game's seat and first player drawn as table_games draws them). At
+    each recorded turn start the position is the scores in turn order from the mover,
+    and the agent's index in it says who the mover is: the planner at 0, else the bot
+    `table_bot` names."""
     spec = FeatureSpec(SMALL, table=TABLE)
     planner = to_value_net(torch_net(spec, (8,), seed), spec).planner()
-    seen = exact_table_positions(planner, TABLE, SMALL, 0.0, seed)
+    n_games = 4
+    seen = table_games(planner, TABLE, SMALL, 0.0, n_games, np.random.default_rng(seed))
     rng = np.random.default_rng(seed)
-    seat = int(rng.integers(3))
-    names = {(seat + 1 + i) % 3: name for i, name in enumerate(TABLE)}
-    game = Game(3, SMALL, seed=rng, first_player=int(rng.integers(3)))
-    starts = [(game.state.current, tuple(game.state.scores))]
+    seats, first = rng.integers(3, size=n_games), rng.integers(3, size=n_games)
+    games = BatchGames(n_games, 3, SMALL)
+    games.current[:] = first
+    starts: list[tuple[int, int, tuple[int, ...]]] = []  # (game, mover, scores)
 
-    def record(g, _event):
-        s = g.state
-        if s.phase == ROLL and s.turn_total == 0 and not s.held:
-            starts.append((s.current, tuple(s.scores)))
+    def record(idx, movers, before, _rolls):
+        for g, mover, total in zip(idx, movers, before, strict=True):
+            if total == 0:
+                starts.append((int(g), int(mover), tuple(int(x) for x in games.scores[g])))
 
-    policies = [planner if s == seat else table_bot(TABLE, 3, (seat - s) % 3) for s in range(3)]
-    play(game, policies, rng, on_event=record)
-    assert len(seen) == len(starts) > 3
-    for (position, agent), (mover, scores) in zip(seen, starts, strict=True):
+    names = [{(s + 1 + i) % 3: name for i, name in enumerate(TABLE)} for s in seats]
+    seat_policy = np.array([[0 if s == seat else 1 + TABLE.index(n[s]) for s in range(3)]
+                            for seat, n in zip(seats, names, strict=True)])  # fmt: skip
+    policies = [planner, *(make_policy(name) for name in TABLE)]
+    play_batch(
+        games, np.arange(n_games), policies, seat_policy, rng, max_turns=1000, on_roll=record
+    )
+    assert len(seen) == len(starts) > 3 * n_games
+    for (position, agent), (g, mover, scores) in zip(seen, starts, strict=True):
         assert position == scores[mover:] + scores[:mover]
-        assert (mover - seat) % 3 == (3 - agent) % 3
+        assert (mover - seats[g]) % 3 == (3 - agent) % 3
         if agent:
-            assert table_bot(TABLE, 3, agent).name == names[mover]
+            assert table_bot(TABLE, 3, agent).name == names[g][mover]
 
 
 def test_the_exact_values_are_a_fixed_point_of_the_targets():

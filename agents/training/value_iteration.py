@@ -47,8 +47,8 @@ from agents.tournament import seat_record
 from agents.training.config import PlannerConfig
 from agents.value_net import FeatureSpec, ValueNet
 from envs.batch import BatchGames, play_batch
-from envs.driver import DEFAULT_MAX_TURNS, play
-from envs.game import ROLL, Game, in_turn_order
+from envs.driver import DEFAULT_MAX_TURNS
+from envs.game import Game
 from envs.policy import Policy
 from envs.rules import NUM_DICE, Rules
 from envs.turn_outcomes import TurnOutcomes, turn_ends
@@ -79,28 +79,6 @@ class _Explorer(Policy):
             pick = (rng.random(len(key)) * table.n_legal[key]).astype(np.int64)
             actions[explore] = table.legal[key, pick]
         return actions
-
-
-def turn_start(game: Game) -> tuple[int, ...] | None:
-    """The banked scores in turn order from the player to move, at a turn's start."""
-    s = game.state
-    if s.phase == ROLL and s.turn_total == 0 and not s.held:
-        return in_turn_order(s.scores, s.current)
-    return None
-
-
-def turn_starts(game: Game, policies: Sequence[Policy], rng: np.random.Generator) -> list:
-    """Play `game` out; every turn start met, the first included, as (``turn_start``,
-    the seat of the player to move)."""
-    seen = []
-
-    def record(game: Game, _event: object = None) -> None:
-        if (position := turn_start(game)) is not None:
-            seen.append((position, game.state.current))
-
-    record(game)
-    play(game, policies, rng, on_event=record)
-    return seen
 
 
 def play_games(
@@ -211,31 +189,50 @@ def _in_workers(cfg: PlannerConfig, net: ValueNet, work: Callable, jobs: list) -
         return list(pool.map(work, jobs, chunksize=chunk))
 
 
-def exact_table_positions(
-    planner: PlannerBot, table: Sequence[str], rules: Rules, epsilon: float, seed: int
+def table_games(
+    planner: PlannerBot,
+    table: Sequence[str],
+    rules: Rules,
+    epsilon: float,
+    games: int,
+    rng: np.random.Generator,
 ) -> list[tuple[tuple[int, ...], int]]:
-    """One game of the planner at `table` (the bots after its seat, in turn order), its
-    seat and the first player drawn from `seed`: every turn start, as (scores in turn
-    order from the player to move, the planner's index in that order)."""
-    rng = np.random.default_rng(seed)
+    """`games` games of the planner at `table` (the bots after its seat, in turn order),
+    all played at once (``envs.batch.play_batch``), each game's planner seat and first
+    player drawn from `rng`: every turn start met, as (scores in turn order from the
+    player to move, the planner's index in that order)."""
     n = len(table) + 1
-    seat = int(rng.integers(n))
-    policies: list[Policy] = [_Explorer(planner, epsilon)] * n
-    for i, name in enumerate(table):
-        policies[(seat + 1 + i) % n] = _bot(name)
-    game = Game(n, rules, seed=rng, first_player=int(rng.integers(n)))
-    return [(position, (seat - mover) % n) for position, mover in turn_starts(game, policies, rng)]
+    seat = rng.integers(n, size=games)
+    batch = BatchGames(games, n, rules)
+    batch.current[:] = rng.integers(n, size=games)  # the first player
+    policies: list[Policy] = [_Explorer(planner, epsilon), *(batched(_bot(b)) for b in table)]
+    seat_policy = np.zeros((games, n), dtype=np.int64)
+    for i in range(len(table)):
+        seat_policy[np.arange(games), (seat + 1 + i) % n] = 1 + i
+    seen: list[tuple[tuple[int, ...], int]] = []
+
+    def record(idx: np.ndarray, movers: np.ndarray, before: np.ndarray, _rolls) -> None:
+        start = before == 0  # a turn's first roll: every hold scores (R2)
+        g, mover = idx[start], movers[start]
+        order = (mover[:, None] + np.arange(n)) % n
+        positions = np.take_along_axis(batch.scores[g], order, axis=1).tolist()
+        seen.extend(zip(map(tuple, positions), ((seat[g] - mover) % n).tolist(), strict=True))
+
+    play_batch(
+        batch,
+        np.arange(games),
+        policies,
+        seat_policy,
+        rng,
+        max_turns=DEFAULT_MAX_TURNS,
+        on_roll=record,
+    )
+    return seen
 
 
 def table_bot(table: Sequence[str], n_players: int, agent: int) -> Policy:
     """The bot to move where the agent is at index `agent` of the turn order (> 0)."""
     return batched(_bot(table[n_players - agent - 1]))
-
-
-def _worker_exact_game(job: tuple[tuple[str, ...], int]) -> list:
-    table, seed = job
-    cfg = _WORKER["cfg"]
-    return exact_table_positions(_WORKER["planner"], table, cfg.rules, cfg.epsilon, seed)
 
 
 # Positions planned (or bot turns followed) together in one job: fixed, so that results
@@ -364,9 +361,9 @@ class ValueIteration:
         a fit."""
         cfg, it, start = self.cfg, self.iteration, time.perf_counter()
         table = tuple(cfg.tables[0])
-        seeds = self.rng.integers(2**63, size=cfg.games_per_iteration)
-        jobs = [(table, int(seed)) for seed in seeds]
-        played = [k for game in _in_workers(cfg, self.net, _worker_exact_game, jobs) for k in game]
+        played = table_games(
+            self.planner, table, cfg.rules, cfg.epsilon, cfg.games_per_iteration, self.rng
+        )
         keys = self._remember(played, it)
         # a bot's turn ends are forgotten with its position, computed for a new one
         self.outcomes = {k: ends for k, ends in self.outcomes.items() if k in self.buffer}
