@@ -52,15 +52,12 @@ class _Chance:
 @cache
 def _chance(hold: str) -> _Chance:
     tab = option_tables(hold)
-    rank = np.repeat(np.arange(len(tab.rank_count)), tab.rank_count)
-    klass = np.arange(len(tab.points)) - tab.rank_offset[rank]
-    order = np.argsort(klass, kind="stable")
-    starts = np.searchsorted(klass[order], np.arange(len(tab.class_prob)))
+    order, starts = tab.class_major
     return _Chance(
         steps=tab.steps[order],
         dice_left=tab.dice_left[order],
         starts=starts,
-        option_class=klass[order],
+        option_class=np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order)))),
         class_matrix_t=np.ascontiguousarray(tab.class_matrix().T),
         bust=tab.bust,
         max_step=int(tab.steps.max()),

@@ -100,23 +100,39 @@ def play_games(
         if opponents and rng.random() < cfg.opponent_share:
             for seat in rng.choice(n_players, size=int(rng.integers(1, n_players)), replace=False):
                 seat_policy[g, seat] = 1 + int(rng.integers(len(opponents)))
-    seen: list[tuple[int, ...]] = []
+    _, _, positions = batched_turn_starts(batch, policies, seat_policy, rng)
+    return list(map(tuple, positions.tolist()))
 
-    def record(idx: np.ndarray, seats: np.ndarray, before: np.ndarray, _rolls) -> None:
+
+def batched_turn_starts(
+    batch: BatchGames,
+    policies: Sequence[Policy],
+    seat_policy: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Play every game of `batch` out (``envs.batch.play_batch``, seat s of game g
+    played by ``policies[seat_policy[g, s]]``); every turn start met, the first ones
+    included, as (game, seat to move, scores in turn order from that seat) arrays."""
+    n = batch.n_players
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def record(idx: np.ndarray, movers: np.ndarray, before: np.ndarray, _rolls) -> None:
         start = before == 0  # a turn's first roll: every hold scores (R2)
-        order = (seats[start, None] + np.arange(n_players)) % n_players
-        seen.extend(map(tuple, np.take_along_axis(batch.scores[idx[start]], order, 1).tolist()))
+        g, mover = idx[start], movers[start]
+        order = (mover[:, None] + np.arange(n)) % n
+        parts.append((g, mover, np.take_along_axis(batch.scores[g], order, axis=1)))
 
     play_batch(
         batch,
-        np.arange(games),
+        np.arange(batch.n_games),
         policies,
         seat_policy,
         rng,
         max_turns=DEFAULT_MAX_TURNS,
         on_roll=record,
     )
-    return seen
+    games, movers, positions = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return games, movers, positions
 
 
 def turn_targets(
@@ -209,25 +225,9 @@ def table_games(
     seat_policy = np.zeros((games, n), dtype=np.int64)
     for i in range(len(table)):
         seat_policy[np.arange(games), (seat + 1 + i) % n] = 1 + i
-    seen: list[tuple[tuple[int, ...], int]] = []
-
-    def record(idx: np.ndarray, movers: np.ndarray, before: np.ndarray, _rolls) -> None:
-        start = before == 0  # a turn's first roll: every hold scores (R2)
-        g, mover = idx[start], movers[start]
-        order = (mover[:, None] + np.arange(n)) % n
-        positions = np.take_along_axis(batch.scores[g], order, axis=1).tolist()
-        seen.extend(zip(map(tuple, positions), ((seat[g] - mover) % n).tolist(), strict=True))
-
-    play_batch(
-        batch,
-        np.arange(games),
-        policies,
-        seat_policy,
-        rng,
-        max_turns=DEFAULT_MAX_TURNS,
-        on_roll=record,
-    )
-    return seen
+    g, mover, positions = batched_turn_starts(batch, policies, seat_policy, rng)
+    agents = ((seat[g] - mover) % n).tolist()
+    return list(zip(map(tuple, positions.tolist()), agents, strict=True))
 
 
 def table_bot(table: Sequence[str], n_players: int, agent: int) -> Policy:

@@ -27,39 +27,45 @@ POSITIONS = 10_000
 
 
 class Recorder(Policy):
-    """Plays as `seat_policy`, and records each position with the agent's choice."""
+    """Plays as `seat_policy`, and records each position with the agent's choice (the
+    first `limit` positions)."""
 
-    def __init__(self, seat_policy: Policy, agent: Policy, states: list, actions: list):
-        self.seat_policy, self.agent, self.states, self.actions = (
-            seat_policy,
-            agent,
-            states,
-            actions,
-        )
+    def __init__(
+        self, seat_policy: Policy, agent: Policy, states: list, actions: list, limit: int
+    ) -> None:
+        self.seat_policy, self.agent, self.limit = seat_policy, agent, limit
+        self.states, self.actions = states, actions
+        self.name = seat_policy.name
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
-        if len(self.states) < POSITIONS:
+        if len(self.states) < self.limit:
             self.states.append(json.dumps(game.state.to_dict(), separators=(",", ":")))
             self.actions.append(self.agent.act(game, rng))
         return self.seat_policy.act(game, rng)
 
 
-def record(name: str, players: int) -> tuple[np.ndarray, np.ndarray]:
-    agent = make_policy(str(ROOT / "checkpoints" / name / "model.zip"))
+def record_positions(agent: Policy, players: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """`count` positions of seeded games between `agent` and scripted bots, each with
+    the agent's choice there: (GameState JSON strings, actions)."""
     pool = [make_policy(b) for b in ("smart", "turn-ev", "random", "threshold:350")] + [agent]
     states: list[str] = []
     actions: list[int] = []
     rng = np.random.default_rng(0)
     game_number = 0
-    while len(states) < POSITIONS:
+    while len(states) < count:
         seats = [
-            Recorder(pool[(game_number + 2 * seat) % len(pool)], agent, states, actions)
+            Recorder(pool[(game_number + 2 * seat) % len(pool)], agent, states, actions, count)
             for seat in range(players)
         ]
         game = Game(players, Rules(hold="free"), seed=np.random.default_rng([players, game_number]))
         driver.play(game, seats, rng, max_turns=500)
         game_number += 1
     return np.array(states, dtype=np.bytes_), np.array(actions, dtype=np.uint8)
+
+
+def record(name: str, players: int) -> tuple[np.ndarray, np.ndarray]:
+    agent = make_policy(str(ROOT / "checkpoints" / name / "model.zip"))
+    return record_positions(agent, players, POSITIONS)
 
 
 def main() -> None:
