@@ -89,16 +89,15 @@ def planner_stages(run: Path) -> list[dict]:
     whichever is further) with the number of iterations, games and wall-clock seconds,
     and the evaluations (evals.json)."""
     config = read_json(run / "config.json")
-    planner_config(config, str(run / "config.json"))  # a run of a removed method: refused
+    cfg = planner_config(config, str(run / "config.json"))  # a removed method: refused
     summary_file, state_file = run / "summary.json", run / "latest" / "state.pkl"
     summary = read_json(summary_file) if summary_file.is_file() else {}
     if state_file.is_file():
-        games = int(config.get("games_per_iteration", 0))
         progress = read_state(
             state_file,
             lambda s: {
                 "iterations": int(s["trainer"]["iteration"]),
-                "games": int(s["trainer"]["iteration"]) * games,
+                "games": cfg.games_played(int(s["trainer"]["iteration"])),
                 "wall_seconds": float(s["wall_seconds"]),
                 "eval_seconds": float(s.get("eval_seconds", 0.0)),
             },
@@ -400,7 +399,7 @@ export it with
 
 def tables_text(config: dict, agent: str) -> str:
     """Which games the planner plays, and how to play it, for the card."""
-    if config.get("method") == "exact-table":
+    if config.get("method") in ("exact-table", "best-response"):
         table = planner_config(config).exact_table()
         n = len(table) + 1
         return (
@@ -419,9 +418,17 @@ def tables_text(config: dict, agent: str) -> str:
 
 def method_text(config: dict) -> str:
     """How a planner run learned its values, in words (its config's method)."""
-    if config.get("method") != "exact-table":
+    if config.get("method") not in ("exact-table", "best-response"):
         return "learned by fitted value iteration from self-play"
     tables = ", ".join(f"({','.join(t)})" for t in planner_config(config).tables)
+    if config["method"] == "best-response":
+        return (
+            "fitted to the exact best response at a fixed table of scripted bots (the bots "
+            f"after its seat, in turn order: {tables}; `agents.best_response`): its targets "
+            "are the exact values of every position after its own turn, where the planner "
+            "reads it; the network reads the agent's seat, so its values hold at that "
+            "table only"
+        )
     return (
         "learned as a best response to the scripted bots of fixed tables (the bots after "
         f"its seat, in turn order: {tables}): fitted by value iteration over every turn "

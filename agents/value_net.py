@@ -200,9 +200,16 @@ class ValueNet:
         return tuple(w.shape[1] for w in self.weights[:-1])
 
     def logits(self, x: np.ndarray) -> np.ndarray:
+        # In place after each product: the same operations in the same order as
+        # tanh(x @ w + b), bit for bit, without two temporaries per layer (a quarter of
+        # the time of big batches, which is most of a planner's).
         for w, b in zip(self.weights[:-1], self.biases[:-1], strict=True):
-            x = np.tanh(x @ w + b)
-        return x @ self.weights[-1] + self.biases[-1]
+            x = x @ w
+            x += b
+            np.tanh(x, out=x)
+        out = x @ self.weights[-1]
+        out += self.biases[-1]
+        return out
 
     def __call__(self, positions: np.ndarray, agent: np.ndarray | None = None) -> np.ndarray:
         x, mask = self.spec.encode(positions, agent)

@@ -157,7 +157,7 @@ class Run:
         error = exact_error(self.trainer.net, self.solution) if self.solution else None
         record = {
             "iteration": it,
-            "games": it * self.config.games_per_iteration,
+            "games": self.config.games_played(it),
             "wall_seconds": self.elapsed(),
             "results": results,
             "mean_win_rate": score,
@@ -233,7 +233,7 @@ def train(
     # The end: summary.json, and where the network is and how to play against it.
     summary = {
         "iterations": run.trainer.iteration,
-        "games": run.trainer.iteration * config.games_per_iteration,
+        "games": config.games_played(run.trainer.iteration),
         "wall_seconds": run.wall_seconds,
         "eval_seconds": run.eval_seconds,
         "best_mean_win_rate": run.best_score,
@@ -246,7 +246,8 @@ def train(
         f"({duration(run.wall_seconds)}, evaluations {duration(run.eval_seconds)})"
     )
     print(f"best network: {shown(best)} (mean win rate {run.best_score:.1%})")
-    print(f"play against it: {play_command(best, config.players[0], config.rules)}")
+    table = config.exact_table()
+    print(f"play against it: {play_command(best, config.players[0], config.rules, table)}")
     return 0
 
 
@@ -288,13 +289,16 @@ def start_run(argv: list[str], prog: str | None) -> int:
     start = run.trainer.iteration
     what = f"resuming {shown(run_dir)} at iteration {start}" if start else f"run {shown(run_dir)}"
     tables = ", ".join(table_label(t) for t in config.tables)
-    games = {
-        "self-play": f"self-play games at {config.players} players",
-        "exact-table": "games at the evaluation table (the exact-table method)",
+    each = {
+        "self-play": f"{config.games_per_iteration} self-play games at {config.players} players",
+        "exact-table": f"{config.games_per_iteration} games at the evaluation table "
+        "(the exact-table method)",
+        "best-response": "a fit to the exact best response at the evaluation table "
+        "(the best-response method)",
     }[config.method]
     print(
-        f"{what}: {config.iterations - start} iterations of {config.games_per_iteration} "
-        f"{games} ({rules_said(config.rules)}); evaluation every {config.eval_freq} iterations "
+        f"{what}: {config.iterations - start} iterations of {each} "
+        f"({rules_said(config.rules)}); evaluation every {config.eval_freq} iterations "
         f"against {tables}",
         flush=True,
     )

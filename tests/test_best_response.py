@@ -315,6 +315,13 @@ def test_the_table_report_puts_agents_beside_the_ceiling(tmp_path):
         assert row["win_rate"] <= data["mean"] + 4 * se
     optimal, planner = data["agents"]
     assert optimal["value_error"] is None and 0 < planner["value_error"] < 1
+    # the error where the planner reads its net: after its own turn, the agent last
+    br = best_response(table, TINY, make_policy, False)
+    positions = br.space.positions()
+    net = ValueNet.load(net_path)
+    mine = net(positions, np.full(len(positions), 2))[:, 2]
+    exact = br.values[1][:, 2]  # table index 1 (the first bot) to move
+    assert planner["value_error"] == pytest.approx(np.abs(mine - exact).mean())
     assert f"{data['mean']:.2%}" in out.read_text()
 
 

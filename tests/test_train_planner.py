@@ -49,12 +49,13 @@ def without_clock(evals: list[dict]) -> list[dict]:
 
 
 EXACT_TABLE = ["--method", "exact-table", "--sweeps", "2", "--workers", "2"]
+BEST_RESPONSE = ["--method", "best-response", "--batch-size", "16"]
 
 
 @pytest.mark.parametrize(
     "method",
-    [[], EXACT_TABLE],
-    ids=["self-play", "exact-table"],
+    [[], EXACT_TABLE, BEST_RESPONSE],
+    ids=["self-play", "exact-table", "best-response"],
 )
 def test_a_run_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, method):
     assert train(tmp_path, "--run-name", "straight", *method) == 0
@@ -128,6 +129,34 @@ def test_the_run_folder_records_what_was_done(tmp_path):
     ]  # fmt: skip
 
 
+def test_the_best_response_method_learns_the_exact_values_where_the_planner_reads(tmp_path, capsys):
+    """The best-response method's targets are the exact best response's values after the
+    agent's turn (R1-R12 on a shrunken game, 3 players): a net fitted to them values
+    the ends of the agent's turn as the best response does, and plays no game to learn."""
+    from agents import make_policy
+    from agents.best_response import best_response
+
+    argv = ["--target", "800", "--players", "3", "--eval-tables", "smart,turn-ev"]
+    argv += ["--iterations", "3", "--fit-steps", "400", "--batch-size", "64", "--hidden", "32"]
+    argv += ["--learning-rate", "0.01", "--method", "best-response", "--run-name", "br"]
+    assert train(tmp_path, *argv) == 0
+    run = tmp_path / "br"
+    config = read_run_config(run, PlannerConfig)
+    br = best_response(["smart", "turn-ev"], config.rules, make_policy, False)
+    net = ValueNet.load(run / "latest" / "value_net.npz")
+    positions = br.space.positions()
+    exact = br.value_fn()(positions)  # bot 0 to move, the agent last in turn order
+    error = np.abs(net(positions) - exact).mean()
+    uniform = np.abs(1 / 3 - exact).mean()  # what knowing nothing would miss by
+    assert error < min(0.02, uniform / 5), (error, uniform)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["games"] == 0
+    # a net of one table is played at its table: the human takes the first bot's place
+    hint = capsys.readouterr().out.split("play against it: ")[1].split()
+    seats = hint[hint.index("--opponents") + 1 :][:2]
+    assert seats[0].endswith("value_net.npz") and seats[1] == "turn-ev"
+
+
 def test_resuming_a_finished_run_changes_nothing(tmp_path, capsys):
     assert train(tmp_path, "--run-name", "done") == 0
     before = folder_hash(tmp_path / "done")
@@ -156,6 +185,10 @@ def test_resuming_a_finished_run_changes_nothing(tmp_path, capsys):
         ["--iterations", "0"],
         ["--seed", "-1"],
         ["--learning-rate", "nan"],
+        # the best-response method: one table of 2 or 3 players, deterministic bots
+        ["--method", "best-response", "--players", "4", "--eval-tables", "smart,smart,smart"],
+        ["--method", "best-response", "--eval-tables", "random"],
+        ["--method", "best-response", "--eval-tables", "smart", "turn-ev"],
     ],
 )
 def test_bad_settings_are_refused_in_one_line_with_nothing_written(tmp_path, capsys, argv):
@@ -256,6 +289,7 @@ def test_an_old_runs_removed_settings_are_dropped_if_unused_else_refused(
         ("planner_table_4p", [4], "exact-table"),
         ("planner_table_3p", [3], "exact-table"),
         ("planner_table_6p", [6], "exact-table"),
+        ("planner_table_3p_br", [3], "best-response"),
     ],
 )
 def test_the_shipped_presets_load_and_validate(preset, players, method):

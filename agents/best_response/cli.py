@@ -126,22 +126,24 @@ against the one opponent who targets its mistakes.
 # ------------------------------------------------------------------ the gap at a table
 def value_error(policy, br) -> float | None:
     """Mean |the agent's network value - the exact best response's value| over every
-    turn start where the agent moves, for a planner of a value network (a net of this
-    very table reads the agent's seat); None for any other agent."""
+    turn start after the agent's own turn (the first bot to move, the agent last in turn
+    order): the positions a planner reads its network at (``BestResponse.value_fn``),
+    for a planner of a value network (a net of this very table reads the agent's seat);
+    None for any other agent."""
     from agents.value_net import ValueNet
 
     net = getattr(policy, "value_fn", None)
     if not isinstance(net, ValueNet):
         return None
-    positions = br.space.positions()
-    agent = np.zeros(len(positions), dtype=np.int64) if net.spec.table else None
+    positions, last = br.space.positions(), br.n_players - 1
+    agent = np.full(len(positions), last, dtype=np.int64) if net.spec.table else None
     values = np.concatenate(
         [
             net(positions[i : i + 50_000], None if agent is None else agent[i : i + 50_000])
             for i in range(0, len(positions), 50_000)
         ]
-    )[:, 0]
-    return float(np.abs(values - br.values[0, :, 0]).mean())
+    )[:, last]
+    return float(np.abs(values - br.value_fn()(positions)[:, last]).mean())
 
 
 def table_rows(
@@ -192,7 +194,8 @@ in turn order) wins {numbers["mean"]:.2%} of the games, its seat rotating (by se
 to last: {seats}): no agent can win more at this table. Beside it, each agent's win rate
 over games with its seat rotating the same way, and for a planner of a value network
 the mean distance between its network's value and the exact value over every turn start
-where it moves (the best response's value: what the network should learn at this table).
+after its own turn, where a planner reads its network (the best response's value: what
+the network should learn at this table).
 
 {chr(10).join(lines)}
 """

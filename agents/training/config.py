@@ -333,8 +333,10 @@ class PlannerConfig(GameRules):
     """Hidden layers of the value network (tanh)."""
     method: str = "self-play"
     """How targets are made: "self-play" (each position's target the planner's exact
-    expectation of its turn) or "exact-table" (a best response to one table's bots,
-    their turns expanded exactly); see the module doc."""
+    expectation of its turn), "exact-table" (a best response to one table's bots,
+    their turns expanded exactly) or "best-response" (the exact best response at one
+    table of 2 or 3 players, computed once: its values are the targets); see the
+    module doc."""
     sweeps: int = 1
     """The exact-table method's passes per iteration over the sampled positions, each a
     re-target and a fit (every pass carries the values one turn further back)."""
@@ -410,7 +412,7 @@ class PlannerConfig(GameRules):
             raise ValueError(f"players must be table sizes in {bounds}, got {self.players}")
         if self.opponent_share > 0 and not self.opponents:
             raise ValueError("opponent_share > 0 needs opponents")
-        if self.method == "exact-table":
+        if self.method in TABLE_METHODS:
             self._check_exact_table()
         if self.sweeps > 1 and self.method != "exact-table":
             raise ValueError("sweeps are passes of the exact-table method (--method exact-table)")
@@ -434,32 +436,46 @@ class PlannerConfig(GameRules):
                 make_policy(name).check_game(len(table) + 1, self.rules)
 
     def _check_exact_table(self) -> None:
+        method = f"the {self.method} method"
         if len(self.tables) != 1:
             raise ValueError(
-                f"the exact-table method learns one table, got {len(self.tables)} "
-                "(give it with --eval-tables)"
+                f"{method} learns one table, got {len(self.tables)} (give it with --eval-tables)"
             )
         size = len(self.tables[0]) + 1
         if set(self.players) != {size}:
             raise ValueError(
-                f"the exact-table method trains at its table's size {size}: --players must "
+                f"{method} trains at its table's size {size}: --players must "
                 f"name them, got {self.players}"
             )
         if self.opponent_share > 0:
-            raise ValueError("the exact-table method plays its table's bots: no opponents")
+            raise ValueError(f"{method} plays its table's bots: no opponents")
+        if self.method == "best-response" and size > MAX_BEST_RESPONSE_PLAYERS:
+            raise ValueError(
+                f"the best-response method needs the exact best response at its table, "
+                f"computed for {MAX_BEST_RESPONSE_PLAYERS} players at most, not {size} "
+                "(use --method exact-table)"
+            )
         for name in self.tables[0]:
             if name.split(":")[0] not in DETERMINISTIC_BOTS:
                 raise ValueError(
-                    f"the exact-table method expands the bots' turns exactly: the bots must be "
+                    f"{method} expands the bots' turns exactly: the bots must be "
                     f"deterministic scripted ones ({', '.join(DETERMINISTIC_BOTS)}), not {name}"
                 )
 
+    def games_played(self, iterations: int) -> int:
+        """Games a run plays in `iterations` iterations (the best-response method none)."""
+        return 0 if self.method == "best-response" else iterations * self.games_per_iteration
+
     def exact_table(self) -> tuple[str, ...]:
-        """The table of an exact-table run (the bots after the agent); () otherwise."""
-        return tuple(self.tables[0]) if self.method == "exact-table" else ()
+        """The table of a run of one table (the bots after the agent); () otherwise."""
+        return tuple(self.tables[0]) if self.method in TABLE_METHODS else ()
 
 
-METHODS = ("self-play", "exact-table")
+METHODS = ("self-play", "exact-table", "best-response")
+TABLE_METHODS = ("exact-table", "best-response")  # a network of one table (its seat read)
+# The best-response method's reach: 97,336 positions at 3 players (half an hour on 2
+# cores to solve), 4.5 million at 4.
+MAX_BEST_RESPONSE_PLAYERS = 3
 # Bots whose every choice is a function of the position (no dice drawn from the rng).
 DETERMINISTIC_BOTS = ("smart", "turn-ev", "threshold", "optimal")
 PLANNER_BOUNDS = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 from agents.base import duration, program
@@ -75,10 +76,12 @@ def finished(config: TrainConfig, run_dir: Path, steps: int, evals: list, second
     return [*lines, f"play against it: {play_command(model, config.players, config.rules)}"]
 
 
-def play_command(model: Path, players: int, rules: Rules) -> str:
+def play_command(model: Path, players: int, rules: Rules, table: Sequence[str] = ()) -> str:
     """The command that plays against a trained `model` (in every other seat of a
-    `players`-player game) under the rules it was trained for: the only ones it plays."""
-    seats = [shown(model)] * (players - 1)
+    `players`-player game) under the rules it was trained for: the only ones it plays.
+    A network of one `table` (the bots after its seat) plays only there: the human
+    then takes the first bot's place."""
+    seats = [shown(model), *table[1:]] if table else [shown(model)] * (players - 1)
     return shlex.join([*shlex.split(program("play")), "--opponents", *seats, *rule_flags(rules)])
 
 

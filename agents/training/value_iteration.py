@@ -1,4 +1,4 @@
-"""Training the planner's value network (agents.value_net): two methods.
+"""Training the planner's value network (agents.value_net): three methods.
 
 ``method="self-play"`` (fitted value iteration): the ``PlannerBot`` plays with the
 current network (a share ``epsilon`` of its decisions random, and optionally scripted
@@ -21,6 +21,14 @@ a bot-to-move position's target is the expectation, over those ends, of the curr
 network's values there; a planner-to-move position's target is the planner's exact plan,
 as in self-play. Since the bots differ, the network also reads the agent's seat in the
 turn order (``FeatureSpec.table``): it is a network of that one table.
+
+``method="best-response"`` (a network of one table too, of 2 or 3 players): where the
+exact best response at the table has been computed (``agents.best_response``, cached on
+disk; computed first if not), its values are the targets themselves. No games are
+played: each iteration fits the network toward them at every turn start after the
+agent's turn (where bot 0 moves), the positions a planner reads its network at.
+Starting from a network of the exact-table method, this fine-tunes its values where
+they decide the planner's choices.
 
 A run's settings are a ``PlannerConfig`` (``agents.training.config``); ``ValueIteration``
 holds a run's trainer, with ``state_dict`` and ``load_state_dict`` for an exact resume;
@@ -344,6 +352,8 @@ class ValueIteration:
         """One iteration; returns its statistics."""
         if self.cfg.method == "exact-table":
             return self._iterate_exact_table()
+        if self.cfg.method == "best-response":
+            return self._iterate_best_response()
         cfg, it, start = self.cfg, self.iteration, time.perf_counter()
         n_players = cfg.players[it % len(cfg.players)]
         seen = play_games(
@@ -394,6 +404,28 @@ class ValueIteration:
             loss = self._fit(keys, [targets[k] for k in keys])
         stats = self._next(len(table) + 1, len(self.buffer), len(keys), loss, start)
         return {**stats, "target_gap": gap}
+
+    def _iterate_best_response(self) -> dict:
+        """One iteration of the best-response method: a fit toward the exact values."""
+        start = time.perf_counter()
+        keys, targets = self._best_response_targets
+        gap = target_gap(self.net, keys, targets)  # before the fit, as the exact-table's
+        loss = self._fit(keys, targets)
+        stats = self._next(len(self.spec.table) + 1, len(keys), len(keys), loss, start)
+        return {**stats, "target_gap": gap}
+
+    @functools.cached_property
+    def _best_response_targets(self) -> tuple[list[tuple[tuple[int, ...], int]], list]:
+        """Every (position, agent's index) after the agent's turn, and its exact values
+        (each player's win probability, mover's order) under the best response."""
+        from agents.best_response import best_response, cached_best_response
+
+        cfg, table = self.cfg, self.spec.table
+        fresh = cached_best_response(table, cfg.rules) is None  # then bars: minutes of work
+        br = best_response(table, cfg.rules, make_policy, fresh, cfg.workers)
+        n = br.n_players
+        keys = [(tuple(p), n - 1) for p in br.space.positions().tolist()]
+        return keys, list(br.values[1 % n])  # table index 1: bot 0 moves, the agent last
 
     def _remember(self, seen: Sequence[tuple[int, ...]], it: int) -> list[tuple[int, ...]]:
         """Add positions to the buffer (the most recently seen kept); the positions to
