@@ -575,6 +575,7 @@ RUN_RECORDS = [
     "planner_table_4p_free_seed1",
     "planner_table_4p_finetune",
     "planner_table_6p_free_seed0",
+    "planner_table_6p_finetune",
 ]
 RECORD_FILES = {"config.json", "command.txt", "evals.json", "summary.json", "best/eval.json"}
 SHIPPED = ["ppo-2p", "ppo-4p", "planner-2p", "planner-multi", "planner-3p", "planner-4p"]
