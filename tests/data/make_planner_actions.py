@@ -5,6 +5,10 @@ tests/test_planner_batch.py to replay with today's planner.
 
     .venv/bin/python tests/data/make_planner_actions.py
 
+planner-3p and planner-6p were recorded again when their networks changed (issue 33),
+the same way: in a worktree of dab596c holding the new value_net.npz files, with AGENTS
+cut to those two, their arrays then replacing theirs in the file.
+
 Positions come from seeded games between the agent and scripted bots, drawn as
 make_ppo_actions.py draws them (``record_positions``); each is stored as its GameState
 JSON, so the test needs no bot to rebuild it.
