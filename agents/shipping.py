@@ -399,8 +399,8 @@ export it with
 
 def tables_text(config: dict, agent: str) -> str:
     """Which games the planner plays, and how to play it, for the card."""
-    if config.get("method") in ("exact-table", "best-response"):
-        table = planner_config(config).exact_table()
+    table = planner_config(config).exact_table()
+    if table:
         n = len(table) + 1
         return (
             f"Its network plays {n}-player games only: it reads its seat at the table it "
@@ -418,10 +418,11 @@ def tables_text(config: dict, agent: str) -> str:
 
 def method_text(config: dict) -> str:
     """How a planner run learned its values, in words (its config's method)."""
-    if config.get("method") not in ("exact-table", "best-response"):
+    cfg = planner_config(config)
+    if not cfg.exact_table():
         return "learned by fitted value iteration from self-play"
-    tables = ", ".join(f"({','.join(t)})" for t in planner_config(config).tables)
-    if config["method"] == "best-response":
+    tables = ", ".join(f"({','.join(t)})" for t in cfg.tables)
+    if cfg.method == "best-response":
         return (
             "fitted to the exact best response at a fixed table of scripted bots (the bots "
             f"after its seat, in turn order: {tables}; `agents.best_response`): its targets "

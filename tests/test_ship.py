@@ -548,12 +548,10 @@ PLANNER_RUNS = sorted(p.parent for p in (ROOT / "checkpoints").glob("planner*/co
 
 @pytest.mark.parametrize("folder", PLANNER_RUNS, ids=lambda p: p.name)
 def test_every_committed_planner_config_still_reads(folder):
-    from agents.training.config import METHODS
-
     """Issue 29 item 1: the committed planner runs and agents saved the removed table
     method's settings unused (rollouts 0, lam 0.8); ship.py and train_planner.py --resume
     still read their config.json."""
-    from agents.training.config import PlannerConfig, read_run_config
+    from agents.training.config import METHODS, PlannerConfig, read_run_config
 
     config = shipping.read_json(folder / "config.json")
     assert shipping.planner_config(config).method in METHODS

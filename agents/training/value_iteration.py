@@ -423,9 +423,9 @@ class ValueIteration:
         cfg, table = self.cfg, self.spec.table
         fresh = cached_best_response(table, cfg.rules) is None  # then bars: minutes of work
         br = best_response(table, cfg.rules, make_policy, fresh, cfg.workers)
-        n = br.n_players
-        keys = [(tuple(p), n - 1) for p in br.space.positions().tolist()]
-        return keys, list(br.values[1 % n])  # table index 1: bot 0 moves, the agent last
+        positions = br.space.positions()  # bot 0 to move: the agent last in turn order
+        keys = [(tuple(p), br.n_players - 1) for p in positions.tolist()]
+        return keys, list(br.value_fn()(positions))
 
     def _remember(self, seen: Sequence[tuple[int, ...]], it: int) -> list[tuple[int, ...]]:
         """Add positions to the buffer (the most recently seen kept); the positions to
