@@ -19,12 +19,13 @@ optional seat to stop at.
 A policy decides for many games at once if it has ``act_batch(games, idx, rng)``
 returning one action per game of ``idx`` (``BatchPolicy``); the batched scripted bots
 live in ``agents.batched``. Any other ``Policy`` still plays here, one game at a time
-through a ``Game`` rebuilt from the arrays (slow, but the same decisions).
+through a ``Game`` whose state is written from the arrays (``act_each``: slower, but
+the same decisions).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -299,20 +300,33 @@ class BatchGames:
         """Game number `g` as a ``Game`` (for policies without a batched side). Its
         ``held`` list is empty: the arrays keep the turn total, not the holds."""
         game = Game(self.n_players, self.rules)
-        roll = int(self.roll[g])
-        winner = int(self.winner[g])
-        phase = OVER if winner >= 0 else DECIDE if roll != NO_ROLL else ROLL
-        game.state = GameState(
-            scores=[int(x) for x in self.scores[g]],
-            current=int(self.current[g]),
-            turn_total=int(self.turn_total[g]),
-            dice_left=int(self.dice_left[g]),
-            roll=ROLLS[roll] if roll != NO_ROLL else None,
-            phase=phase,
-            winner=None if winner < 0 else winner,
-            turns=int(self.turns[g]),
-        )
+        game.state = next(self.states(np.array([g])))
         return game
+
+    def states(self, idx: np.ndarray) -> Iterator[GameState]:
+        """The games `idx` as ``GameState``s, one at a time (fresh objects, their
+        ``held`` lists empty, as ``game_at``'s): the arrays are read once, as lists."""
+        rows = zip(
+            self.scores[idx].tolist(),
+            self.current[idx].tolist(),
+            self.turn_total[idx].tolist(),
+            self.dice_left[idx].tolist(),
+            self.roll[idx].tolist(),
+            self.winner[idx].tolist(),
+            self.turns[idx].tolist(),
+            strict=True,
+        )
+        for scores, current, total, left, roll, winner, turns in rows:
+            yield GameState(
+                scores=scores,
+                current=current,
+                turn_total=total,
+                dice_left=left,
+                roll=ROLLS[roll] if roll != NO_ROLL else None,
+                phase=OVER if winner >= 0 else DECIDE if roll != NO_ROLL else ROLL,
+                winner=None if winner < 0 else winner,
+                turns=turns,
+            )
 
     # ------------------------------------------------------------- steps
     def roll_dice(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -384,15 +398,21 @@ class BatchPolicy(Protocol):
     ) -> np.ndarray: ...
 
 
+def is_batched(policy: Policy) -> bool:
+    """Whether `policy` decides for many games at once (``BatchPolicy``; isinstance on a
+    runtime protocol is slow on hot paths)."""
+    return callable(getattr(policy, "act_batch", None))
+
+
 def decide(
     policy: Policy, games: BatchGames, idx: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
     """`policy`'s actions for the games `idx`: batched if it can, else one ``Game`` at
     a time. Raises IllegalMoveError (one line) if it returns an illegal action."""
-    if callable(getattr(policy, "act_batch", None)):  # BatchPolicy (isinstance is slow)
+    if is_batched(policy):
         actions = np.asarray(policy.act_batch(games, idx, rng), dtype=np.int64)
     else:
-        actions = np.array([policy.act(games.game_at(int(g)), rng) for g in idx], dtype=np.int64)
+        actions = np.array(act_each(policy, games, idx, rng), dtype=np.int64)
     if actions.shape != idx.shape:
         raise ValueError(f"{policy.name} returned {actions.shape} actions for {len(idx)} games")
     if not games.are_legal(idx, actions).all():
@@ -401,6 +421,24 @@ def decide(
             games.illegal_message(int(idx[bad]), int(actions[bad]), f"action of {policy.name}")
         )
     return actions
+
+
+def act_each(
+    policy: Policy, games: BatchGames, idx: np.ndarray, rng: np.random.Generator
+) -> list[int]:
+    """`policy.act` in each game of `idx`, one at a time: the per-game side of
+    ``decide``. The policy is shown one ``Game`` whose state is replaced before each
+    call (``BatchGames.states``): building a ``Game`` per decision (its dice generator
+    above all) would cost several times the decision of a simple bot, and a turn's exact
+    ends (``envs.turn_outcomes``) ask for millions. A policy may read the game only
+    during its call (it must not change it, ``envs.policy.Policy``)."""
+    game = Game(games.n_players, games.rules, seed=0)  # its dice are never rolled here
+    act = policy.act
+    out = []
+    for state in games.states(idx):
+        game.state = state
+        out.append(act(game, rng))
+    return out
 
 
 RollHook = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]

@@ -27,7 +27,15 @@ from functools import cache
 
 import numpy as np
 
-from envs.batch import ROLL_ID, BatchGames, bank_batch, bank_table, decide, move_tables
+from envs.batch import (
+    ROLL_ID,
+    BatchGames,
+    bank_batch,
+    bank_table,
+    decide,
+    is_batched,
+    move_tables,
+)
 from envs.policy import Policy
 from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, roll_probabilities
 from envs.solver import STEP, option_tables
@@ -117,9 +125,23 @@ def _rolls() -> _Rolls:
 
 Choices = tuple[np.ndarray, np.ndarray, np.ndarray]  # (row, action, chance) of each choice
 
+# Turn starts followed together for a policy that decides one game at a time (``act``
+# only): its decisions cost far more than the arrays around them, so smaller chunks cost
+# nothing and let a progress bar move every second or so.
+PER_DECISION_CHUNK = 32
+
+
+def turn_chunk(policy: Policy, chunk: int) -> int:
+    """How many turn starts to follow at once for `policy`: `chunk`, or fewer for a
+    policy that decides one game at a time (``PER_DECISION_CHUNK``)."""
+    batched = is_batched(policy) or callable(getattr(policy, "action_probabilities", None))
+    return chunk if batched else min(chunk, PER_DECISION_CHUNK)
+
 
 def _choices(policy: Policy, games: BatchGames) -> Choices:
-    """What `policy` does in every game of `games`: (row, action, its chance)."""
+    """What `policy` does in every game of `games`: (row, action, its chance). A
+    deterministic policy is not asked where only one action is legal (about a fifth of
+    the decisions of a turn): its answer there is known."""
     idx = np.arange(games.n_games)
     chances = getattr(policy, "action_probabilities", None)
     if callable(chances):
@@ -128,7 +150,11 @@ def _choices(policy: Policy, games: BatchGames) -> Choices:
         if not games.are_legal(rows, actions).all():
             raise ValueError(f"{policy.name} gave a chance to an illegal action")
         return rows, actions, p[rows, actions]
-    actions = decide(policy, games, idx, np.random.default_rng(0))
+    key = games.decision_key(idx)
+    actions = games.decisions.legal[key, 0]  # the only legal action, where it is forced
+    asked = idx[games.decisions.n_legal[key] > 1]
+    if asked.size:
+        actions[asked] = decide(policy, games, asked, np.random.default_rng(0))
     return idx, actions, np.ones(len(idx))
 
 
@@ -142,12 +168,14 @@ def turn_ends(
     """The exact ends of the turns that `policy` plays from each turn start of `starts`
     ((B, N) banked scores, each in turn order from its mover).
 
-    The policy's choices are followed for `chunk` turn starts at a time (``progress``
-    is told how many starts each chunk covers). A policy whose choices depend on the
+    The policy's choices are followed for `chunk` turn starts at a time (fewer for a
+    policy without ``act_batch``: ``turn_chunk``; ``progress`` is told how many starts
+    each chunk covers). A policy whose choices depend on the
     scores through less than all of them says so with ``turn_view`` (see
     ``view_keys``): its turn is then followed once per distinct view, and only where
     it ends is worked out per start."""
     starts = np.asarray(starts, dtype=np.int64).reshape(len(starts), -1)
+    chunk = turn_chunk(policy, chunk)
     size = _levels(rules)
     live = live_levels(starts, rules)
     keys = view_keys(policy, starts, rules, live)
