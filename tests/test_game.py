@@ -2,10 +2,15 @@
 
 import copy
 import json
+import math
 import re
+from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from envs import driver
 from envs.game import (
@@ -17,11 +22,19 @@ from envs.game import (
     Move,
     Moved,
     bank_outcome,
+    chance_index,
     format_dice,
 )
 from envs.policy import Policy
 from envs.render import bank_text, event_text, lost_reason
-from envs.rules import BANK_BIT, Rules, action_for
+from envs.rules import (
+    BANK_BIT,
+    ROLL_BY_CODE,
+    Rules,
+    action_for,
+    is_bust,
+    roll_probabilities,
+)
 from tests.helpers import bank_total, game_at, play
 
 
@@ -727,3 +740,190 @@ def test_an_illegal_move_is_refused_and_changes_nothing():
         with pytest.raises(IllegalMoveError):
             g.act(action)
     assert g.to_json() == before
+
+
+# ------------------------------------------------------------- search: clone and chance
+def _play_until(game, phase, seed=0, steps=0):
+    """Play `game` with random legal actions until `phase` comes (after at least `steps`
+    steps, and before a turn limit)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(10_000):
+        if game.state.phase == phase and steps <= 0:
+            return game
+        if game.over:
+            break
+        steps -= 1
+        if game.state.phase == ROLL:
+            game.roll()
+        else:
+            legal = game.legal_actions()
+            game.act(legal[int(rng.integers(len(legal)))])
+    raise AssertionError(f"phase {phase!r} never came")
+
+
+def _same_play(a, b, steps, seed=0, bank=True):
+    """Play `a` and `b` alike (the same choices; each rolls its own dice) for `steps`
+    steps, or until over; each step's record (roll or move) must agree. Without `bank`
+    nobody banks: the game goes on, roll after roll. Returns the number of rolls."""
+    rng = np.random.default_rng(seed)
+    rolls = 0
+    for _ in range(steps):
+        if a.over:
+            break
+        if a.state.phase == ROLL:
+            assert a.roll() == b.roll()
+            rolls += 1
+        else:
+            legal = [x for x in a.legal_actions() if bank or not x & BANK_BIT]
+            action = legal[int(rng.integers(len(legal)))]
+            assert a.act(action) == b.act(action)
+        assert a.state == b.state and a.last_event == b.last_event
+    assert a.dice_state() == b.dice_state()
+    return rolls
+
+
+@pytest.mark.parametrize("phase", [ROLL, DECIDE, OVER])
+def test_a_clone_is_the_same_game_in_every_phase(phase):
+    g = _play_until(Game(3, seed=11), phase, steps=7)
+    c = g.clone()
+    assert type(c) is Game and set(vars(c)) == set(vars(g)), "clone copies every attribute"
+    assert c.state == g.state and c.last_event == g.last_event and c.rules is g.rules
+    assert c.state.scores is not g.state.scores and c.state.held is not g.state.held
+    assert c.dice_state() == g.dice_state()
+    assert c.legal_actions() == g.legal_actions() and c.to_json() == g.to_json()
+
+
+def test_a_clone_rolls_the_same_dice_past_the_buffer():
+    """Same seed, same future: 3,000 steps cross the dice buffer's refills (1,024 rolls),
+    and a clone of a clone too."""
+    g = _play_until(Game(2, seed=5), DECIDE, steps=3)
+    c = g.clone()
+    cc = c.clone()
+    assert _same_play(g, c, 3000, seed=1, bank=False) > 1024
+    fresh = _play_until(Game(2, seed=5), DECIDE, steps=3)
+    assert _same_play(fresh, cc, 3000, seed=1, bank=False) > 1024
+
+
+@pytest.mark.parametrize("first", ["original", "clone"])
+def test_a_clone_and_its_original_are_independent(first):
+    g = _play_until(Game(2, seed=2), DECIDE, steps=5)
+    c = g.clone()
+    moved, kept = (g, c) if first == "original" else (c, g)
+    before, dice_before = kept.state.to_dict(), kept.dice_state()
+    event = kept.last_event
+    _play_until(moved, OVER)  # every kind of step, every roll from the generator
+    moved.set_dice_state(Game(2, seed=99).dice_state())
+    moved.state.scores[0] = 700
+    assert kept.state.to_dict() == before and kept.last_event == event
+    assert kept.dice_state() == dice_before
+
+
+def test_a_clone_does_not_share_a_callers_generator():
+    """A game seeded with the caller's Generator draws from it; its clone keeps the
+    generator's state at cloning, whatever the caller draws afterwards."""
+    rng = np.random.default_rng(4)
+    c = Game(2, seed=rng).clone()
+    rng.random(10)  # the caller's own use of its generator
+    assert _same_play(Game(2, seed=np.random.default_rng(4)), c, 3000, bank=False) > 1024
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_players=st.integers(2, 8),
+    before=st.integers(0, 300),
+    after=st.integers(1, 300),
+)
+def test_clones_play_on_as_the_original_would(seed, n_players, before, after):
+    """Property, over random play: a clone taken at any step plays on exactly as its
+    original (same dice, same states, same events), and playing it leaves the original
+    where it was."""
+    g = Game(n_players, seed=seed, first_player=seed % n_players)
+    rng = np.random.default_rng(seed)
+    for _ in range(before):
+        if g.over:
+            break
+        if g.state.phase == ROLL:
+            g.roll()
+        else:
+            g.act(g.legal_actions()[int(rng.integers(len(g.legal_actions())))])
+    kept, dice = g.state.to_dict(), g.dice_state()
+    c = g.clone()
+    _same_play(c, g.clone(), after, seed=seed)
+    assert g.state.to_dict() == kept and g.dice_state() == dice
+
+
+def test_clone_is_not_deepcopy_but_agrees_with_it():
+    g = _play_until(Game(4, seed=8), DECIDE, steps=20)
+    deep, c = copy.deepcopy(g), g.clone()
+    assert _same_play(deep, c, 3000, bank=False) > 1024
+
+
+@pytest.mark.parametrize(("dice_left", "count"), [(5, 252), (4, 126), (3, 56), (2, 21), (1, 6)])
+def test_chance_outcomes_are_every_roll_with_its_exact_probability(dice_left, count):
+    """At a chance node: every sorted roll of the dice left, in a stable order that
+    chance_index numbers, probabilities summing to 1 (exactly, as fractions), and the
+    same as the dice stream's own: each of the 6**5 codes it draws uniformly maps to
+    one outcome (ROLL_BY_CODE)."""
+    g = game_at([0, 0])
+    g.state.dice_left = dice_left  # only the size of the roll matters here
+    outcomes, exact = g.chance_outcomes(), g.chance_outcomes(exact=True)
+    assert len(outcomes) == count == len(exact)
+    assert outcomes == roll_probabilities(dice_left)
+    assert [d for d, _ in outcomes] == sorted(d for d, _ in outcomes)
+    assert all(d == tuple(sorted(d)) and len(d) == dice_left for d, _ in outcomes)
+    assert math.fsum(p for _, p in outcomes) == 1.0 and sum(p for _, p in exact) == 1
+    assert all(float(q) == p for (_, p), (_, q) in zip(outcomes, exact, strict=True))
+    assert [chance_index(d) for d, _ in outcomes] == list(range(count))
+    drawn = Counter(ROLL_BY_CODE[dice_left][code % 6**dice_left].dice for code in range(6**5))
+    assert {d: Fraction(drawn[d], 6**5) for d, _ in exact} == dict(exact)
+    outcomes.clear()  # the caller's list: the next call is whole again
+    assert len(g.chance_outcomes()) == count
+
+
+def test_chance_index_reads_dice_in_any_order():
+    assert chance_index([1, 1, 1, 1, 1]) == 0 and chance_index([6, 6, 6, 6, 6]) == 251
+    assert chance_index([5, 1, 3]) == chance_index((1, 3, 5))
+    assert chance_index([6]) == 5
+    for bad in ([], [0], [7, 1], [1, 1, 1, 1, 1, 1], ["a"]):
+        with pytest.raises(ValueError):
+            chance_index(bad)
+
+
+@pytest.mark.parametrize("phase", [DECIDE, OVER])
+def test_chance_outcomes_exist_only_where_a_roll_is_due(phase):
+    g = _play_until(Game(2, seed=3), phase, steps=3)
+    with pytest.raises(RuntimeError, match=f"no roll is due.*phase is '{phase}'") as err:
+        g.chance_outcomes()
+    assert "\n" not in str(err.value)
+
+
+def test_rolling_on_stops_at_the_chance_node_without_rolling_r6_r7():
+    """A decision that rolls on leaves the game at a chance node: nothing is drawn until
+    roll() (the environments roll at once; the game does not), and the outcomes are the
+    rolls of the dice left; hot dice give five back (R6)."""
+    g = game_at([0, 0])
+    g.roll([1, 5, 2, 3, 4])
+    dice = g.dice_state()
+    g.act(action_for([1], [1, 2, 3, 4, 5], bank=False))  # R7: roll the four left
+    assert g.state.phase == ROLL and g.dice_state() == dice
+    assert len(g.chance_outcomes()) == 126
+    g.roll([1, 5, 5, 2])
+    g.act(action_for([1, 5, 5], [1, 2, 5, 5], bank=False))
+    assert g.state.dice_left == 1
+    assert [d for d, _ in g.chance_outcomes()] == [(i,) for i in range(1, 7)]
+    g.roll([5])
+    g.act(action_for([5], [5], bank=False))  # all five held: hot dice (R6)
+    assert g.state.dice_left == 5 and len(g.chance_outcomes()) == 252
+
+
+def test_a_bust_outcome_ends_the_turn_r4():
+    """Applying a bust among the chance outcomes ends the turn, losing its total (R4)."""
+    g = game_at([600, 0])
+    g.roll([1, 1, 2, 3, 4])
+    g.act(action_for([1, 1], [1, 1, 2, 3, 4], bank=False))
+    busts = [d for d, _ in g.chance_outcomes() if is_bust(d)]
+    assert (2, 2, 3) in busts and (1, 2, 3) not in busts
+    g.roll(busts[0])
+    assert g.state.current == 1 and g.state.turn_total == 0 and g.state.scores == [600, 0]
+    assert g.state.phase == ROLL and len(g.chance_outcomes()) == 252
