@@ -15,6 +15,7 @@ alone (no torch). Two kinds, as the metadata's "kind" says (``load_exported``):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -88,6 +89,29 @@ def onnx_session(path: Path, threads: int = 1):
         raise ExportError(f"could not load exported bot {path}: {first_line(e)}") from None
 
 
+def _session_file(session) -> dict:
+    """How a session made by ``onnx_session`` pickles (onnxruntime's sessions do not):
+    the file it was read from (onnxruntime keeps its path), the SHA-256 of that file,
+    and its thread count; ``_session_from_file`` reads it back."""
+    path = Path(session._model_path).resolve()
+    return {
+        "path": str(path),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "threads": session.get_session_options().intra_op_num_threads,
+    }
+
+
+def _session_from_file(saved: dict):
+    """The session `saved` by ``_session_file``, from the same file, or ExportError
+    (one line) if the file is gone or has changed since it was pickled."""
+    path = Path(saved["path"])
+    if not path.is_file():
+        raise ExportError(f"cannot unpickle the exported bot: {path} is gone")
+    if hashlib.sha256(path.read_bytes()).hexdigest() != saved["sha256"]:
+        raise ExportError(f"cannot unpickle the exported bot: {path} changed since it was pickled")
+    return onnx_session(path, saved["threads"])
+
+
 def load_exported(path: str | Path, threads: int = 1) -> ExportedBot | PlannerBot:
     """An exported bot of either kind, as its metadata says."""
     if read_metadata(path)["kind"] == "planner":
@@ -138,6 +162,14 @@ class ExportedBot(TrainedModel):
         of each row (``act`` and ``act_batch`` are ``TrainedModel``'s; `rng` is unused)."""
         return masked_choices(self.session.run(None, {self.input_name: obs})[0], mask)
 
+    def __getstate__(self) -> dict:
+        """For the standard ``pickle``: the session as its file (``_session_file``)."""
+        return {**self.__dict__, "session": _session_file(self.session)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.session = _session_from_file(state["session"])
+
 
 class OnnxValueNet:
     """A value network run by onnxruntime: the ``ValueFn`` of an exported planner,
@@ -152,6 +184,14 @@ class OnnxValueNet:
         return self.session.run(None, {self.input_name: x})[0]
 
     __call__ = ValueNet.__call__  # the features, this graph's logits, the softmax
+
+    def __getstate__(self) -> dict:
+        """For the standard ``pickle``: the session as its file (``_session_file``)."""
+        return {**self.__dict__, "session": _session_file(self.session)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.session = _session_from_file(state["session"])
 
 
 def exported_planner(path: str | Path, threads: int = 1) -> PlannerBot:

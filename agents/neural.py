@@ -426,6 +426,23 @@ class SB3Policy(TrainedModel):
             torch.manual_seed(int(rng.integers(2**31)))
             return dist.get_actions(deterministic=False).numpy()
 
+    def __getstate__(self) -> dict:
+        """For the standard ``pickle`` (subprocess workers, Ray): the model travels as
+        its SB3 archive's bytes (``model.save``), since a checkpoint's learning-rate
+        schedule may be a local function, which only cloudpickle can write. Unpickling
+        loads that archive, as loading the checkpoint did (trust it alike)."""
+        state = self.__dict__.copy()
+        archive = io.BytesIO()
+        self.model.save(archive)
+        state["model"] = archive.getvalue()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        from sb3_contrib import MaskablePPO
+
+        self.__dict__.update(state)
+        self.model = MaskablePPO.load(io.BytesIO(state["model"]), device="cpu")
+
 
 def masked_mode(logits, mask):
     """The mode of sb3-contrib's masked categorical distribution over `logits` (torch

@@ -242,6 +242,12 @@ class PlannerBot(Policy):
     def clear_cache(self) -> None:
         self._caches.clear()
 
+    def __getstate__(self) -> dict:
+        """Pickled without its caches (what it has planned and valued so far, hundreds
+        of MB after a few hundred decisions): they only remember `value_fn`'s answers,
+        so the copy makes the same decisions, planning afresh."""
+        return {**self.__dict__, "_caches": {}}
+
     def cache_info(self) -> CacheInfo:
         pools = [pool for _, pool in self._caches.values()]
         return CacheInfo(

@@ -17,6 +17,7 @@ from envs.render import render_rgb, render_text
 from envs.rules import NUM_ACTIONS, Rules
 
 ILLEGAL_ACTION_MODES = ("lose", "raise")
+NO_WINNER = -1  # info["winner"] while nobody has won (as the vector env's arrays say it)
 
 
 class FiveThousandEnv(gym.Env):
@@ -35,7 +36,8 @@ class FiveThousandEnv(gym.Env):
     in the roll sorted ascending (as the observation shows it); bit 5 set means bank
     after holding, clear means roll the dice left. Among equal faces only leftmost-first
     holds are legal, so each distinct hold has one action. ``action_masks()`` gives the
-    legal ones (what sb3-contrib's MaskablePPO reads).
+    legal ones as an int8 vector of 0s and 1s: what sb3-contrib's MaskablePPO reads, and
+    what ``action_space.sample(mask=...)`` takes (Gymnasium's mask convention).
 
     ## Observation Space
     ``Box(-1, 2, (3N+41,), float32)`` for N players, laid out as documented in
@@ -51,6 +53,19 @@ class FiveThousandEnv(gym.Env):
     ## Episode End
     Terminated when a player wins or (``illegal_action="lose"``) the learner plays an
     illegal action; truncated after ``max_turns`` turns (all players' turns counted).
+
+    ## Info
+    ``reset()`` and every ``step()`` return the same six keys, each always of one type
+    (so Gymnasium's vector environments can batch them into arrays):
+
+    - ``illegal_action`` (bool): this step was an illegal action, which ended the
+      episode (``illegal_action="lose"``);
+    - ``turns`` (int): turns played so far in the game, every player's counted;
+    - ``winner`` (int): the winning seat, or ``NO_WINNER`` (-1) while nobody has won
+      (and after a truncation), as the vector environment reports it;
+    - ``learner_seat`` (int): the learner's seat this episode;
+    - ``learner_turns``, ``learner_busts`` (int): the learner's turns begun so far, and
+      how many of them ended in a bust.
 
     ## Arguments
     - ``n_players``: 2 to 8.
@@ -276,10 +291,13 @@ class FiveThousandEnv(gym.Env):
             self.game.set_dice_state(state["dice"])
 
     def action_masks(self) -> np.ndarray:
-        """Legal actions now (all False once the episode is over)."""
+        """Legal actions now, as int8 0/1 (all 0 once the episode is over): Gymnasium's
+        mask convention, so ``action_space.sample(mask=env.action_masks())`` draws a legal
+        action; MaskablePPO reads it as bool. Test it with ``mask == 1`` or
+        ``np.flatnonzero(mask)``: as an index (``x[mask]``, ``~mask``) int8 is not bool."""
         if self._done or self.game is None:
-            return np.zeros(NUM_ACTIONS, dtype=bool)
-        return self.game.action_mask()
+            return np.zeros(NUM_ACTIONS, dtype=np.int8)
+        return self.game.action_mask().astype(np.int8)
 
     def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
@@ -319,15 +337,17 @@ class FiveThousandEnv(gym.Env):
     def _observation(self):
         obs = self.obs_spec.encode(self.game, self.learner_seat)
         if self.dict_obs:
-            return {"observation": obs, "action_mask": self.action_masks().astype(np.int8)}
+            return {"observation": obs, "action_mask": self.action_masks()}
         return obs
 
     def _info(self) -> dict[str, Any]:
+        """The info of every reset and step: the same keys, each of one type throughout
+        (documented in the class's "Info" section)."""
         s = self.game.state
         return {
             "illegal_action": False,
             "turns": s.turns,
-            "winner": s.winner,
+            "winner": NO_WINNER if s.winner is None else s.winner,
             "learner_seat": self.learner_seat,
             "learner_turns": self._learner_turns,
             "learner_busts": self._learner_busts,

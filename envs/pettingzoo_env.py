@@ -24,6 +24,17 @@ Arguments (``env(...)`` and ``raw_env(...)`` alike), as ``FiveThousand-v0``'s:
 - ``obs_encoding``: ``"compact"`` (default) or ``"rich"``, the richer vector the trained
   agents read.
 
+``state()`` is the global state, for centralised critics and search: the compact vector
+of ``envs.encoding`` seen from seat 0 (``player_0``), whatever ``obs_encoding`` the
+agents observe. The game has no hidden information, so it holds everything any agent
+sees: every seat's banked score and entered flag in seat order, whose turn it is (the
+one-hot is the mover's seat number), the turn total, what the mover would still need
+after banking it, the 50 rule's flag, and the pending roll (dice count, sorted faces,
+face counts, whether some action banks); all zeros in the roll's slots once the game is
+over. ``state_space`` is its ``Box(-1, 2, (3N+41,), float32)``. PettingZoo's
+``turn_based_aec_to_parallel`` turns the environment into a ParallelEnv (one agent acts
+per step; the others' actions are ignored), whose ``state()`` is this one.
+
 Use ``env()`` for the wrapped environment (illegal moves end the game with -1 for the
 offender, API misuse raises, and an action outside 0..63 raises ValueError, as in
 ``raw_env``) or ``raw_env`` for the bare one.
@@ -38,7 +49,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from envs.driver import any_decision, play
-from envs.encoding import OBS_LOW, check_env_options
+from envs.encoding import OBS_LOW, ObsSpec, check_env_options
 from envs.game import OVER, Game, action_index
 from envs.render import render_text
 from envs.rules import NUM_ACTIONS, Rules
@@ -112,6 +123,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mask = spaces.Box(0, 1, (NUM_ACTIONS,), np.int8)
         obs_space = spaces.Dict({"observation": vector, "action_mask": mask})
         self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
+        # The global state: the compact observation from seat 0, for any obs_encoding.
+        self.state_spec = ObsSpec("compact", n_players, self.rules)
+        self.state_space = spaces.Box(
+            OBS_LOW, self.state_spec.high, (self.state_spec.size,), np.float32
+        )
         self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
         self.np_random, _ = seeding.np_random(None)
         self.game: Game | None = None
@@ -129,6 +145,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if game.state.phase != OVER and game.state.current == seat:
             mask[game.legal_actions()] = 1
         return {"observation": self.obs_spec.encode(game, seat), "action_mask": mask}
+
+    def state(self) -> np.ndarray:
+        """The global state (see the module's docstring): the compact observation of
+        the game from seat 0, a float32 vector in ``state_space``."""
+        if self.game is None:
+            raise RuntimeError("call reset() before state()")
+        return self.state_spec.encode(self.game, 0)
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is not None:

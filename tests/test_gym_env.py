@@ -52,7 +52,7 @@ def test_learner_only_sees_its_own_scoring_decisions(n_players, hold):
             s = base.game.state
             assert s.phase == DECIDE and s.current == base.learner_seat
             mask = base.action_masks()
-            assert mask.dtype == bool and mask.shape == (NUM_ACTIONS,) and mask.any()
+            assert mask.dtype == np.int8 and mask.shape == (NUM_ACTIONS,) and mask.any()
             _, reward, terminated, truncated, info = env.step(random_legal(env, rng))
             done = terminated or truncated
         assert not base.action_masks().any()  # nothing is legal after the end
@@ -117,7 +117,7 @@ def test_action_outside_the_space_raises_value_error(action):
 
 def _illegal_action(env):
     mask = env.unwrapped.action_masks()
-    return int(np.flatnonzero(~mask)[0])
+    return int(np.flatnonzero(mask == 0)[0])  # int8: ~mask would be -1 or -2, all "true"
 
 
 def test_illegal_action_loses_by_default():

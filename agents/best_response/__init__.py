@@ -347,3 +347,9 @@ class BestResponseBot(Policy):
 
     def win_probabilities(self, game: Game) -> np.ndarray:
         return self.planner(game.rules).win_probabilities(game)
+
+    def __getstate__(self) -> dict:
+        """Pickled without its planners (their values are a local function of the best
+        response): the copy computes or loads them again when first asked, the same
+        values, so the same decisions."""
+        return {**self.__dict__, "_planners": {}}

@@ -55,6 +55,24 @@ def make_vec_env(config: TrainConfig):
     return vec
 
 
+class LinearLearningRate:
+    """The learning rate at SB3's ``progress_remaining`` (1 at the start, 0 at the end):
+    `start` decayed linearly to `end`. A module-level class rather than a closure, so a
+    model (and an environment seating it) pickles with the standard ``pickle``; the same
+    arithmetic as the lambda it replaced, so runs train to the same bits (SB3's
+    ``LinearSchedule`` computes the line in another order: its floats can differ in the
+    last bit)."""
+
+    def __init__(self, start: float, end: float) -> None:
+        self.start, self.end = start, end
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.end + (self.start - self.end) * progress_remaining
+
+    def __repr__(self) -> str:
+        return f"LinearLearningRate(start={self.start}, end={self.end})"
+
+
 # TrainConfig fields passed to MaskablePPO as they are.
 PPO_KEYS = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef")
 PPO_KEYS += ("vf_coef", "max_grad_norm")
@@ -68,12 +86,11 @@ def make_model(config: TrainConfig, vec_env):
     from agents.networks import ActionScoringPolicy, policy_kwargs_for
     from agents.neural import attach_obs_spec, first_line
 
-    start, end = config.learning_rate, config.final_learning_rate
     networks = {name: tuple(getattr(config, name)) for name in NETWORK_KEYS}
     model = MaskablePPO(
         ActionScoringPolicy,
         vec_env,
-        learning_rate=lambda progress_remaining: end + (start - end) * progress_remaining,
+        learning_rate=LinearLearningRate(config.learning_rate, config.final_learning_rate),
         **{name: getattr(config, name) for name in PPO_KEYS},
         policy_kwargs=policy_kwargs_for(
             config.players, config.rules, **networks, activation=config.activation
