@@ -3,12 +3,9 @@ torch on the batched vector environment, illegal actions masked out (logit -inf)
 
     python examples/cleanrl_ppo.py --total-steps 16000000 --seed 0 --out model.pt
 
-The flags are ``Config``'s fields (``--help``). The file saved holds tensors and plain
-values only (weights and config), read back by ``load`` with ``torch.load(weights_only=
-True)``: no code runs. docs/getting-started/own-agent.md measures the agent it makes.
+Flags: ``Config``'s fields (``--help``). The file saved holds weights and config as
+plain data, which ``load`` reads with ``torch.load(weights_only=True)``: no code runs.
 """
-
-from __future__ import annotations
 
 import dataclasses
 import itertools
@@ -22,8 +19,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 import envs  # registers FiveThousand-v0
-
-NUM_ACTIONS = 64
+from envs.rules import NUM_ACTIONS  # 64: 5 bits of dice to hold, 1 bit to bank
 
 
 @dataclass
@@ -49,8 +45,7 @@ class Config:
 
 
 class Agent(nn.Module):
-    """An actor (a score per action) and a critic (the chance to win, as -1..1): two
-    MLPs on the compact observation, initialised orthogonally as in CleanRL."""
+    """Actor (a score per action), critic (the chance to win as -1..1): two MLPs."""
 
     def __init__(self, obs_size: int, hidden: int) -> None:
         super().__init__()
@@ -73,9 +68,8 @@ class Agent(nn.Module):
 
 
 def save(agent: Agent, config: Config, path: str) -> None:
-    shape = {"obs_size": agent.obs_size, "hidden": agent.hidden}
-    saved = {"config": dataclasses.asdict(config), **shape, "weights": agent.state_dict()}
-    torch.save(saved, path)
+    shape = {"obs_size": agent.obs_size, "hidden": agent.hidden, "weights": agent.state_dict()}
+    torch.save({"config": dataclasses.asdict(config), **shape}, path)
 
 
 def load(path: str) -> Agent:
@@ -114,9 +108,8 @@ def train(cfg: Config) -> Agent:
             obs_buf[t], mask_buf[t], done_buf[t] = next_obs, next_mask, next_done
             with torch.no_grad():
                 dist = agent.policy(next_obs, next_mask)
-                action = dist.sample()
+                action_buf[t] = action = dist.sample()
                 logp_buf[t], value_buf[t] = dist.log_prob(action), agent.value(next_obs)
-            action_buf[t] = action
             obs, reward, terminated, truncated, _ = env.step(action.numpy())
             done = terminated | truncated
             wins, games = wins + int((reward[done] > 0).sum()), games + int(done.sum())
@@ -149,8 +142,8 @@ def train(cfg: Config) -> Agent:
                 nn.utils.clip_grad_norm_(agent.parameters(), cfg.max_grad_norm)
                 optimizer.step()
         steps = iteration * batch_size
-        speed = steps / (time.time() - start)
-        print(f"step {steps:,}: won {wins} of {games} games, {speed:,.0f} steps/s", flush=True)
+        speed = f"{steps / (time.time() - start):,.0f} steps/s"
+        print(f"step {steps:,}: won {wins} of {games} games, {speed}", flush=True)
     env.close()
     return agent
 
