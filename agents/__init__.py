@@ -12,6 +12,7 @@ from agents.batched import (
     BatchedThresholdBot,
     BatchedTurnEVBot,
 )
+from agents.function_agent import FunctionAgent, from_function
 from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
 from agents.shipped import SHIPPED, shipped_model
 from envs.policy import Policy
@@ -119,11 +120,13 @@ def _load_npz(path: str) -> Policy:
 
 __all__ = [
     "BOT_NAMES",
+    "FunctionAgent",
     "MODEL_SUFFIXES",
     "Policy",
     "RandomBot",
     "SmartBot",
     "ThresholdBot",
     "TurnEVBot",
+    "from_function",
     "make_policy",
 ]

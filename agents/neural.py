@@ -4,10 +4,14 @@ interface. Nothing here imports torch until a checkpoint (.zip) is loaded.
 
 A trained model carries the observation spec it reads (``envs.encoding.ObsSpec``:
 encoding, version, players, rules and named slices), saved with it by training
-(``attach_obs_spec``). Loaders read it, never guess from sizes, and ``check_game``
-refuses in one line any game whose observations are not the ones it reads. A model
-saved before models carried their spec is refused until ``migrate_checkpoint`` gives
-it one (see checkpoints/README.md).
+(``attach_obs_spec``), and ``check_game`` refuses in one line any game whose
+observations are not the ones it reads. A MaskablePPO checkpoint saved by a user's own
+loop on ``FiveThousand-v0`` carries none: its spec is read from the observation space
+saved with it (``infer_obs_spec``: the encoding and the player count, under the default
+rules, which an observation space cannot show), and anything else is refused in one
+line naming the fix. A model of this project's own network (``agents.networks``) saved
+before models carried their spec is refused until ``migrate_checkpoint`` gives it one:
+it may read an older version of the rich observation (see checkpoints/README.md).
 
 Trust: a checkpoint ``.zip`` is a pickle (SB3 saves part of its settings with
 cloudpickle), so ``SB3Policy`` runs whatever code the file holds: load only checkpoints
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,8 +41,8 @@ import numpy as np
 
 from agents.base import atomic_write
 from envs.batch import BatchGames
-from envs.encoding import ACTION_FEATURES, ObsSpec, encode_rich
-from envs.game import Game
+from envs.encoding import ACTION_FEATURES, ENCODINGS, OBS_LOW, ObsSpec, encode_rich
+from envs.game import MAX_PLAYERS, MIN_PLAYERS, Game
 from envs.policy import Policy
 from envs.rules import NUM_ACTIONS, Rules
 from envs.vector_env import observe_batch
@@ -155,10 +160,14 @@ def network_fits(settings: dict, spec: ObsSpec) -> bool:
 
 def read_obs_spec(path: Path) -> ObsSpec:
     """The observation spec saved in a checkpoint or snapshot, read without loading
-    the network; CheckpointError (one line) if it has none (saying how to add one), a
-    broken one, or one its network does not read."""
+    the network (for a checkpoint saved by a user's own loop, which carries none, the
+    one its observation space shows: ``infer_obs_spec``); CheckpointError (one line) if
+    it has none that can be told (saying how to add one), a broken one, or one its
+    network does not read."""
     settings = read_settings(path)
     saved = settings.get(OBS_SPEC_ATTRIBUTE)
+    if saved is None and path.suffix == ".zip" and not _own_network(settings):
+        return infer_obs_spec(path, settings)
     if saved is None:
         raise CheckpointError(
             f"{path} carries no observation spec (saved before models carried theirs): "
@@ -171,6 +180,101 @@ def read_obs_spec(path: Path) -> ObsSpec:
     if not network_fits(settings, spec):
         raise CheckpointError(f"{path}: its network does not read what its spec says")
     return spec
+
+
+# The module of this project's own network: its checkpoints carry their spec, or were
+# saved before models carried one (and may read the rich observation's version 1).
+OWN_NETWORK_MODULE = "agents.networks"
+
+
+def _own_network(settings: dict) -> bool:
+    """Whether a checkpoint's policy is this project's network, read from the plain
+    fields SB3 writes beside the pickled class (its ``__module__``), not unpickled."""
+    policy_class = settings.get("policy_class")
+    return isinstance(policy_class, dict) and policy_class.get("__module__") == OWN_NETWORK_MODULE
+
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf"
+# A Box in the repr of a gymnasium Dict space: Box(low, high, (size,), dtype).
+_DICT_ENTRY = r"'{key}': Box\(({number}), ({number}), \((\d+),\), (\w+)\)"
+
+
+def _bound(text: object) -> float | None:
+    """The one value of an SB3-saved Box bound (numpy's repr of an array, shortened
+    with '...' when long; or a scalar), None unless every entry is that value."""
+    values = {float(x) for x in re.findall(_NUMBER, str(text))}
+    return values.pop() if len(values) == 1 else None
+
+
+def _observation_box(settings: dict) -> tuple[str, tuple | None]:
+    """(what the checkpoint's observation space is, in words; (size, low, high, dtype)
+    of its observation vector, or None if it has no single one), read from the plain
+    fields of SB3's JSON (the shape, bounds and a Dict space's repr), never from the
+    space's pickle. A Dict space is the environment's ``dict_obs``: the vector is its
+    "observation" entry, beside an "action_mask"."""
+    space = settings.get("observation_space")
+    if not isinstance(space, dict):
+        return "no observation space", None
+    kind = str(space.get(":type:", ""))
+    if kind.endswith(".Box'>"):
+        shape = space.get("_shape")
+        if not (isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int)):
+            return f"a Box of shape {shape}", None
+        box = (shape[0], _bound(space.get("low")), _bound(space.get("high")), space.get("dtype"))
+        return f"Box(shape ({shape[0]},))", box
+    if kind.endswith(".Dict'>"):
+        entries = str(space.get("spaces", ""))
+        found = re.search(_DICT_ENTRY.format(key="observation", number=_NUMBER), entries)
+        if found is None or "'action_mask': Box(0, 1, (64,)" not in entries:
+            return f"Dict({entries[:80]})", None
+        low, high, size, dtype = found.groups()
+        return f"Dict(observation: Box(shape ({size},)))", (
+            int(size),
+            float(low),
+            float(high),
+            dtype,
+        )
+    return kind.removeprefix("<class '").removesuffix("'>") or "an unknown space", None
+
+
+def infer_obs_spec(path: Path, settings: dict) -> ObsSpec:
+    """The observation spec of a checkpoint that carries none (a model saved by a user's
+    own loop on ``FiveThousand-v0``), told by its observation space: a float32 Box
+    (or a ``dict_obs`` Dict's "observation") whose size and bounds are those of one
+    encoding for one player count (compact: size 3N + 41, bounds [-1, 2]; rich: bounds
+    [-1, 5], its size also growing with the score grid) under the default rules.
+
+    The rules cannot be told from an observation space (the compact size never changes
+    with them): the default rules are assumed, and ``check_game`` refuses any other
+    game, saying so. CheckpointError (one line, naming the fix) for a space that is no
+    observation of this game under the default rules."""
+    described, box = _observation_box(settings)
+    fix = (
+        f"if it reads this game's observations, save the spec with it: "
+        f"agents.neural.migrate_checkpoint({str(path)!r}, ObsSpec(encoding, n_players, rules))"
+    )
+    if box is None:
+        raise CheckpointError(
+            f"{path} carries no observation spec and its {described} is no "
+            f"FiveThousand-v0 observation; {fix}"
+        )
+    size, low, high, dtype = box
+    fits = [
+        spec
+        for spec in (
+            ObsSpec(encoding, n, Rules())
+            for encoding in ENCODINGS
+            for n in range(MIN_PLAYERS, MAX_PLAYERS + 1)
+        )
+        if (spec.size, spec.high) == (size, high) and low == OBS_LOW and dtype == "float32"
+    ]
+    if len(fits) != 1:
+        bounds = f"[{low}, {high}]" if low is not None and high is not None else "uneven bounds"
+        raise CheckpointError(
+            f"{path} carries no observation spec and its {described} ({dtype}, {bounds}) is "
+            f"no FiveThousand-v0 observation under the default rules; {fix}"
+        )
+    return fits[0]
 
 
 def write_settings(path: Path, settings: dict) -> None:
@@ -401,14 +505,33 @@ class SB3Policy(TrainedModel):
     def __init__(self, path: str | Path, deterministic: bool = True) -> None:
         self.path = Path(path)
         self.spec = read_obs_spec(self.path)
+        # A spec told by the observation space (a user's own loop): the rules assumed.
+        self.spec_assumed = OBS_SPEC_ATTRIBUTE not in read_settings(self.path)
         try:
+            from gymnasium import spaces
             from sb3_contrib import MaskablePPO
 
             self.model = MaskablePPO.load(self.path, device="cpu")
         except Exception as e:  # corrupt archives fail in many ways inside SB3
             raise CheckpointError(f"could not load checkpoint {path}: {first_line(e)}") from None
+        # Trained with dict_obs: the network reads {"observation", "action_mask"}.
+        self.dict_obs = isinstance(self.model.observation_space, spaces.Dict)
         self.deterministic = deterministic
         self.name = short_name(path)
+
+    def check_game(self, n_players: int, rules: Rules) -> None:
+        """``TrainedModel.check_game``; for a spec told by the observation space, the
+        refusal says which rules were assumed and how to give the right ones."""
+        try:
+            super().check_game(n_players, rules)
+        except CheckpointError as e:
+            if not self.spec_assumed:
+                raise
+            raise CheckpointError(
+                f"{e} (it carries no spec: {self.spec.n_players} players and the default rules "
+                "were assumed from its observation space; if it was trained under others, "
+                "save its spec with agents.neural.migrate_checkpoint)"
+            ) from None
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """What MaskablePPO.predict computes, without its batch-handling overhead: the
@@ -416,8 +539,11 @@ class SB3Policy(TrainedModel):
         import torch
 
         policy = self.model.policy
+        seen = torch.as_tensor(obs)
+        if self.dict_obs:
+            seen = {"observation": seen, "action_mask": torch.as_tensor(mask, dtype=torch.float32)}
         with one_torch_thread(), torch.no_grad():
-            features = policy.extract_features(torch.as_tensor(obs), policy.pi_features_extractor)
+            features = policy.extract_features(seen, policy.pi_features_extractor)
             logits = policy.action_net(policy.mlp_extractor.forward_actor(features))
             if self.deterministic:
                 return masked_mode(logits, torch.as_tensor(mask)).numpy()

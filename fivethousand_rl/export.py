@@ -124,6 +124,11 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
     import torch
 
     policy = SB3Policy(checkpoint)
+    if policy.dict_obs:  # its network reads the mask as an input too
+        raise CheckpointError(
+            f"{checkpoint} reads dict observations (trained with dict_obs=True), which "
+            "export.py does not write; play it as it is (.zip), or train on the plain vector"
+        )
     sb3_policy = policy.model.policy.eval()
 
     class Actor(torch.nn.Module):

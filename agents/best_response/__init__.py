@@ -19,9 +19,24 @@ which says how it chooses. ``best-response:BOTS`` (``agents.make_policy``; BOTS 
 bot, or the table's bots separated by commas) plays the best response, computed or
 loaded the first time a game's rules ask for it.
 
-The bots are named, and made by the ``make_policy`` the caller passes (the package's
-own, ``agents.make_policy``, which makes this bot too: it cannot be imported here).
-The command line is ``agents.best_response.cli``.
+The bots are named, and made by the ``make_policy`` the caller passes (by default the
+package's own, ``agents.make_policy``, which makes this bot too: it is imported only when
+needed), or given as Policy objects: ``exploitability(policy)`` is the one-call form for
+a 2-player policy of one's own. The command line is ``agents.best_response.cli``.
+
+The cache never answers for another policy: it is keyed by what each bot does
+(``bot_key``): a model file (or shipped agent) by the digest of its bytes, ``optimal``
+(the rules' exact solution) by its name, and every other policy (a bot name, one made by
+a caller's ``make_policy``, a Policy object) by its class and a fingerprint of its
+decisions at a fixed, seeded set of positions (``decision_fingerprint``). A policy that
+decides differently with two generators is not deterministic: its turns have no exact
+ends, and it is refused (give it ``action_probabilities`` to be followed on every branch).
+
+A policy is fastest with ``act_batch(games, idx, rng)`` (``envs.batch.BatchPolicy``) and,
+if its choices read less than all the scores, ``turn_view(starts, rules)``
+(``envs.turn_outcomes.view_keys``); a policy with ``act`` alone is asked once per decision
+its turns can reach, about 20 million at full size with 2 players (about a minute for a
+simple rule in Python; see docs/exact.md).
 """
 
 from __future__ import annotations
@@ -37,30 +52,168 @@ import numpy as np
 from agents.base import MODEL_SUFFIXES, atomic_write
 from agents.optimal import cache_dir, remember
 from agents.shipped import SHIPPED, shipped_model
+from envs.batch import ROLL_BUST, ROLLS, BatchGames, decide
 from envs.best_response import BestResponse, ScoreSpace, solve_best_response
 from envs.game import Game, check_players
 from envs.policy import Policy
-from envs.rules import Rules
-from envs.turn_outcomes import TurnEnds, live_levels, turn_ends, view_keys
+from envs.rules import NUM_ACTIONS, NUM_DICE, Rules
+from envs.solver import STEP
+from envs.turn_outcomes import TurnEnds, live_levels, turn_chunk, turn_ends, view_keys
 
-VERSION = 1  # of the cached numbers: a change in how they are computed raises it
+VERSION = 2  # of the cached numbers and keys: a change in how they are computed raises it
 PREFIX = "best-response:"
+# The decisions a policy is known by (``decision_fingerprint``): this many positions,
+# drawn with this seed (changing either changes every key: raise VERSION with it).
+FINGERPRINT_POSITIONS = 4096
+FINGERPRINT_SEED = 20261204
 
 
 # ------------------------------------------------------------------ identities
-def bot_key(spec: str) -> str:
-    """What identifies a bot in the cache: its name, or for a model (a shipped agent or
-    a file) its file name and the digest of its contents (and of an exported bot's
-    metadata), so that a retrained model is never answered with an old result."""
-    spec = spec.strip()
-    path = shipped_model(spec) if spec in SHIPPED else Path(spec)
+MakePolicy = Callable[[str], Policy]
+Bot = str | Policy  # a bot's name (or model file), or the policy itself
+
+
+class NotDeterministicError(ValueError):
+    """A policy that decides differently with different generators: its turns have no
+    exact ends (it may say how it chooses instead: ``action_probabilities``)."""
+
+
+def package_make_policy() -> MakePolicy:
+    """``agents.make_policy`` (imported here, when needed: it makes this module's bot)."""
+    from agents import make_policy
+
+    return make_policy
+
+
+def bot_name(bot: Bot) -> str:
+    """How results name `bot`: the name given, or the policy's ``name``."""
+    return bot.strip() if isinstance(bot, str) else str(getattr(bot, "name", type(bot).__name__))
+
+
+def _file_key(spec: str) -> str | None:
+    """A model's key (a shipped agent or a model file): its file name and the digest
+    of its contents (and of an exported bot's metadata); None for any other name."""
     if spec not in SHIPPED and not spec.endswith(MODEL_SUFFIXES):
-        return spec
+        return None
+    path = shipped_model(spec) if spec in SHIPPED else Path(spec)
     digest = hashlib.sha256(Path(path).read_bytes())
     metadata = Path(path).with_suffix(".json")
     if Path(path).suffix == ".onnx" and metadata.is_file():
         digest.update(metadata.read_bytes())
     return f"{spec if spec in SHIPPED else Path(path).name}@{digest.hexdigest()[:16]}"
+
+
+def identify(
+    bot: Bot, rules: Rules, n_players: int, make_policy: MakePolicy | None = None
+) -> tuple[str | None, Policy | None]:
+    """(`bot`'s cache key, the policy if it had to be made for it). The key says what
+    the bot does, so that two bots that play differently never share a result:
+
+    - a model file or shipped agent, made by the package: the digest of its file;
+    - ``optimal`` made by the package: its name (its play is the exact solution of the
+      rules, which the cache key holds too), and ``best-response:BOTS`` the keys of BOTS;
+    - anything else (a bot name, a name made by another `make_policy`, a Policy object):
+      its class and ``decision_fingerprint`` (None, no caching, if it cannot be taken).
+
+    NotDeterministicError (a ValueError) for a policy that is not deterministic, and
+    the policy's own ValueError if it cannot play such a game (``check_game``)."""
+    package = package_make_policy()
+    make = make_policy or package
+    if isinstance(bot, str) and make is package:
+        spec = bot.strip()
+        key = _file_key(spec)
+        if key is not None:
+            return key, None
+        if spec == "optimal":
+            return spec, None
+        if spec.startswith(PREFIX):
+            table = table_of(spec[len(PREFIX) :])  # the table that bot responds at
+            inner = [identify(b, rules, len(table) + 1, make)[0] for b in table]
+            known = [key for key in inner if key is not None]
+            return (PREFIX + ",".join(known) if len(known) == len(inner) else None), None
+    policy = make(bot.strip()) if isinstance(bot, str) else bot
+    _check(policy, n_players, rules)
+    fingerprint = decision_fingerprint(policy, n_players, rules)
+    if fingerprint is None:
+        return None, policy
+    kind = type(policy)
+    return f"{kind.__module__}.{kind.__qualname__}#{fingerprint}", policy
+
+
+def _check(policy: Policy, n_players: int, rules: Rules) -> None:
+    """The policy's ``check_game``, if it has one (an object that only has ``act``
+    plays any game)."""
+    if callable(check := getattr(policy, "check_game", None)):
+        check(n_players, rules)
+
+
+def bot_key(
+    bot: Bot, rules: Rules | None = None, n_players: int = 2, make_policy: MakePolicy | None = None
+) -> str | None:
+    """What identifies `bot` in the cache at a table of `n_players` under `rules`
+    (``identify``): None where its play cannot be fingerprinted (it is then never
+    cached)."""
+    return identify(bot, rules or Rules(), n_players, make_policy)[0]
+
+
+def fingerprint_positions(n_players: int, rules: Rules) -> BatchGames:
+    """The fixed decisions a policy is known by: ``FINGERPRINT_POSITIONS`` games drawn
+    with ``FINGERPRINT_SEED``, seat 0 to decide (as the turns of ``turn_ends`` are
+    asked): banked scores from the rules' grid, turn totals up to the target (half of
+    them up to 2,000, where most turns are), and a scoring roll of 1 to 5 dice (5 at a
+    turn total of 0; k < 5 dice only where the dice held can have scored the total)."""
+    rng = np.random.default_rng(FINGERPRINT_SEED)
+    m = FINGERPRINT_POSITIONS
+    games = BatchGames(m, n_players, rules)
+    games.scores[:] = rng.choice(np.array(rules.banked_scores()), size=(m, n_players))
+    top = rules.target // STEP
+    level = np.where(
+        np.arange(m) % 2 == 0,
+        rng.integers(0, top + 1, size=m),
+        rng.integers(0, min(top, 2000 // STEP) + 1, size=m),
+    )
+    dice = rng.integers(1, NUM_DICE + 1, size=m)
+    dice = np.where((level == 0) | (level < NUM_DICE - dice), NUM_DICE, dice)
+    scoring = [
+        np.array([i for i, r in enumerate(ROLLS) if len(r) == k and not ROLL_BUST[i]])
+        for k in range(NUM_DICE + 1)
+    ]
+    pick = rng.random(m)
+    games.turn_total[:] = level * STEP
+    games.dice_left[:] = dice
+    games.roll[:] = [scoring[k][int(u * len(scoring[k]))] for k, u in zip(dice, pick, strict=True)]
+    return games
+
+
+def decision_fingerprint(policy: Policy, n_players: int, rules: Rules) -> str | None:
+    """A digest of `policy`'s decisions at ``fingerprint_positions`` (its
+    ``action_probabilities`` there, if it has them): policies that decide differently
+    there get different digests. None if it fails to decide there (then nothing about
+    it is cached); NotDeterministicError if it decides differently with two
+    generators."""
+    games = fingerprint_positions(n_players, rules)
+    idx = np.arange(games.n_games)
+    chances = getattr(policy, "action_probabilities", None)
+    try:
+        if callable(chances):
+            p = np.asarray(chances(games, idx), dtype=np.float64)
+            if p.shape != (len(idx), NUM_ACTIONS):
+                return None
+            decisions = np.round(p, 12)
+        else:
+            decisions = decide(policy, games, idx, np.random.default_rng(1))
+            again = decide(policy, games, idx, np.random.default_rng(2))
+            if not np.array_equal(decisions, again):
+                raise NotDeterministicError(
+                    f"{bot_name(policy)} is not deterministic (it decides differently with "
+                    "two generators): an exact best response needs a policy that does not "
+                    "draw, or one that gives its action_probabilities(games, idx)"
+                )
+    except NotDeterministicError:
+        raise
+    except Exception:  # a policy that cannot decide there: no fingerprint, no cache
+        return None
+    return hashlib.sha256(np.ascontiguousarray(decisions).tobytes()).hexdigest()[:16]
 
 
 def table_of(spec: str, players: int | None = None) -> tuple[str, ...]:
@@ -123,56 +276,84 @@ def _save(path: Path, keys: Sequence[str], br: BestResponse) -> None:
     atomic_write(path, lambda aside: np.savez(aside, meta=json.dumps(meta), values=values))
 
 
-MakePolicy = Callable[[str], Policy]
-
-
 def best_response(
-    bots: Sequence[str],
-    rules: Rules | None,
-    make_policy: MakePolicy,
+    bots: Sequence[Bot],
+    rules: Rules | None = None,
+    make_policy: MakePolicy | None = None,
     show_progress: bool = True,
     workers: int = 1,
 ) -> BestResponse:
-    """The exact best response to `bots` (names or model files, after the responder in
-    turn order, made by `make_policy`: pass ``agents.make_policy``) under `rules`: from
-    memory, from the disk cache, or computed now (with progress bars; the bots' turns in
-    `workers` processes) and cached."""
+    """The exact best response to `bots` (after the responder in turn order: names or
+    model files, made by `make_policy`, by default ``agents.make_policy``, or Policy
+    objects) under `rules` (None: the seeds' rules): from memory, from the disk cache,
+    or computed now (with progress bars; the bots' turns in `workers` processes) and
+    cached, each bot known by what it does (``identify``)."""
     rules = rules or Rules()
-    bots = tuple(b.strip() for b in bots)
-    check_players(len(bots) + 1)
-    keys = tuple(bot_key(b) for b in bots)
+    bots = tuple(bots)
+    n = check_players(len(bots) + 1)
+    names = tuple(bot_name(b) for b in bots)
+    make = make_policy or package_make_policy()
+    identified = [identify(b, rules, n, make) for b in bots]
+    keys = tuple(key for key, _ in identified)
+    cached = None not in keys
     memory_key = (keys, rules)
-    if memory_key in _MEMORY:
+    if cached and memory_key in _MEMORY:
         remember(_MEMORY, memory_key, _MEMORY[memory_key])
-        return _MEMORY[memory_key]
-    path = _cache_path(keys, rules)
-    result = _load(path, keys, rules, bots)
+        return _named(_MEMORY[memory_key], names)
+    path = _cache_path(keys, rules) if cached else None
+    result = _load(path, keys, rules, names) if path is not None else None
     if result is None:
-        policies = [make_policy(b) for b in bots]
+        policies = [
+            made if made is not None else make(b.strip()) if isinstance(b, str) else b
+            for b, (_, made) in zip(bots, identified, strict=True)
+        ]
         for policy in policies:
-            if callable(check := getattr(policy, "check_game", None)):
-                check(len(bots) + 1, rules)
-        result = _compute(policies, bots, rules, show_progress, workers)
-        try:
-            _save(path, keys, result)
-        except OSError as e:  # a read-only home still gets the numbers
-            print(f"could not cache the best response at {path}: {e}", file=sys.stderr)
-    remember(_MEMORY, memory_key, result)
+            _check(policy, n, rules)
+        result = _compute(policies, names, rules, show_progress, workers)
+        if path is not None:
+            try:
+                _save(path, keys, result)
+            except OSError as e:  # a read-only home still gets the numbers
+                print(f"could not cache the best response at {path}: {e}", file=sys.stderr)
+    if cached:
+        remember(_MEMORY, memory_key, result)
     return result
 
 
-def cached_best_response(bots: Sequence[str], rules: Rules) -> BestResponse | None:
+def _named(br: BestResponse, names: tuple[str, ...]) -> BestResponse:
+    """A remembered result under the names the caller gave (the same play, maybe
+    another name)."""
+    return br if br.bots == names else BestResponse(br.rules, names, br.values)
+
+
+def exploitability(
+    policy: Bot, rules: Rules | None = None, workers: int = 1, show_progress: bool = True
+) -> float:
+    """The exploitability of a 2-player `policy` (a Policy object, or a name or model
+    file for ``agents.make_policy``) under `rules` (None: the seeds' rules): what its
+    exact best response wins beyond one half, averaged over the two seats (0 for
+    optimal play). Computed as ``best_response`` computes it (with a progress bar, the
+    policy's turns in `workers` processes), or read from its cache."""
+    br = best_response((policy,), rules, None, show_progress, workers)
+    return float(summary(br)["exploitability"])
+
+
+def cached_best_response(bots: Sequence[Bot], rules: Rules) -> BestResponse | None:
     """The best response to `bots` under `rules` if it was computed before (in memory or
-    in the disk cache), else None: nothing is computed (at full size a table of 3 takes
-    minutes to an hour). A bot that is not a name or a readable model gives None too."""
+    in the disk cache), else None: no best response is computed (at full size a table of
+    3 takes minutes to an hour), only the bots' keys (``identify``). A bot that is not a
+    name, a readable model or a policy whose play can be fingerprinted gives None too."""
+    names = tuple(bot_name(b) for b in bots)
     try:
-        keys = tuple(bot_key(b) for b in bots)
-    except OSError:
+        keys = tuple(bot_key(b, rules, len(bots) + 1) for b in bots)
+    except (OSError, ValueError):
+        return None
+    if None in keys:
         return None
     if (keys, rules) in _MEMORY:
-        return _MEMORY[(keys, rules)]
+        return _named(_MEMORY[(keys, rules)], names)
     path = _cache_path(keys, rules)
-    result = _load(path, keys, rules, tuple(bots)) if path.is_file() else None
+    result = _load(path, keys, rules, names) if path.is_file() else None
     if result is not None:
         remember(_MEMORY, (keys, rules), result)
     return result
@@ -255,6 +436,7 @@ def parallel_turn_ends(
         if progress:
             progress(done[0], len(positions))
 
+    chunk = turn_chunk(policy, chunk)  # small for a policy deciding one game at a time
     if workers <= 1:
         from threadpoolctl import threadpool_limits
 

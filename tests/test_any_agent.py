@@ -1,0 +1,386 @@
+"""Measuring a researcher's own agent exactly (issue 41, item 3): a MaskablePPO model
+saved by a plain user loop on FiveThousand-v0 is taken by path everywhere, its
+observation layout read from its saved observation space; a batch function is an agent
+by one call (``agents.from_function``); a plain ``Policy`` with only ``act`` gets its
+exact exploitability; and the best-response cache knows each policy by what it does,
+never by its name alone.
+
+Oracles: the package's own bots (the plain bots here are written from the same rules,
+R2, R8, R9, so their exact numbers must be the package bots'), and fresh computations
+against cached ones."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from agents import FunctionAgent, from_function, make_policy
+from agents import best_response as br_core
+from agents.best_response import (
+    NotDeterministicError,
+    best_response,
+    bot_key,
+    exploitability,
+    summary,
+)
+from agents.best_response import cli as br_cli
+from agents.neural import CheckpointError, SB3Policy, read_obs_spec, read_settings, write_settings
+from envs.best_response import BestResponse, ScoreSpace
+from envs.encoding import ObsSpec
+from envs.game import Game
+from envs.policy import Policy
+from envs.rules import BANK_BIT, ROLL_INFO, Rules, can_bank
+from envs.turn_outcomes import turn_ends
+
+SMALL = Rules(target=1000, entry=300)
+
+
+# ------------------------------------------------------------------ plain user models
+def train_plain(path, **env_options):
+    """What a user's own loop saves: MaskablePPO on gym.make("FiveThousand-v0"), 64
+    steps, nothing of this project's attached."""
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    import envs  # noqa: F401  (registers FiveThousand-v0)
+
+    env = gym.make("FiveThousand-v0", **env_options)
+    policy = "MultiInputPolicy" if env_options.get("dict_obs") else "MlpPolicy"
+    model = MaskablePPO(
+        policy, env, n_steps=64, batch_size=32, n_epochs=1, seed=0, policy_kwargs={"net_arch": [8]}
+    )
+    model.learn(64)
+    model.save(path)
+    return path
+
+
+MODELS = {
+    "compact 2p": ({}, ObsSpec("compact", 2, Rules())),
+    "compact 4p": ({"n_players": 4}, ObsSpec("compact", 4, Rules())),
+    "rich 2p": ({"obs_encoding": "rich"}, ObsSpec("rich", 2, Rules())),
+    "dict_obs 2p": ({"dict_obs": True}, ObsSpec("compact", 2, Rules())),
+}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("user")
+    return {
+        case: train_plain(folder / f"{case.replace(' ', '_')}.zip", **options)
+        for case, (options, _) in MODELS.items()
+    }
+
+
+@pytest.mark.parametrize("case", MODELS)
+def test_a_plain_model_is_known_by_its_observation_space(models, case, monkeypatch):
+    """No spec saved: the encoding and the player count are read from the observation
+    space in SB3's JSON (never its pickle), the default rules assumed; the model then
+    plays a legal move (a dict_obs model fed its dict)."""
+    path = models[case]
+    assert "obs_spec" not in read_settings(path)
+
+    def no_unpickling(*args, **kwargs):
+        raise AssertionError("unpickled")
+
+    monkeypatch.setattr(pickle, "loads", no_unpickling)
+    assert read_obs_spec(path) == MODELS[case][1]
+    monkeypatch.undo()
+    policy = make_policy(str(path))
+    assert isinstance(policy, SB3Policy) and policy.spec == MODELS[case][1]
+    assert policy.dict_obs == (case == "dict_obs 2p")
+    game = Game(policy.spec.n_players, seed=0)
+    game.roll([1, 5, 5, 2, 3])
+    assert policy.act(game, np.random.default_rng(0)) in game.legal_actions()
+
+
+def with_space(tmp_path, source, **fields):
+    """A copy of `source` whose saved observation space has `fields` instead."""
+    path = tmp_path / "other.zip"
+    path.write_bytes(source.read_bytes())
+    settings = read_settings(path)
+    settings["observation_space"] = {**settings["observation_space"], **fields}
+    write_settings(path, settings)
+    return path
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({"_shape": [51]}, id="size 51: no player count"),
+        pytest.param({"high": "[9. 9. 9. ... 9. 9. 9.]"}, id="other bounds"),
+        pytest.param({":type:": "<class 'gymnasium.spaces.discrete.Discrete'>"}, id="Discrete"),
+    ],
+)
+def test_a_model_of_another_observation_is_refused_in_one_line(models, tmp_path, fields):
+    path = with_space(tmp_path, models["compact 2p"], **fields)
+    with pytest.raises(CheckpointError) as err:
+        make_policy(str(path))
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message
+    assert "no FiveThousand-v0 observation" in message and "migrate_checkpoint(" in message
+
+
+def test_rules_are_assumed_and_a_game_of_others_says_so(models):
+    """The rules do not show in an observation space (R12's options change no compact
+    size): the default rules are assumed, and another game's refusal says so and names
+    the fix; a spec saved with migrate_checkpoint is then the model's."""
+    policy = make_policy(str(models["compact 2p"]))
+    policy.check_game(2, Rules())
+    with pytest.raises(CheckpointError) as err:
+        policy.check_game(2, SMALL)
+    assert "the default rules were assumed" in str(err.value) and "\n" not in str(err.value)
+    assert "migrate_checkpoint" in str(err.value)
+
+
+def test_a_rich_model_of_other_rules_is_refused(tmp_path):
+    """The rich observation's size grows with the score grid (V5): trained under target
+    1000, no player count matches it under the default rules, so it is refused, naming
+    migrate_checkpoint; given its spec that way, it plays its own game."""
+    from agents.neural import migrate_checkpoint
+
+    path = train_plain(tmp_path / "rich1000.zip", obs_encoding="rich", target=1000)
+    with pytest.raises(CheckpointError, match="no FiveThousand-v0 observation under the default"):
+        make_policy(str(path))
+    assert migrate_checkpoint(path, ObsSpec("rich", 2, Rules(target=1000)))
+    make_policy(str(path)).check_game(2, Rules(target=1000))
+
+
+def test_evaluate_play_and_export_take_a_plain_model_by_path(models, tmp_path, capsys):
+    from fivethousand_rl import evaluate, export, play
+
+    path = str(models["compact 2p"])
+    assert evaluate.main([path, "random", "--games", "4", "--json", str(tmp_path / "e.json")]) == 0
+    assert json.loads((tmp_path / "e.json").read_text())["games"] == 4
+    four = str(models["compact 4p"])
+    assert (
+        evaluate.main([four, "smart", "random", "turn-ev", "--players", "4", "--games", "4"]) == 0
+    )
+    answers = iter(["b", "r"] * 2000)  # bank when allowed, else roll on
+    assert play.main(["--opponents", path, "--seed", "1"], ask=lambda _: next(answers)) == 0
+    assert export.main([path, "-o", str(tmp_path / "bot.onnx")]) == 0
+    exported = make_policy(str(tmp_path / "bot.onnx"))
+    assert exported.spec == ObsSpec("compact", 2, Rules())
+    assert export.main([str(models["dict_obs 2p"]), "-o", str(tmp_path / "d.onnx")]) == 2
+    assert "reads dict observations" in capsys.readouterr().err
+
+
+def test_the_best_response_takes_a_plain_model_by_path(models, monkeypatch, capsys):
+    """The command takes the file (its cache key is the file's digest); the model is
+    asked for its turns by the exact machinery (here from a few turn starts: the whole
+    game takes minutes, the time the docs give); a game of other rules is refused."""
+    path = str(models["compact 2p"])
+    assert bot_key(path).startswith(f"{models['compact 2p'].name}@")
+    seen = []
+
+    def few_turns(policies, names, rules, show, workers):
+        starts = ScoreSpace(rules, 2).positions()[::500]
+        ends = turn_ends(policies[0], starts, rules)
+        assert ends.probs.sum() + ends.wins.sum() == pytest.approx(len(starts))
+        seen.append(names)
+        return BestResponse(rules, names, np.full((2, ScoreSpace(rules, 2).size, 2), 0.5))
+
+    monkeypatch.setattr(br_core, "_compute", few_turns)
+    assert br_cli.main([path, "--json"]) == 0
+    assert seen == [(path,)] and json.loads(capsys.readouterr().out)["exploitability"] == 0
+    assert br_cli.main([path, "--target", "1000"]) == 2
+    assert "the default rules were assumed" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ plain Python bots
+class PlainThreshold(Policy):
+    """A bot as a user writes it, with `act` only: hold the best reading of the roll
+    (R2), bank from `threshold` when allowed (R8), or whenever banking wins (R9). The
+    package's threshold:T, written again."""
+
+    name = "mine"
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+        self.asked = 0
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        self.asked += 1
+        s = game.state
+        best = ROLL_INFO[s.roll].best
+        total = s.turn_total + best.points
+        banked = s.scores[s.current]
+        if can_bank(banked, total, game.rules) and (
+            total >= self.threshold or banked + total == game.rules.target
+        ):
+            return best.bits | BANK_BIT
+        return best.bits
+
+
+def test_a_plain_policy_is_measured_exactly():
+    """With `act` only, a policy's turns end exactly where its batched twin's do (every
+    decision asked of one game whose state is rewritten), and it is never asked where
+    one action is legal; its exploitability is the package bot's."""
+    positions = ScoreSpace(SMALL, 2).positions()
+    plain = PlainThreshold(300)
+    mine, theirs = (
+        turn_ends(plain, positions, SMALL),
+        turn_ends(make_policy("threshold:300"), positions, SMALL),
+    )
+    assert np.array_equal(mine.offsets, theirs.offsets)
+    assert np.array_equal(mine.positions, theirs.positions)
+    assert mine.probs == pytest.approx(theirs.probs, abs=1e-15)
+    assert mine.wins == pytest.approx(theirs.wins, abs=1e-15)
+
+    class Counting(PlainThreshold):
+        def act(self, game, rng):
+            assert len(game.legal_actions()) > 1  # a forced decision is not asked
+            return super().act(game, rng)
+
+    turn_ends(Counting(300), positions[:40], SMALL)
+    expected = exploitability("threshold:300", SMALL, show_progress=False)
+    assert exploitability(PlainThreshold(300), SMALL, show_progress=False) == pytest.approx(
+        expected, abs=1e-12
+    )
+
+
+def test_the_progress_moves_while_a_plain_policys_turns_are_followed():
+    """A policy that decides one game at a time is followed a few turn starts at a
+    time, so the progress bar of the turn ends moves all along."""
+    calls = []
+    starts = ScoreSpace(SMALL, 2).positions()
+    turn_ends(PlainThreshold(300), starts, SMALL, progress=calls.append)
+    assert sum(calls) == len(starts) and len(calls) >= len(starts) // 32
+
+
+def test_one_name_two_bots_two_results(monkeypatch):
+    """The issue's case: one name, thresholds 300 then 600, each gets its own exact
+    exploitability (the package bot's), from memory, the disk cache or a fresh
+    computation alike; and a name made by the caller's make_policy is known by the
+    bot it makes."""
+    expected = {t: exploitability(f"threshold:{t}", SMALL, show_progress=False) for t in (300, 600)}
+    assert expected[300] != pytest.approx(expected[600], abs=1e-3)
+    for t in (300, 600, 300):
+        got = exploitability(PlainThreshold(t), SMALL, show_progress=False)
+        assert got == pytest.approx(expected[t], abs=1e-12)
+    br_core._MEMORY.clear()
+    monkeypatch.setattr(br_core, "_compute", lambda *a: pytest.fail("computed again"))
+    for t in (600, 300):  # from the disk cache, each its own
+        got = exploitability(PlainThreshold(t), SMALL, show_progress=False)
+        assert got == pytest.approx(expected[t], abs=1e-12)
+    monkeypatch.undo()
+    bots = {"mine": PlainThreshold(300)}
+    first = best_response(("mine",), SMALL, bots.__getitem__, show_progress=False)
+    bots["mine"] = PlainThreshold(600)
+    second = best_response(("mine",), SMALL, bots.__getitem__, show_progress=False)
+    got = [summary(br)["exploitability"] for br in (first, second)]
+    assert got == pytest.approx([expected[300], expected[600]], abs=1e-12)
+    assert first.bots == second.bots == ("mine",)
+
+
+def test_policies_are_known_by_what_they_do():
+    """Keys: a model by its file, optimal by its name, any other bot by its class and
+    its decisions. Thresholds 250 and 300 play alike under the 50 rule (a total of 250
+    may not be banked, R8), 300 and 350 do not."""
+    assert bot_key("optimal") == "optimal"
+    assert bot_key("ppo-2p").startswith("ppo-2p@")
+    key = bot_key("threshold:300")
+    assert key is not None and key.startswith("agents.batched.BatchedThresholdBot#")
+    assert key == bot_key("threshold:250") != bot_key("threshold:350")
+    assert bot_key(PlainThreshold(300)) != key  # another class
+    assert bot_key(PlainThreshold(300)) == bot_key(PlainThreshold(300))
+    assert bot_key("best-response:smart") == "best-response:" + bot_key("smart")
+    assert bot_key("random") != bot_key("threshold:300")  # by its action probabilities
+
+
+def test_a_policy_that_draws_is_refused_in_one_line():
+    """A policy whose choices change with the generator has no exact turn ends: refused,
+    not cached; one that says its action probabilities is followed on every branch."""
+
+    class Coin(Policy):
+        name = "coin"
+
+        def act(self, game, rng):
+            return game.legal_actions()[int(rng.integers(len(game.legal_actions())))]
+
+    with pytest.raises(NotDeterministicError) as err:
+        exploitability(Coin(), SMALL, show_progress=False)
+    assert "coin is not deterministic" in str(err.value) and "\n" not in str(err.value)
+    assert br_cli.main(["random", "--target", "1000", "--entry", "300", "--json"]) == 0
+
+
+# ------------------------------------------------------------------ batch functions
+def first_legal(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A batch function: the lowest legal action of each row."""
+    return mask.argmax(axis=1)
+
+
+class FirstLegal(Policy):
+    """The same, one game at a time."""
+
+    name = "first-legal"
+
+    def act(self, game, rng):
+        return game.legal_actions()[0]
+
+
+def test_a_batch_function_is_an_agent_by_one_call():
+    """from_function: act and act_batch agree with the same bot written with act; its
+    exploitability is exact (the plain bot's); a torch tensor is a fine answer."""
+    import torch
+
+    agent = from_function(first_legal, name="first", n_players=2, rules=SMALL)
+    assert isinstance(agent, FunctionAgent) and isinstance(agent, Policy)
+    game = Game(2, SMALL, seed=0)
+    game.roll([1, 5, 5, 2, 3])
+    assert agent.act(game, np.random.default_rng(0)) == game.legal_actions()[0]
+    expected = exploitability(FirstLegal(), SMALL, show_progress=False)
+    assert exploitability(agent, SMALL, show_progress=False) == pytest.approx(expected, abs=1e-12)
+    as_torch = from_function(
+        lambda obs, mask: torch.as_tensor(mask).int().argmax(dim=1), rules=SMALL
+    )
+    assert exploitability(as_torch, SMALL, show_progress=False) == pytest.approx(
+        expected, abs=1e-12
+    )
+
+
+def test_a_batch_function_sees_the_environments_observations():
+    """The rows fn gets are what FiveThousand-v0 shows the player to move, and the
+    masks its action_masks()."""
+    import gymnasium as gym
+
+    import envs  # noqa: F401
+
+    env = gym.make("FiveThousand-v0", obs_encoding="rich")
+    obs, _ = env.reset(seed=3)
+    seen = []
+    agent = from_function(lambda o, m: seen.append((o, m)) or m.argmax(axis=1), obs_encoding="rich")
+    agent.act(env.unwrapped.game, np.random.default_rng(0))
+    ((rows, masks),) = seen
+    assert rows.dtype == np.float32 and rows.shape == (1, *obs.shape)
+    assert rows[0].tobytes() == obs.tobytes()
+    assert np.array_equal(masks[0], env.unwrapped.action_masks())
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: from_function(first_legal).check_game(3, Rules()), "plays 2-player games"),
+        (
+            lambda: from_function(first_legal).check_game(2, SMALL),
+            "under Rules(hold='free', target=5000",
+        ),
+        (lambda: from_function("not a function"), "needs a function of (obs, mask)"),
+        (lambda: from_function(first_legal, obs_encoding="pixels"), "unknown observation encoding"),
+        (lambda: from_function(first_legal, n_players=9), "n_players must be 2..8"),
+    ],
+)
+def test_bad_agents_and_games_are_refused_in_one_line(make, message):
+    with pytest.raises(ValueError) as err:
+        make()
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_batch_function_must_answer_one_integer_per_row():
+    game = Game(2, seed=0)
+    game.roll([1, 5, 5, 2, 3])
+    for wrong in (lambda o, m: m.argmax(axis=1)[:, None], lambda o, m: m.argmax(axis=1) * 1.0):
+        with pytest.raises(ValueError, match="expected one integer action per row"):
+            from_function(wrong).act(game, np.random.default_rng(0))
