@@ -23,6 +23,8 @@ BOT_NAMES = (
     "smart",
     "turn-ev",
     "optimal",
+    "expectimax",
+    "expectimax:ROLLS",
     "best-response:BOTS",
     *SHIPPED,  # the trained agents that come with the package, by name
     "PATH.zip (SB3 checkpoint)",
@@ -43,7 +45,8 @@ _SIMPLE = {
 
 def make_policy(spec: str | Policy) -> Policy:
     """A policy from its short name ("random", "threshold:350", "smart", "turn-ev",
-    "optimal"), the best response to a table of bots ("best-response:smart",
+    "optimal"; "expectimax" or "expectimax:3", a search over the turn: ``agents.search``),
+    the best response to a table of bots ("best-response:smart",
     "best-response:smart,turn-ev": ``agents.best_response``), the name of a shipped
     agent ("planner-2p", "ppo-2p": ``agents.shipped``, loaded from the package's own
     files wherever it runs), a model file (a MaskablePPO checkpoint .zip; an .npz: a
@@ -90,6 +93,14 @@ def make_policy(spec: str | Policy) -> Policy:
         if arg.isascii() and arg.isdigit():  # not '²', which int() refuses
             return BatchedThresholdBot(int(arg))
         raise ValueError(f"bad bot {_quote(spec)}: threshold needs a whole number; {accepted}")
+    if name == "expectimax":  # search over the turn (agents.search), to its end or ROLLS deep
+        from agents.search import ExpectimaxBot
+
+        if arg == "" or (arg.isascii() and arg.isdigit() and int(arg) > 0):
+            return ExpectimaxBot(max_rolls=int(arg) if arg else None)
+        raise ValueError(
+            f"bad bot {_quote(spec)}: expectimax:ROLLS needs a number from 1; {accepted}"
+        )
     raise ValueError(f"unknown bot {_quote(spec)}; {accepted}")
 
 

@@ -721,7 +721,11 @@ class Game:
         if dice is None:
             info = self._dice.draw(s.dice_left)
         else:
-            info = roll_info(dice)
+            # The rolls of chance_outcomes() are ROLL_INFO's own keys (search rolls them
+            # by the thousand); any other dice are checked and sorted first.
+            info = ROLL_INFO.get(dice) if type(dice) is tuple else None
+            if info is None or info.dice is not dice:
+                info = roll_info(dice)
             if len(info.dice) != s.dice_left:
                 raise IllegalMoveError(
                     f"the roll must have {s.dice_left} dice, got {len(info.dice)}: "
