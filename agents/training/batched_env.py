@@ -1,5 +1,6 @@
 """Stable-Baselines3's VecEnv over the batched ``FiveThousandVectorEnv``: every game of
 a training run stepped at once with array operations (train.py's ``vec_env: batched``).
+Its public face is ``agents.sb3`` (``make_sb3_vec_env``).
 
 SB3 wants the Gymnasium 0.2x vector API; the vector environment's same-step autoreset
 maps onto it directly: ``dones = terminated | truncated``; a finished game's last
@@ -36,6 +37,11 @@ class BatchedVecEnv(VecEnv):
     """`env` (a ``FiveThousandVectorEnv``) as an SB3 VecEnv with one row per game."""
 
     def __init__(self, env: FiveThousandVectorEnv) -> None:
+        if not isinstance(env, FiveThousandVectorEnv):
+            raise ValueError(
+                "BatchedVecEnv takes the vector environment of gym.make_vec('FiveThousand-v0', "
+                f"num_envs=..., vectorization_mode='vector_entry_point'), got {type(env).__name__}"
+            )
         self.env = env
         self.render_mode = None
         super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)

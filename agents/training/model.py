@@ -43,10 +43,9 @@ def make_vec_env(config: TrainConfig):
 
     kind = config.vec_env_kind
     if kind == "batched":  # one vector env: make_env's game and options, every game at once
-        from agents.training.batched_env import BatchedVecEnv
-        from envs.vector_env import FiveThousandVectorEnv
+        from agents.sb3 import make_sb3_vec_env
 
-        vec = BatchedVecEnv(FiveThousandVectorEnv(config.n_envs, **env_options(config)))
+        vec = make_sb3_vec_env(config.n_envs, **env_options(config))
     else:
         make = make_worker_env if kind == "subproc" else make_env
         fns = [partial(make, config) for _ in range(config.n_envs)]
