@@ -551,6 +551,12 @@ def _banking_move(move: Move, scores: tuple[int, ...], banker: int, rules: Rules
 class Game:
     """A game of 5000 between 2 to 8 seats.
 
+    For search: ``clone()`` copies a position (dice generator included), ``act`` with a
+    move that rolls on stops at the chance node without rolling, ``chance_outcomes()``
+    lists the rolls that may come with their probabilities (``chance_index`` numbers
+    them), and ``roll(dice)`` applies one; a bust ends the turn (R4). See
+    docs/search.md.
+
     Args:
         n_players: number of seats, 2 to 8 (R11).
         rules: rule options (hold variant, target, entry), see ``envs.rules.Rules``.
