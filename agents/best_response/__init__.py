@@ -32,11 +32,21 @@ decisions at a fixed, seeded set of positions (``decision_fingerprint``). A poli
 decides differently with two generators is not deterministic: its turns have no exact
 ends, and it is refused (give it ``action_probabilities`` to be followed on every branch).
 
-A policy is fastest with ``act_batch(games, idx, rng)`` (``envs.batch.BatchPolicy``) and,
-if its choices read less than all the scores, ``turn_view(starts, rules)``
-(``envs.turn_outcomes.view_keys``); a policy with ``act`` alone is asked once per decision
-its turns can reach, about 20 million at full size with 2 players (about a minute for a
-simple rule in Python; see docs/exact.md).
+Any policy is measured (``exploitability``): one with ``act`` alone is asked once per
+decision its turns can reach, about 20 million at full size with 2 players (about a
+minute for a simple rule in Python; docs/exact.md). Three optional methods make it
+faster or possible:
+
+- ``act_batch(games, idx, rng)``: the actions in the games `idx` of an
+  ``envs.batch.BatchGames`` at once (``envs.batch.BatchPolicy``);
+- ``turn_view(starts, rules)``: the part of the turn-start scores (rows in the mover's
+  order) its choices read, e.g. ``starts[:, :1]`` for its own score alone: starts with
+  the same view are followed once (``envs.turn_outcomes.view_keys``);
+- ``action_probabilities(games, idx)``: a policy that draws gives the chance of each of
+  the 64 actions, ``(len(idx), 64)``, and is followed along every branch.
+
+    from agents.best_response import exploitability
+    exploitability(MyBot(), rules=Rules(target=1000, entry=300))  # a short game: seconds
 """
 
 from __future__ import annotations
