@@ -35,7 +35,9 @@ from envs.rules import Rules
 from envs.solver import STEP
 from envs.turn_planner import ValueFn, exact_two_player_values
 
-DEFAULT_CACHE_SIZE = 4096  # turn starts whose searched nodes are kept (a few kB each)
+# Turn starts whose searched nodes are kept: up to about a thousand values each (about
+# 100 kB) for a full turn under the seeds' rules.
+DEFAULT_CACHE_SIZE = 256
 # Actions whose values differ by less are equal (the planner's rule, agents.planner.TIE):
 # the first of them in ascending order is played.
 TIE = 1e-12

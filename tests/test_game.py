@@ -3,6 +3,7 @@
 import copy
 import json
 import math
+import pickle
 import re
 from collections import Counter
 from fractions import Fraction
@@ -927,3 +928,11 @@ def test_a_bust_outcome_ends_the_turn_r4():
     g.roll(busts[0])
     assert g.state.current == 1 and g.state.turn_total == 0 and g.state.scores == [600, 0]
     assert g.state.phase == ROLL and len(g.chance_outcomes()) == 252
+
+
+def test_a_clone_pickles_with_its_future():
+    """A clone whose generator is still a snapshot pickles (the environments pickle their
+    game) and rolls on as its original."""
+    g = _play_until(Game(2, seed=6), ROLL, steps=9)
+    c = pickle.loads(pickle.dumps(g.clone()))
+    assert _same_play(g, c, 3000, bank=False) > 1024
