@@ -72,7 +72,10 @@ class FiveThousandEnv(gym.Env):
     - ``opponents``: a bot name (``"random"``, ``"threshold:350"``, ...; built by the
       policy resolver, see ``envs.policy``) or a ``envs.policy.Policy``, used for every
       other seat; or a sequence of N-1 of them, for the seats after the learner's in
-      turn order.
+      turn order. With any of the toolkit's players (bots, trained or exported models,
+      best responses, pools of them) the environment pickles with the standard
+      ``pickle`` and the copy plays on exactly as the original; a Policy of one's own
+      needs to pickle itself.
     - ``learner_seat``: a seat number, or ``"random"`` to draw it at each reset. Seat 0
       always plays first.
     - The rules (``envs.rules.Rules``, the seeds' rules by default), either one field

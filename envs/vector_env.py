@@ -193,7 +193,11 @@ class FiveThousandVectorEnv(VectorEnv):
       (``envs.batch.BatchPolicy``: the scripted bots of ``agents.batched``), else one
       game at a time (correct, slower);
     - infos are arrays (``illegal_action``, ``turns``, ``winner`` with -1 for none,
-      ``learner_seat``, ``learner_turns``, ``learner_busts``), each with its ``_`` mask.
+      ``learner_seat``, ``learner_turns``, ``learner_busts``), each with its ``_`` mask:
+      the single environment's keys and types (its "Info" section), as Gymnasium's
+      ``SyncVectorEnv`` batches them;
+    - ``action_masks()`` is a bool array (num_envs, 64), for indexing, where the single
+      environment's is int8 (Gymnasium's mask convention).
 
     ``recorder``, if set to a callable, is told of every step of every game (tests):
     ``recorder("deal", idx, learner_seats)``, ``recorder("roll", idx, dice)`` with the
