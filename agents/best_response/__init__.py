@@ -12,7 +12,8 @@ With ``--players N`` and N - 1 bots, the bots sit after the responder in turn or
 (as evaluations seat a table) and it prints the best response's win probability from
 each seat, its seat rotating as evaluations rotate it, and their mean: what no agent
 can beat at that table. The computation is ``envs.best_response``; its results are
-cached (per bots, their files' contents and the rules) beside the solver's cache.
+cached (per rules and per bot, each known by what it does: below) beside the solver's
+cache.
 
 The policies must be deterministic, as every bot made by name is, except ``random``,
 which says how it chooses. ``best-response:BOTS`` (``agents.make_policy``; BOTS is one
