@@ -183,13 +183,14 @@ def turn_ends(
     inverse = inverse.ravel()
     banked = np.zeros((len(first), size + _max_step(rules)))
     passed = np.zeros(len(first))
+    starts_of_view = np.bincount(inverse, minlength=len(first))  # for the progress
     for lo in range(0, len(first), chunk):
         part = first[lo : lo + chunk]
         banked[lo : lo + chunk], passed[lo : lo + chunk] = _masses(
             policy, starts[part], live[part], rules
         )
         if progress is not None:
-            progress(int(np.isin(inverse, np.arange(lo, lo + len(part))).sum()))
+            progress(int(starts_of_view[lo : lo + len(part)].sum()))
     parts = [
         _ends(
             starts[lo : lo + chunk],
