@@ -85,7 +85,10 @@ def test_a_plain_model_is_known_by_its_observation_space(models, case, monkeypat
     def no_unpickling(*args, **kwargs):
         raise AssertionError("unpickled")
 
+    import cloudpickle  # SB3's pickle of the space
+
     monkeypatch.setattr(pickle, "loads", no_unpickling)
+    monkeypatch.setattr(cloudpickle, "loads", no_unpickling)
     assert read_obs_spec(path) == MODELS[case][1]
     monkeypatch.undo()
     policy = make_policy(str(path))
