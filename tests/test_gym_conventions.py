@@ -2,7 +2,8 @@
 (issue 41, item 1): ``gym.make_vec`` in "sync" and "async" modes, info keys of one type,
 ``action_space.sample(mask=...)``, PettingZoo's ``state()`` with its ``state_test`` and
 ``parallel_api_test``, plain ``pickle`` whatever the opponents, and the public SB3
-adapter over the batched environment.
+adapter over the batched environment. (Gymnasium's and SB3's ``check_env``, with and
+without ``dict_obs``, run in tests/test_gym_env.py.)
 
 Run as a script, ``python tests/test_gym_conventions.py`` steps the full 10,000 random
 legal steps with 8 environments in both modes and prints the time each took (the unit
@@ -15,7 +16,6 @@ import functools
 import pickle
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -80,14 +80,14 @@ def test_make_vec_sync_batches_truncations_and_a_bigger_table():
     assert random_legal_steps("sync", 300, n_players=4, max_turns=12, learner_seat="random")
 
 
-def _episode_infos(env, rng, illegal_every: int = 0):
+def _episode_infos(env, rng, illegal_at: int = 0):
     """The infos of one episode (reset's first), a random legal action each step, or an
-    illegal one at step `illegal_every` if set."""
+    illegal one at step `illegal_at` if set."""
     _, info = env.reset(seed=int(rng.integers(1000)))
     infos = [info]
     for step in range(1, 10_000):
         mask = env.unwrapped.action_masks()
-        action = int(rng.choice(np.flatnonzero(mask == (0 if step == illegal_every else 1))))
+        action = int(rng.choice(np.flatnonzero(mask == (0 if step == illegal_at else 1))))
         _, _, terminated, truncated, info = env.step(action)
         infos.append(info)
         if terminated or truncated:
@@ -107,7 +107,7 @@ def test_every_info_key_keeps_one_type_across_steps_and_episodes(options):
     rng = np.random.default_rng(1)
     infos = []
     for episode in range(12):
-        infos += _episode_infos(env, rng, illegal_every=5 if episode == 11 else 0)
+        infos += _episode_infos(env, rng, illegal_at=5 if episode == 11 else 0)
     for info in infos:
         assert {key: type(value) for key, value in info.items()} == INFO_TYPES
     assert any(info["illegal_action"] for info in infos)
@@ -179,15 +179,6 @@ def test_maskable_ppo_reads_the_int8_mask():
 
 
 # ------------------------------------------------------------------ Gymnasium checkers
-@pytest.mark.parametrize("dict_obs", [False, True])
-def test_gymnasium_check_env_passes_without_a_warning(dict_obs):
-    from gymnasium.utils.env_checker import check_env
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(gym.make("FiveThousand-v0", dict_obs=dict_obs, opponents="smart").unwrapped)
-
-
 @pytest.mark.parametrize("dict_obs", [False, True])
 def test_the_vector_env_keeps_gymnasiums_vector_contract(dict_obs):
     """Gymnasium 1.4 has no checker for vector envs: the checks its check_env makes of
