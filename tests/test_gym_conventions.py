@@ -28,7 +28,9 @@ from envs.gym_env import NO_WINNER  # noqa: E402
 from envs.policy import Policy  # noqa: E402
 from envs.rules import NUM_ACTIONS, Rules  # noqa: E402
 
-ASYNC_STEPS = 1_000  # 10,000 with 8 worker processes took 28 s here: the script runs those
+# 10,000 async steps with 8 worker processes took 18 to 75 s on 2 busy cores: the script
+# (python tests/test_gym_conventions.py) runs those; the unit test a tenth.
+ASYNC_STEPS = 1_000
 INFO_TYPES = {
     "illegal_action": bool,
     "turns": int,
