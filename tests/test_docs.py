@@ -118,6 +118,7 @@ def test_commands_name_the_shipped_agents(page):
 NOT_RUN = {
     "class Policy(Protocol):": "the interface's outline, not a program",
     'migrate_checkpoint("model.zip"': "needs a model.zip saved by the reader's own training",
+    'net = load("model.pt")': "needs the model.pt examples/cleanrl_ppo.py saves (test_own_agent)",
 }
 # Pages whose blocks build on each other: they run as one program.
 ONE_PROGRAM = {"getting-started/game-developer.md"}
