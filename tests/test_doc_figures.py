@@ -1,7 +1,7 @@
 """Figures in the docs come from their sources (issue 41 item 4): every win rate that
-README.md or a page of docs/ quotes for a shipped agent is one of its card's figures,
-the win rates of its evaluation files (``checkpoints/NAME/evaluation*.json``, which the
-card prints).
+README.md, a page of docs/ or checkpoints/README.md quotes for a shipped agent is one of
+its card's figures, the win rates of its evaluation files
+(``checkpoints/NAME/evaluation*.json``, which the card prints).
 
 Quotes are found two ways:
 
@@ -30,7 +30,7 @@ from agents.shipped import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINTS = ROOT / "checkpoints"
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), CHECKPOINTS / "README.md"]
 
 # Quotes that are not the card's figure on purpose, by page and a piece of the table's
 # header or of the sentence (None: the whole page), with the reason.

@@ -84,3 +84,18 @@ def test_exploitability_and_leaderboard_row(model, examples, capsys):
     rows = [line for line in printed.splitlines() if line.startswith("| `")]
     assert [row.split("|")[1].strip(" `") for row in rows][-1] == "my-ppo"
     assert {"`ppo-2p`", "`planner-2p`", "`optimal`"} <= {row.split("|")[1].strip() for row in rows}
+
+
+def test_the_page_shows_what_its_commands_printed():
+    """docs/getting-started/own-agent.md's figures are the output of the evaluation it
+    names (kept in examples/my-ppo/evaluation.txt), for the model the training command
+    it names made."""
+    page = (ROOT / "docs" / "getting-started" / "own-agent.md").read_text()
+    kept = ROOT / "examples" / "my-ppo"
+    for block in (kept / "evaluation.txt").read_text().strip().split("\n\n"):
+        assert block in page
+    config = torch.load(kept / "model.pt", weights_only=True)["config"]
+    steps, seed = config["total_steps"], config["seed"]
+    assert f"--total-steps {steps} --seed {seed}" in page
+    assert "evaluate_own_agent.py examples/my-ppo/model.pt --games 20000 --seed 0" in page
+    assert (kept / "model.pt").stat().st_size < 1_000_000
