@@ -66,7 +66,7 @@ from agents.shipped import SHIPPED, shipped_model
 from envs.batch import ROLL_BUST, ROLLS, BatchGames, decide
 from envs.best_response import BestResponse, ScoreSpace, solve_best_response
 from envs.game import Game, check_players
-from envs.policy import Policy
+from envs.policy import Policy, resolve_policy
 from envs.rules import NUM_ACTIONS, NUM_DICE, Rules
 from envs.solver import STEP
 from envs.turn_outcomes import TurnEnds, live_levels, turn_chunk, turn_ends, view_keys
@@ -89,11 +89,20 @@ class NotDeterministicError(ValueError):
     exact ends (it may say how it chooses instead: ``action_probabilities``)."""
 
 
-def package_make_policy() -> MakePolicy:
-    """``agents.make_policy`` (imported here, when needed: it makes this module's bot)."""
-    from agents import make_policy
+def _is_package_maker(make_policy: MakePolicy | None) -> bool:
+    """Whether `make_policy` is the package's own (None stands for it): the bots it makes
+    by name are the package's, so a model is known by its file and ``optimal`` by name."""
+    if make_policy is None or make_policy is resolve_policy:
+        return True
+    where = (getattr(make_policy, "__module__", None), getattr(make_policy, "__qualname__", None))
+    return where == ("agents", "make_policy")
 
-    return make_policy
+
+def _maker(make_policy: MakePolicy | None) -> MakePolicy:
+    """`make_policy`, or for None the package's ``agents.make_policy``, reached through
+    the policy resolver (``envs.policy``): it makes this module's bot, so importing it
+    here would be an import circle."""
+    return make_policy or resolve_policy
 
 
 def bot_name(bot: Bot) -> str:
@@ -128,9 +137,8 @@ def identify(
 
     NotDeterministicError (a ValueError) for a policy that is not deterministic, and
     the policy's own ValueError if it cannot play such a game (``check_game``)."""
-    package = package_make_policy()
-    make = make_policy or package
-    if isinstance(bot, str) and make is package:
+    make = _maker(make_policy)
+    if isinstance(bot, str) and _is_package_maker(make_policy):
         spec = bot.strip()
         key = _file_key(spec)
         if key is not None:
@@ -303,7 +311,7 @@ def best_response(
     bots = tuple(bots)
     n = check_players(len(bots) + 1)
     names = tuple(bot_name(b) for b in bots)
-    make = make_policy or package_make_policy()
+    make = _maker(make_policy)
     identified = [identify(b, rules, n, make) for b in bots]
     keys = tuple(key for key, _ in identified)
     cached = None not in keys
