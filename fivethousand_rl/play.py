@@ -654,7 +654,7 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argpars
         "--opponents",
         nargs="+",
         help="1 to 7 bots (default: smart): names (bots, or shipped agents such as planner-2p "
-        "and ppo-2p), checkpoints (.zip: a pickle, which runs code: only ones you trust), "
+        "and ppo-2p), checkpoints (.zip, loaded without running its pickles), "
         "value nets (.npz, played by their planner) or exported bots (.onnx); with --load, "
         "the save's bot seats named again in seat order, which a save with a model file "
         "needs (a save never opens a model file by itself)",

@@ -106,14 +106,21 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env, extra: dict):
     """The model and RunState of `extra` (read_checkpoint), with the environments and
     every random generator put back as they were."""
     import torch
-    from sb3_contrib import MaskablePPO
 
-    from agents.neural import attach_obs_spec
+    from agents.neural import attach_obs_spec, load_sb3
+    from agents.training.model import LinearLearningRate
 
     latest = run_dir / "latest"
+    # The schedules training gave the model (SB3 saved them as pickles, never loaded).
+    known = {
+        "learning_rate": LinearLearningRate(config.learning_rate, config.final_learning_rate),
+        "clip_range": config.clip_range,
+    }
     try:
         # force_reset=False keeps the saved last observation: no env reset on resume.
-        model = MaskablePPO.load(latest / "model.zip", env=vec_env, device="cpu", force_reset=False)
+        model = load_sb3(
+            latest / "model.zip", config.obs_spec, vec_env, known, device="cpu", force_reset=False
+        )
     except FileNotFoundError:
         raise ValueError(f"{run_dir} has no checkpoint to resume (no latest/model.zip)") from None
     except Exception as e:
