@@ -437,6 +437,7 @@ REFUSALS = [  # (what, extra arguments, words): one line, exit 2, nothing made
     ("bad port", ["--port", "0"], "--port must be 1..65535"),
     ("grace past expiry", ["--grace", "1e9"], "the grace must be"),
     ("bad host name", ["--allowed-host", "a*b"], "allowed host 'a*b'"),
+    ("no work", ["--max-work", "0"], "--max-work and --max-work-per-address must be at least 1"),
 ]
 
 

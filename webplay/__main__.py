@@ -11,7 +11,7 @@ import socket
 import sys
 from pathlib import Path
 
-from webplay.games import HOUR, MINUTE, Limits
+from webplay.games import HOUR, MAX_WORK, MAX_WORK_PER_ADDRESS, MINUTE, Limits
 
 DEFAULT_DATA = Path.home() / ".local" / "share" / "fivethousand-rl" / "web"
 WILDCARDS = ("", "0.0.0.0", "::")  # every address of the machine
@@ -77,8 +77,24 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
             metavar=metavar,
             help=f"{text} (default %(default)g)",
         )
+    p.add_argument(
+        "--max-work",
+        type=int,
+        default=MAX_WORK,
+        metavar="N",
+        help="solves of new rules and planner builds running at once; a request for more "
+        "gets a 503 (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-work-per-address",
+        type=int,
+        default=MAX_WORK_PER_ADDRESS,
+        metavar="N",
+        help="of those, for one client address; a request for more gets a 429 "
+        "(default %(default)s)",
+    )
     args = p.parse_args(argv)
-    from webplay.app import LOCAL_HOSTS, check_hosts  # fastapi: after --help
+    from webplay.app import LOCAL_HOSTS, Work, check_hosts  # fastapi: after --help
 
     own = [] if args.host in WILDCARDS else [in_url(args.host)]
     try:
@@ -86,6 +102,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
             raise ValueError("--port must be 1..65535")
         limits = Limits(**{name: getattr(args, name) * unit for name, unit, *_ in LIMIT_FLAGS})
         hosts = check_hosts([*LOCAL_HOSTS, *own, *args.allowed_host])
+        work = Work(args.max_work, args.max_work_per_address)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -103,7 +120,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     try:
-        app = create_app(args.data.expanduser(), limits=limits, allowed_hosts=hosts)
+        app = create_app(args.data.expanduser(), limits=limits, allowed_hosts=hosts, work=work)
     except OSError as e:
         sock.close()
         print(f"error: cannot use the data folder {args.data}: {e.strerror}", file=sys.stderr)
