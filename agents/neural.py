@@ -306,16 +306,42 @@ DATA_GLOBALS |= {(f"numpy.{core}.numeric", "_frombuffer") for core in ("core", "
 POLICY_MODULES = {OWN_NETWORK_MODULE, "sb3_contrib.common.maskable.policies"}
 
 
+# Torch tensors (a run's saved generator state): rebuilt as torch's weights_only loader
+# rebuilds them, their storage read by it too (torch's own hook would read it unchecked).
+TENSOR_GLOBALS = {("torch._utils", "_rebuild_tensor_v2"), ("torch.storage", "_load_from_bytes")}
+
+
+def _storage_from_bytes(raw: bytes):
+    import torch
+
+    return torch.load(io.BytesIO(raw), weights_only=True)
+
+
+class ForbiddenPickle(pickle.UnpicklingError):
+    """A pickle that names more than data (``read_data_pickle``): nothing was called."""
+
+
 class _DataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
-        if (module, name) not in DATA_GLOBALS:
-            raise pickle.UnpicklingError(f"it names {module}.{name}")
+        if (module, name) == ("torch.storage", "_load_from_bytes"):
+            return _storage_from_bytes
+        if (module, name) not in DATA_GLOBALS | TENSOR_GLOBALS:
+            raise ForbiddenPickle(f"it names {module}.{name}")
         return super().find_class(module, name)
+
+
+def read_data_pickle(raw: bytes) -> object:
+    """Unpickle `raw` building data only: Python's plain types, numpy arrays and scalars,
+    deques, ordered dicts and torch tensors (``DATA_GLOBALS``, ``TENSOR_GLOBALS``); a
+    pickle naming anything else raises ``ForbiddenPickle`` ("it names ...") and nothing
+    it names is called. The same bytes given to ``pickle.loads`` then call only
+    those (a run's ``state.pkl`` is checked so before it is loaded)."""
+    return _DataUnpickler(io.BytesIO(raw)).load()
 
 
 def _read_data(key: str, value: dict):
     try:
-        return _DataUnpickler(io.BytesIO(base64.b64decode(value[SERIALIZED]))).load()
+        return read_data_pickle(base64.b64decode(value[SERIALIZED]))
     except Exception as e:
         raise ValueError(f"its {key} is a pickle of more than data ({first_line(e)})") from None
 

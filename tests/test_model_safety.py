@@ -164,3 +164,27 @@ def test_every_command_that_takes_a_model_runs_none_of_its_code(tmp_path, marker
     assert not marker.exists()
     assert not (tmp_path / "bot.onnx").exists() and not (out / "new").exists()
     shutil.rmtree(run)
+
+
+def test_a_run_whose_state_pkl_would_run_code_is_refused_on_resume(tmp_path, marker, capsys):
+    """train.py --resume reads latest/state.pkl (a pickle) only once it is checked to
+    name nothing but data (issue 42, item 7): a payload is refused in one line,
+    and the run's own state.pkl resumes (tests/test_train.py resumes it exactly)."""
+    from agents.neural import read_data_pickle
+    from fivethousand_rl import train
+
+    tiny = ["--preset", "quick", "--no-progress", "--params", "n_envs=2", "n_steps=128"]
+    tiny += ["batch_size=128", "eval_freq=256", "eval_episodes=2", "checkpoint_freq=256"]
+    tiny += ["eval_opponents=[smart]", "opponents=[smart]", "torch_threads=1"]
+    tiny += ["state_layers=[8]", "scorer_layers=[8]", "critic_layers=[8]"]
+    assert train.main(["--n-timesteps", "256", *tiny, "--checkpoints", str(tmp_path)]) == 0
+    run = tmp_path / "quick_free_seed0"
+    state = run / "latest" / "state.pkl"
+    saved = pickle.loads(state.read_bytes())
+    assert read_data_pickle(state.read_bytes()).keys() == saved.keys()
+    capsys.readouterr()
+    state.write_bytes(pickle.dumps({**saved, "monitor": Payload(marker)}))
+    assert train.main(["--resume", str(run), "--n-timesteps", "512"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "state.pkl" in err and "it names io.open" in err and len(err.splitlines()) == 1
+    assert not marker.exists()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import atomic_write
-from agents.neural import first_line
+from agents.neural import ForbiddenPickle, first_line, read_data_pickle
 from agents.training.config import TrainConfig, parse_opponents, read_saved_state, save_json
 
 
@@ -83,7 +83,9 @@ def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
 
 def read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
     """The saved state of a run's latest checkpoint (latest/state.pkl), checked to have
-    everything resume restores, so that a damaged one is refused in one line."""
+    everything resume restores, so that a damaged one is refused in one line, and to be
+    data only (``check_state_pickle``) before it is unpickled."""
+    check_state_pickle(run_dir)
     extra = read_saved_state(run_dir, CHECKPOINT_KEYS)
     unreadable = f"the checkpoint in {run_dir / 'latest'} is unreadable"
     if not isinstance(extra["state"], dict):
@@ -100,6 +102,26 @@ def read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
         if not isinstance(values, list) or len(values) != config.n_envs:
             raise ValueError(f"{unreadable}: {key} is not one entry per environment")
     return extra
+
+
+def check_state_pickle(run_dir: Path) -> None:
+    """Refuse in one line (ValueError) a run's latest/state.pkl that names anything but
+    data (``agents.neural.read_data_pickle``: what save_checkpoint writes), so that
+    unpickling it runs no code from the folder; a missing or damaged one is left to
+    ``read_saved_state`` to name."""
+    try:
+        raw = (run_dir / "latest" / "state.pkl").read_bytes()
+    except OSError:
+        return
+    try:
+        read_data_pickle(raw)
+    except ForbiddenPickle as e:
+        raise ValueError(
+            f"the checkpoint in {run_dir / 'latest'} is refused: state.pkl is a pickle of "
+            f"more than data ({e})"
+        ) from None
+    except Exception:  # garbage: read_saved_state says so
+        pass
 
 
 def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env, extra: dict):
