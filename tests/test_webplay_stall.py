@@ -7,7 +7,6 @@ expensive work from the same address a 429 at once."""
 import contextlib
 import http.client
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 import uvicorn  # noqa: E402
 
 from agents.optimal import OptimalBot  # noqa: E402
+from webplay.__main__ import HEAD_TIMEOUT, listening_socket, server_config  # noqa: E402
 from webplay.app import create_app  # noqa: E402
 from webplay.games import MAX_WAITING  # noqa: E402
 
@@ -27,10 +27,11 @@ PROMPT = 3.0  # s: a generous bound for "answers promptly" on a loaded 2-core ma
 
 
 @contextlib.contextmanager
-def served(app, sock: socket.socket | None = None, **config) -> Iterator[int]:
-    """`app` served on a loopback port (yielded) until the block ends."""
-    sock = sock or socket.create_server(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **config))
+def served(app, head_timeout: float = HEAD_TIMEOUT) -> Iterator[int]:
+    """`app` served as the command line serves it (its socket, its uvicorn settings) on a
+    loopback port (yielded) until the block ends."""
+    sock = listening_socket("127.0.0.1", 0)
+    server = uvicorn.Server(server_config(app, head_timeout))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

@@ -24,8 +24,9 @@ address that keeps the game: a request over either gets a 503 or a 429 at once.
 
 Every response carries security headers (a strict Content-Security-Policy: the page
 has no inline script or style; no framing; no referrer; no MIME sniffing), and a request
-whose Host header is not one of the names the server answers to is refused (400), so a
-page of another site cannot drive a local server through DNS rebinding.
+whose Host header is not one of the names the server answers to is refused (400, the
+API's JSON error), so a page of another site cannot drive a local server through DNS
+rebinding.
 """
 
 from __future__ import annotations
@@ -271,6 +272,35 @@ class SecurityHeaders:
             raise
 
 
+class HostCheck:
+    """ASGI middleware: Starlette's TrustedHostMiddleware (the Host header must name one of
+    `allowed_hosts`), its refusal answered as the API's JSON error rather than plain text."""
+
+    def __init__(self, app, allowed_hosts: Sequence[str]) -> None:
+        async def passed(scope, receive, send) -> None:
+            scope["webplay.host_checked"] = True
+            await app(scope, receive, send)
+
+        self.app = app
+        self.check = TrustedHostMiddleware(passed, allowed_hosts=allowed_hosts, www_redirect=False)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.check(scope, receive, send)
+            return
+
+        async def answer(message: dict) -> None:
+            if scope.get("webplay.host_checked"):
+                await send(message)
+            elif message["type"] == "http.response.start":  # the refusal: ours instead
+                refusal = _error(
+                    400, "the Host header names none of the names this server answers to"
+                )
+                await refusal(scope, receive, send)
+
+        await self.check(scope, receive, answer)
+
+
 def check_hosts(hosts: Sequence[str]) -> list[str]:
     """`hosts` as TrustedHostMiddleware takes them; ValueError (one line) for a pattern it
     would refuse (its own check is an assert)."""
@@ -330,7 +360,7 @@ def create_app(
     app.state.store = store
     # The last added runs first: the headers go on every answer, the refusals included.
     app.add_middleware(BodyLimit, limit=max_body)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
+    app.add_middleware(HostCheck, allowed_hosts=hosts)
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
