@@ -527,12 +527,13 @@ def create_app(
     def index() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
+    # The small answers run in the event loop itself: no worker thread to wait for.
     @app.get("/api/bots")
-    def bots() -> dict:
+    async def bots() -> dict:
         return {"bots": catalogue.to_list(), "max_bots": 7}
 
     @app.get("/api/rules")
-    def rule_choices() -> dict:
+    async def rule_choices() -> dict:
         """What the new-game form offers: the seeds' rules (every field of Rules), the
         choices of the switches that have names, and the largest target."""
         return {
@@ -542,7 +543,7 @@ def create_app(
         }
 
     @app.get("/api/problems")
-    def problems() -> dict:
+    async def problems() -> dict:
         """Saved games that could not be read at start (skipped)."""
         return {"problems": store.problems}
 
