@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import json
 import math
+import os
 import pickle
 import re
 import shlex
@@ -30,7 +31,7 @@ from agents.tournament import standard_table
 from agents.value_net import FeatureSpec, ValueNet
 from envs.encoding import ObsSpec
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players
-from envs.rules import DEFAULT_RULES, HOLD_VARIANTS, Rules
+from envs.rules import DEFAULT_RULES, HOLD_VARIANTS, Rules, check_target_bound
 
 PRESETS = data_folder("hyperparams")
 RUNS = Path("checkpoints")  # the default runs folder, in the current folder
@@ -65,8 +66,9 @@ class GameRules:
 
     @property
     def rules(self) -> Rules:
-        """The game's rules (a bad value: Rules's one-line ValueError)."""
-        return Rules(**{name: getattr(self, name) for name in RULE_FIELDS})
+        """The game's rules (a bad value or a target past MAX_TARGET: a one-line
+        ValueError)."""
+        return check_target_bound(Rules(**{name: getattr(self, name) for name in RULE_FIELDS}))
 
 
 RULE_FIELDS = tuple(f.name for f in dataclasses.fields(GameRules))
@@ -74,8 +76,10 @@ RULE_FIELDS = tuple(f.name for f in dataclasses.fields(GameRules))
 
 def saved_rules(values: dict) -> Rules:
     """The rules a run's config.json (read as a dict) names; a key it lacks (a run from
-    before that switch) is the seeds' rule. A bad value: Rules's one-line ValueError."""
-    return Rules(**{name: values.get(name, getattr(DEFAULT_RULES, name)) for name in RULE_FIELDS})
+    before that switch) is the seeds' rule. A bad value, or a target past MAX_TARGET:
+    a one-line ValueError."""
+    rules = Rules(**{name: values.get(name, getattr(DEFAULT_RULES, name)) for name in RULE_FIELDS})
+    return check_target_bound(rules)
 
 
 def rules_tag(rules: Rules) -> str:
@@ -286,8 +290,8 @@ def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
             w = float(weight) if weight else 1.0
         except ValueError:
             raise ValueError(f"bad opponent weight in {spec!r}: expected name@number") from None
-        if w <= 0:
-            raise ValueError(f"opponent weight must be positive in {spec!r}")
+        if not math.isfinite(w) or w <= 0:  # nan <= 0 is False: checked by name
+            raise ValueError(f"opponent weight must be a positive number in {spec!r}")
         make_policy(name)  # a clear error for unknown names, now
         pool.append((name, w))
     if not pool:
@@ -785,6 +789,14 @@ def check_resume_flags(given: set[str], shown: list[str], what: str = "a run as 
         )
 
 
+def check_runs_folder(runs: Path, option: str) -> None:
+    """check_output_folder for a runs folder, which may be made but not its parents: a
+    mistyped ``/nonexistent/x`` is refused (one line) instead of made from the root."""
+    if not os.path.lexists(runs) and not os.path.lexists(runs.parent):
+        raise ValueError(f"{option} {runs}: folder {runs.parent} does not exist")
+    check_output_folder(runs, option)
+
+
 def open_run(args: Any, given: set[str], runs: Path) -> tuple[Any, Path]:
     """The config and folder of the run a training script's command line asks for
     (`args`: its Args, whose .config is a TrainConfig or a PlannerConfig): a new run's,
@@ -794,7 +806,7 @@ def open_run(args: Any, given: set[str], runs: Path) -> tuple[Any, Path]:
         raise ValueError(f"--stop-after must be positive, got {args.stop_after:g}")
     runs = Path(args.checkpoints) if args.checkpoints else runs
     if not args.resume:
-        check_output_folder(runs, "--checkpoints")  # the run folder is made in it
+        check_runs_folder(runs, "--checkpoints")  # the run folder is made in it
         config = new_run_config(args.config, args.params, name_given="--run-name" in given)
         run_dir = runs / config.run_name
         if run_dir.exists():
