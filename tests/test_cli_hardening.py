@@ -8,6 +8,7 @@ before long work, non-finite value nets and missing output parents refused."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 
 from agents import ray_tools, shipping
 from agents.shipped import shipped_folder
+from agents.training import checkpoint
 from agents.training.config import PlannerConfig, TrainConfig, parse_run_args, read_config_json
 from agents.value_net import KIND, ValueNet
 from envs.rules import MAX_TARGET, Rules, check_target_bound
@@ -396,3 +398,45 @@ def test_missing_output_parents_are_refused_not_made(tmp_path, capsys):
         capsys
     )
     assert not missing.exists()
+
+
+def full_disk_after(monkeypatch, module, writes: int) -> None:
+    """`module`'s atomic_write fails as a full disk does (ENOSPC) once `writes` state.pkl
+    files have been written: the checkpoint after them fails half-way."""
+    write = module.atomic_write
+    done = []
+
+    def patched(path, content):
+        if Path(path).name == "state.pkl":
+            if len(done) >= writes:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            done.append(path)
+        return write(path, content)
+
+    monkeypatch.setattr(module, "atomic_write", patched)
+
+
+@pytest.mark.parametrize("script", ["train.py", "train_planner.py"])
+def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resume_continues(
+    script, tmp_path, monkeypatch, capsys
+):
+    """Issue 42 item 6: train.py --preset quick and train_planner.py on a full disk
+    crashed with a traceback. Now one line, the last checkpoint whole, --resume goes on."""
+    if script == "train.py":
+        argv = [*SMALL[script][:4], "512", *SMALL[script][5:]]  # two checkpoints of 256
+        module = checkpoint
+    else:
+        argv = [*SMALL[script], "--checkpoint-freq", "1"]
+        argv[argv.index("--iterations") + 1] = "2"
+        module = train_planner
+    full_disk_after(monkeypatch, module, writes=1)
+    assert SCRIPTS[script]([*argv, "--checkpoints", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: could not write") and "No space left on device" in err, err
+    assert "its last checkpoint kept whole" in err and "--resume" in err
+    (run_dir,) = tmp_path.iterdir()
+    model = "model.zip" if module is checkpoint else "value_net.npz"
+    assert sorted(p.name for p in (run_dir / "latest").iterdir()) == sorted([model, "state.pkl"])
+    monkeypatch.undo()
+    assert SCRIPTS[script](["--resume", str(run_dir), "--no-progress"]) == 0
+    assert (run_dir / "summary.json").is_file()

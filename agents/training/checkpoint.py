@@ -4,6 +4,7 @@ resumes exactly as if it had not stopped, and its JSON files."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import random
 from dataclasses import dataclass, field
@@ -67,7 +68,10 @@ def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
     import torch
 
     latest = run_dir / "latest"
-    atomic_write(latest / "model.zip", model.save)
+    # The model is written aside and renamed into place only once state.pkl is written
+    # too: a disk that fills between the two leaves the last checkpoint whole (its model
+    # with its own state), which --resume continues.
+    pending = atomic_write(latest / ".model.pending.zip", model.save)
     extra = {
         "state": dataclasses.asdict(state),
         "num_timesteps": model.num_timesteps,
@@ -77,7 +81,12 @@ def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
         "env_states": model.get_env().env_method("get_state"),
         "monitor": monitor_state(model.get_env()),
     }
-    atomic_write(latest / "state.pkl", pickle.dumps(extra))
+    try:
+        atomic_write(latest / "state.pkl", pickle.dumps(extra))
+    except BaseException:
+        pending.unlink(missing_ok=True)
+        raise
+    os.replace(pending, latest / "model.zip")
     save_json(run_dir / "evals.json", state.evals)
 
 

@@ -15,6 +15,7 @@ import os
 import pickle
 import re
 import shlex
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -743,6 +744,19 @@ def record_run(run_dir: Path, config: Config, command: list[str]) -> None:
     save_json(run_dir / "config.json", dataclasses.asdict(config))
     with open(run_dir / "command.txt", "a") as f:
         f.write(shlex.join(command) + "\n")
+
+
+def stopped_by_write_error(error: OSError, run_dir: Path, resume: str) -> str:
+    """What a training script says, in one line, when a write fails mid-run (a full disk:
+    ENOSPC). Checkpoints are written whole or not at all, so the last one is kept and
+    `resume` (the command) continues from it; a run with none yet is removed, as Ctrl-C
+    removes it, so that the same command starts it again."""
+    where = f" {error.filename}" if error.filename else ""
+    why = f"could not write{where}: {error.strerror or error}; training stopped"
+    if (run_dir / "latest" / "state.pkl").is_file():
+        return f"{why}, its last checkpoint kept whole: free some space, then {resume}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return f"{why} before its first checkpoint, {run_dir} removed: free some space, start again"
 
 
 def read_saved_state(run_dir: Path, keys: Sequence[str]) -> dict:
