@@ -12,10 +12,8 @@ import dataclasses
 import itertools
 import json
 import math
-import os
 import pickle
 import shutil
-import stat
 import sys
 import time
 from collections.abc import Callable
@@ -38,26 +36,6 @@ FILES = (("json", "json"), ("markdown", "md"), ("plot", "png"))  # evaluation ou
 
 class ShipError(ValueError):
     """An argument or input that cannot be shipped: reported in one line."""
-
-
-MAX_NOTES_BYTES = 1 << 20  # a model card's notes are a page or two of Markdown
-
-
-def read_notes(path: str | Path, limit: int = MAX_NOTES_BYTES) -> str:
-    """The text of the --notes file `path`; ShipError (one line) if it is not a plain
-    file (a device as /dev/zero, a FIFO that would block), is longer than `limit` bytes
-    (found reading at most one byte more), or is not UTF-8 text."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise ShipError(f"cannot read --notes {path}: not a plain file")
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise ShipError(f"cannot read --notes {path}: larger than {limit} bytes")
-        return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        why = getattr(e, "strerror", None) or e
-        raise ShipError(f"cannot read --notes {path}: {why}") from None
 
 
 # ------------------------------------------------------------- run history

@@ -4,7 +4,6 @@ resumes exactly as if it had not stopped, and its JSON files."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import pickle
 import random
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import atomic_write
-from agents.neural import ForbiddenPickle, first_line, read_data_pickle
+from agents.neural import first_line
 from agents.training.config import TrainConfig, parse_opponents, read_saved_state, save_json
 
 
@@ -68,10 +67,7 @@ def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
     import torch
 
     latest = run_dir / "latest"
-    # The model is written aside and renamed into place only once state.pkl is written
-    # too: a disk that fills between the two leaves the last checkpoint whole (its model
-    # with its own state), which --resume continues.
-    pending = atomic_write(latest / ".model.pending.zip", model.save)
+    atomic_write(latest / "model.zip", model.save)
     extra = {
         "state": dataclasses.asdict(state),
         "num_timesteps": model.num_timesteps,
@@ -81,20 +77,13 @@ def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
         "env_states": model.get_env().env_method("get_state"),
         "monitor": monitor_state(model.get_env()),
     }
-    try:
-        atomic_write(latest / "state.pkl", pickle.dumps(extra))
-    except BaseException:
-        pending.unlink(missing_ok=True)
-        raise
-    os.replace(pending, latest / "model.zip")
+    atomic_write(latest / "state.pkl", pickle.dumps(extra))
     save_json(run_dir / "evals.json", state.evals)
 
 
 def read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
     """The saved state of a run's latest checkpoint (latest/state.pkl), checked to have
-    everything resume restores, so that a damaged one is refused in one line, and to be
-    data only (``check_state_pickle``) before it is unpickled."""
-    check_state_pickle(run_dir)
+    everything resume restores, so that a damaged one is refused in one line."""
     extra = read_saved_state(run_dir, CHECKPOINT_KEYS)
     unreadable = f"the checkpoint in {run_dir / 'latest'} is unreadable"
     if not isinstance(extra["state"], dict):
@@ -113,45 +102,18 @@ def read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
     return extra
 
 
-def check_state_pickle(run_dir: Path) -> None:
-    """Refuse in one line (ValueError) a run's latest/state.pkl that names anything but
-    data (``agents.neural.read_data_pickle``: what save_checkpoint writes), so that
-    unpickling it runs no code from the folder; a missing or damaged one is left to
-    ``read_saved_state`` to name."""
-    try:
-        raw = (run_dir / "latest" / "state.pkl").read_bytes()
-    except OSError:
-        return
-    try:
-        read_data_pickle(raw)
-    except ForbiddenPickle as e:
-        raise ValueError(
-            f"the checkpoint in {run_dir / 'latest'} is refused: state.pkl is a pickle of "
-            f"more than data ({e})"
-        ) from None
-    except Exception:  # garbage: read_saved_state says so
-        pass
-
-
 def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env, extra: dict):
     """The model and RunState of `extra` (read_checkpoint), with the environments and
     every random generator put back as they were."""
     import torch
+    from sb3_contrib import MaskablePPO
 
-    from agents.neural import attach_obs_spec, load_sb3
-    from agents.training.model import LinearLearningRate
+    from agents.neural import attach_obs_spec
 
     latest = run_dir / "latest"
-    # The schedules training gave the model (SB3 saved them as pickles, never loaded).
-    known = {
-        "learning_rate": LinearLearningRate(config.learning_rate, config.final_learning_rate),
-        "clip_range": config.clip_range,
-    }
     try:
         # force_reset=False keeps the saved last observation: no env reset on resume.
-        model = load_sb3(
-            latest / "model.zip", config.obs_spec, vec_env, known, device="cpu", force_reset=False
-        )
+        model = MaskablePPO.load(latest / "model.zip", env=vec_env, device="cpu", force_reset=False)
     except FileNotFoundError:
         raise ValueError(f"{run_dir} has no checkpoint to resume (no latest/model.zip)") from None
     except Exception as e:
