@@ -59,11 +59,12 @@ def make_policy(spec: str | Policy) -> Policy:
     Only a spec ending in one of ``MODEL_SUFFIXES`` (after stripping spaces) opens a
     file; any other string is a bot name or refused, so a caller can tell beforehand.
 
-    Trust: a ``.zip`` checkpoint is a pickle (SB3 saves with cloudpickle), and loading
-    it runs whatever code it holds: trust it like a script, and load only files you
-    made or got from someone you trust. ``.onnx`` exported bots and value-net ``.npz``
-    files are read as data, without pickle (``allow_pickle=False``): those are the
-    formats to share. Never pass a spec read from someone else's file (a save, a
+    Trust: loading a ``.zip`` checkpoint runs none of the pickles SB3 saves in it (the
+    classes, schedules and spaces get known values, the weights are read with torch's
+    ``weights_only``: ``agents.neural.load_sb3``), and one holding a pickle that has no
+    safe replacement is refused (CheckpointError, one line). ``.onnx`` exported bots and
+    value-net ``.npz`` files are read as data, without pickle (``allow_pickle=False``).
+    Never pass a spec read from someone else's file (a save, a
     request) without the user naming that model themselves (see play.py ``--load``)."""
     if isinstance(spec, Policy):
         return spec

@@ -13,11 +13,13 @@ line naming the fix. A model of this project's own network (``agents.networks``)
 before models carried their spec is refused until ``migrate_checkpoint`` gives it one:
 it may read an older version of the rich observation (see checkpoints/README.md).
 
-Trust: a checkpoint ``.zip`` is a pickle (SB3 saves part of its settings with
-cloudpickle), so ``SB3Policy`` runs whatever code the file holds: load only checkpoints
-you trust like a script. A snapshot ``.npz`` is read as arrays and JSON, without pickle
+Trust: SB3 saves part of a checkpoint's settings (``.zip``) with cloudpickle, which
+would run any code the file holds; ``SB3Policy`` loads one without unpickling any of
+them (``load_sb3``: the classes, schedules and spaces given known values, the weights
+read with torch's ``weights_only``), and refuses in one line a file holding a pickle it
+cannot replace safely. A snapshot ``.npz`` is read as arrays and JSON, without pickle
 (``allow_pickle=False``), as are value nets (``agents.value_net``) and exported ``.onnx``
-bots: those are the formats to share.
+bots.
 
 Every model here, and the exported bots (``agents.exported``), also decides for many
 games at once (``act_batch``, the batched side of ``envs.batch``): the observations of
@@ -29,8 +31,11 @@ on a batch of one.
 
 from __future__ import annotations
 
+import base64
+import importlib
 import io
 import json
+import pickle
 import re
 import zipfile
 from collections.abc import Callable, Iterator
@@ -277,6 +282,152 @@ def infer_obs_spec(path: Path, settings: dict) -> ObsSpec:
     return fits[0]
 
 
+# ------------------------------------------------ loading a checkpoint without its code
+# SB3 writes the settings it cannot put in JSON as cloudpickle (":serialized:"), which
+# would run any code a file holds. None is ever unpickled here: the code (classes,
+# schedules, spaces) is given known values, read from the plain JSON beside each pickle;
+# the data (the last observations, the episode buffers) is read by an unpickler that
+# builds only numpy arrays and deques; any other pickled setting refuses the file.
+SERIALIZED = ":serialized:"
+# Pickled settings whose value training recomputes or never reads when playing.
+PLAY_VALUES = {"learning_rate": 0.0, "lr_schedule": 0.0, "clip_range": 0.2}
+PLAY_VALUES |= {"clip_range_vf": None, "rollout_buffer_class": None}  # SB3 picks it by space
+DATA_SETTINGS = ("_last_obs", "_last_episode_starts", "_last_original_obs")
+DATA_SETTINGS += ("ep_info_buffer", "ep_success_buffer")
+# The only globals a data setting's pickle may name: numpy arrays and scalars, deques,
+# ordered dicts (a dict observation's arrays).
+DATA_GLOBALS = {
+    (module, name)
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+    for name in ("_reconstruct", "scalar")
+} | {("numpy", "ndarray"), ("numpy", "dtype"), ("collections", "deque")}
+DATA_GLOBALS |= {("collections", "OrderedDict")}
+DATA_GLOBALS |= {(f"numpy.{core}.numeric", "_frombuffer") for core in ("core", "_core")}
+POLICY_MODULES = {OWN_NETWORK_MODULE, "sb3_contrib.common.maskable.policies"}
+
+
+# Torch tensors (a run's saved generator state): rebuilt as torch's weights_only loader
+# rebuilds them, their storage read by it too (torch's own hook would read it unchecked).
+TENSOR_GLOBALS = {("torch._utils", "_rebuild_tensor_v2"), ("torch.storage", "_load_from_bytes")}
+
+
+def _storage_from_bytes(raw: bytes):
+    import torch
+
+    return torch.load(io.BytesIO(raw), weights_only=True)
+
+
+class ForbiddenPickle(pickle.UnpicklingError):
+    """A pickle that names more than data (``read_data_pickle``): nothing was called."""
+
+
+class _DataUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) == ("torch.storage", "_load_from_bytes"):
+            return _storage_from_bytes
+        if (module, name) not in DATA_GLOBALS | TENSOR_GLOBALS:
+            raise ForbiddenPickle(f"it names {module}.{name}")
+        return super().find_class(module, name)
+
+
+def read_data_pickle(raw: bytes) -> object:
+    """Unpickle `raw` building data only: Python's plain types, numpy arrays and scalars,
+    deques, ordered dicts and torch tensors (``DATA_GLOBALS``, ``TENSOR_GLOBALS``); a
+    pickle naming anything else raises ``ForbiddenPickle`` ("it names ...") and nothing
+    it names is called. The same bytes given to ``pickle.loads`` then call only
+    those (a run's ``state.pkl`` is checked so before it is loaded)."""
+    return _DataUnpickler(io.BytesIO(raw)).load()
+
+
+def _read_data(key: str, value: dict):
+    try:
+        return read_data_pickle(base64.b64decode(value[SERIALIZED]))
+    except Exception as e:
+        raise ValueError(f"its {key} is a pickle of more than data ({first_line(e)})") from None
+
+
+def _serialized(settings: dict) -> dict[str, dict]:
+    return {k: v for k, v in settings.items() if isinstance(v, dict) and SERIALIZED in v}
+
+
+def known_settings(settings: dict, spec: ObsSpec, known: dict | None = None) -> dict:
+    """A value for every pickled setting of a checkpoint (SB3's ``custom_objects``, which
+    SB3 then never unpickles): the policy class and the spaces from the plain JSON and
+    `spec`, `known` (training's own values, when resuming) or ``PLAY_VALUES`` for the
+    schedules, the data read as data. ValueError (one line) for a pickled setting that
+    has no safe value: an unknown policy class, a pickled policy_kwargs, anything else."""
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.policies import (
+        MaskableActorCriticPolicy,
+        MaskableMultiInputActorCriticPolicy,
+    )
+
+    described, box = _observation_box(settings)
+    if box is None:
+        raise ValueError(f"its {described} is no FiveThousand-v0 observation")
+    vector = spaces.Box(OBS_LOW, spec.high, shape=(spec.size,), dtype=np.float32)
+    dict_obs = described.startswith("Dict(")
+    mask = spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8)
+    observation = spaces.Dict({"observation": vector, "action_mask": mask}) if dict_obs else vector
+    values: dict = {"observation_space": observation, "action_space": spaces.Discrete(NUM_ACTIONS)}
+    for key, value in _serialized(settings).items():
+        kind = str(value.get(":type:", "?")).removeprefix("<class '").removesuffix("'>")
+        if key == "policy_class":
+            module = value.get("__module__")
+            if module not in POLICY_MODULES:
+                raise ValueError(f"its policy class (of module {module}) is none of this project's")
+            if module == OWN_NETWORK_MODULE:  # by name, as the pickle would (no import circle)
+                values[key] = importlib.import_module(module).ActionScoringPolicy
+            elif dict_obs:
+                values[key] = MaskableMultiInputActorCriticPolicy
+            else:
+                values[key] = MaskableActorCriticPolicy
+        elif key == "action_space":
+            if not kind.endswith(".Discrete") or str(value.get("n")) != str(NUM_ACTIONS):
+                raise ValueError(f"its action space ({kind}) is not Discrete({NUM_ACTIONS})")
+        elif key in (known or {}):
+            values[key] = known[key]
+        elif key in PLAY_VALUES:
+            values[key] = PLAY_VALUES[key]
+        elif key in DATA_SETTINGS:
+            values[key] = _read_data(key, value)
+        elif key != "observation_space":
+            raise ValueError(f"its {key} is a pickle ({kind}) that has no safe replacement")
+    return values
+
+
+def check_weights(archive: zipfile.ZipFile) -> None:
+    """Read every torch member (``.pth``) of an SB3 archive with torch's ``weights_only``
+    loader, which builds tensors and plain containers only: ValueError (one line) for
+    one that names anything else. SB3 reads them again (2.9 with weights_only too)."""
+    import torch
+
+    for name in archive.namelist():
+        if name.endswith(".pth"):
+            try:
+                with archive.open(name) as member:
+                    torch.load(member, map_location="cpu", weights_only=True)
+            except Exception as e:
+                raise ValueError(f"its {name} is not plain weights ({first_line(e)})") from None
+
+
+def load_sb3(source: Path | bytes, spec: ObsSpec, env=None, known: dict | None = None, **kwargs):
+    """``MaskablePPO.load`` of a checkpoint (a path or its bytes) without running any code
+    it holds: its weights checked by ``check_weights``, its pickled settings given by
+    ``known_settings`` (`known`: training's own values). ValueError (one line, without
+    the path) if the file holds a pickle that cannot be replaced safely."""
+    from sb3_contrib import MaskablePPO
+
+    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        settings = json.loads(archive.read("data"))
+        if not isinstance(settings, dict):
+            raise ValueError("its data is no object")
+        check_weights(archive)
+    custom_objects = known_settings(settings, spec, known)
+    return MaskablePPO.load(io.BytesIO(raw), env=env, custom_objects=custom_objects, **kwargs)
+
+
 def write_settings(path: Path, settings: dict) -> None:
     """Replace the settings of a checkpoint or snapshot: every other member of the
     archive is copied byte for byte (names, order, dates, compression), and the file is
@@ -499,8 +650,9 @@ class SB3Policy(TrainedModel):
     """Plays a MaskablePPO checkpoint: the observation of the seat to move, the legal
     actions as the mask, deterministic (greedy) unless `deterministic=False` (then the
     action is sampled with torch's generator, seeded from the caller's rng once per
-    decision, and once per chunk of games in ``act_batch``). Loading the checkpoint
-    unpickles it, which runs any code it holds: trust it like a script."""
+    decision, and once per chunk of games in ``act_batch``). Loading the checkpoint runs
+    none of its code (``load_sb3``): a file with a pickle that cannot be replaced safely
+    is refused in one line."""
 
     def __init__(self, path: str | Path, deterministic: bool = True) -> None:
         self.path = Path(path)
@@ -509,9 +661,8 @@ class SB3Policy(TrainedModel):
         self.spec_assumed = OBS_SPEC_ATTRIBUTE not in read_settings(self.path)
         try:
             from gymnasium import spaces
-            from sb3_contrib import MaskablePPO
 
-            self.model = MaskablePPO.load(self.path, device="cpu")
+            self.model = load_sb3(self.path, self.spec, device="cpu")
         except Exception as e:  # corrupt archives fail in many ways inside SB3
             raise CheckpointError(f"could not load checkpoint {path}: {first_line(e)}") from None
         # Trained with dict_obs: the network reads {"observation", "action_mask"}.
@@ -556,7 +707,8 @@ class SB3Policy(TrainedModel):
         """For the standard ``pickle`` (subprocess workers, Ray): the model travels as
         its SB3 archive's bytes (``model.save``), since a checkpoint's learning-rate
         schedule may be a local function, which only cloudpickle can write. Unpickling
-        loads that archive, as loading the checkpoint did (trust it alike)."""
+        loads that archive as loading the checkpoint did (``load_sb3``: none of its code
+        runs)."""
         state = self.__dict__.copy()
         archive = io.BytesIO()
         self.model.save(archive)
@@ -564,10 +716,12 @@ class SB3Policy(TrainedModel):
         return state
 
     def __setstate__(self, state: dict) -> None:
-        from sb3_contrib import MaskablePPO
-
         self.__dict__.update(state)
-        self.model = MaskablePPO.load(io.BytesIO(state["model"]), device="cpu")
+        try:
+            self.model = load_sb3(state["model"], self.spec, device="cpu")
+        except Exception as e:
+            problem = first_line(e)
+            raise CheckpointError(f"could not load checkpoint {self.path}: {problem}") from None
 
 
 def masked_mode(logits, mask):

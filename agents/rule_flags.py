@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from envs.rules import HOLD_VARIANTS, OVERSHOOT_VARIANTS, Rules
+from envs.rules import HOLD_VARIANTS, OVERSHOOT_VARIANTS, Rules, check_target_bound
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(Rules)}
 FLAGS = {  # Rules field -> its flag
@@ -89,9 +89,12 @@ def _flag(name: str, value: object) -> str:
 
 def rules_from_args(args: argparse.Namespace) -> Rules:
     """The rules the parsed flags name (fields a program skipped, or flags left unset,
-    keep their defaults); a one-line ValueError for a bad value."""
+    keep their defaults); a one-line ValueError for a bad value, or a target past
+    ``envs.rules.MAX_TARGET`` (where the exact solver would not fit in memory)."""
     values = {name: getattr(args, name, None) for name in FLAGS}
-    return Rules(**{n: DEFAULTS[n] if v is None else v for n, v in values.items()})
+    return check_target_bound(
+        Rules(**{n: DEFAULTS[n] if v is None else v for n, v in values.items()})
+    )
 
 
 def rule_flags(rules: Rules) -> list[str]:

@@ -5,8 +5,8 @@ In a clone they are the folders ``checkpoints/`` and ``hyperparams/`` at its roo
 wheel carries the same files inside this package (``agents/checkpoints/``,
 ``agents/hyperparams/``; ``pyproject.toml`` maps them there), so an installed package
 finds them in any working directory. Only the agents of ``SHIPPED`` are reachable by
-name: a name never resolves to a file of the user's (a ``.zip`` is a pickle, and loading
-one runs its code), and training runs under ``checkpoints/`` stay out of the wheel.
+name: a name never resolves to a file of the user's (a model file is opened only when
+the user names it), and training runs under ``checkpoints/`` stay out of the wheel.
 """
 
 from __future__ import annotations

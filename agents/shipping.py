@@ -12,8 +12,9 @@ import dataclasses
 import itertools
 import json
 import math
-import pickle
+import os
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from agents import make_policy
 from agents import tournament as tour
 from agents import tournament_report as report
 from agents.base import duration
+from agents.neural import read_data_pickle
 from agents.shipped import SHIPPED, shipped_folder
 from agents.value_net import ValueNet, average_nets
 from envs.rules import Rules
@@ -36,6 +38,26 @@ FILES = (("json", "json"), ("markdown", "md"), ("plot", "png"))  # evaluation ou
 
 class ShipError(ValueError):
     """An argument or input that cannot be shipped: reported in one line."""
+
+
+MAX_NOTES_BYTES = 1 << 20  # a model card's notes are a page or two of Markdown
+
+
+def read_notes(path: str | Path, limit: int = MAX_NOTES_BYTES) -> str:
+    """The text of the --notes file `path`; ShipError (one line) if it is not a plain
+    file (a device as /dev/zero, a FIFO that would block), is longer than `limit` bytes
+    (found reading at most one byte more), or is not UTF-8 text."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ShipError(f"cannot read --notes {path}: not a plain file")
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise ShipError(f"cannot read --notes {path}: larger than {limit} bytes")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or e
+        raise ShipError(f"cannot read --notes {path}: {why}") from None
 
 
 # ------------------------------------------------------------- run history
@@ -112,8 +134,8 @@ def read_state(state_file: Path, progress: Callable[[dict], dict]) -> dict:
     """How far a run in progress is, `progress` of its latest/state.pkl; ShipError
     naming the file if it cannot be read."""
     try:
-        return progress(pickle.loads(state_file.read_bytes()))
-    except Exception as e:  # a truncated or foreign pickle fails in many ways
+        return progress(read_data_pickle(state_file.read_bytes()))  # data only: no code runs
+    except Exception as e:  # a truncated, foreign or code-naming pickle fails in many ways
         raise ShipError(f"cannot read {state_file}: {e!r}") from None
 
 

@@ -55,6 +55,7 @@ FEATURE_VERSION = 1
 TABLE_FEATURE_VERSION = 2  # version 1 plus the agent's seat, for a net of one table
 KIND = "fivethousand-value-net"  # the "meta" kind of a saved value net
 FILE_STEM = "value_net"  # RUN/best/value_net.npz, checkpoints/NAME/value_net.npz
+MAX_NET_BYTES = 64 << 20  # unpacked; the shipped nets are under 1 MB
 CHECKPOINTS = data_folder("checkpoints")  # the shipped agents' folders
 
 
@@ -240,6 +241,11 @@ class ValueNet:
         try:
             if Path(path).is_file() and not zipfile.is_zipfile(path):  # numpy would say "pickled"
                 raise ValueError("not an .npz archive")
+            if Path(path).is_file():  # sizes as the archive states them, before unpacking
+                with zipfile.ZipFile(path) as archive:
+                    unpacked = sum(info.file_size for info in archive.infolist())
+                if unpacked > MAX_NET_BYTES:
+                    raise ValueError(f"it unpacks to {unpacked} bytes, over {MAX_NET_BYTES}")
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))
                 if meta.get("kind") != KIND:
@@ -247,6 +253,10 @@ class ValueNet:
                 n = int(meta["layers"])
                 weights = [z[f"w{i}"] for i in range(n)]
                 biases = [z[f"b{i}"] for i in range(n)]
+            # A net with a NaN or an infinite weight plays garbage (and loses every game)
+            # without any error of its own: refused here, once.
+            if not all(np.isfinite(a).all() for a in (*weights, *biases)):
+                raise ValueError("its weights are not all finite numbers (NaN or inf)")
             return cls(FeatureSpec.from_dict(meta["spec"]), weights, biases)
         except (OSError, KeyError, TypeError, ValueError) as e:  # JSONDecodeError is one
             raise ValueError(f"cannot load a value net from {path}: {e}") from None

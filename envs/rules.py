@@ -119,6 +119,24 @@ def _is_int(value: object) -> bool:
 
 DEFAULT_RULES = Rules()
 
+# The largest target the command lines, saved games and training runs take (tests and
+# library calls may build any Rules). The exact 2-player solver behind hints, the optimal
+# bot and best responses keeps a table per pair of banked scores and turn total: it grows
+# as the target cubed: about 1.2 GB at this target (no 50 rule, entry 50, the largest
+# grid), so some 10 GB at twice it. Said in docs/rules.md (V5).
+MAX_TARGET = 10_000
+
+
+def check_target_bound(rules: Rules) -> Rules:
+    """`rules` if its target is at most MAX_TARGET; a one-line ValueError naming the
+    limit otherwise. Checked where rules come from a user, before any work."""
+    if rules.target > MAX_TARGET:
+        raise ValueError(
+            f"target must be at most {MAX_TARGET} (the exact solver's tables would not "
+            f"fit in memory beyond it), got {rules.target}"
+        )
+    return rules
+
 
 def count_score(counts: Sequence[int]) -> int:
     """Points of held dice given as counts per face (``counts[f]`` for f in 1..6).

@@ -187,11 +187,23 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         parser.add_argument("--workers", type=int, default=2, help="evaluation processes")
         parser.add_argument("--watch", action="store_true", help="watch bots play instead")
         args = parser.parse_args(argv)
+        # Checked before the training (a minute and more), not after it.
+        least = {"seed": 0, "games": 1, "workers": 1}
+        for flag, bound in least.items():
+            if (value := getattr(args, flag)) < bound:
+                print(f"error: --{flag} must be at least {bound}, got {value}", file=sys.stderr)
+                return 2
         return train_and_evaluate(args.seed, args.games, args.workers)
     argv = [a for a in argv if a != "--watch"]
     args = watch_parser(prog).parse_args(argv)
     console = Console()
     try:
+        if args.seed < 0:
+            raise ValueError(f"--seed must be at least 0, got {args.seed}")
+        if not 0 <= args.delay <= 60:  # also refuses nan
+            raise ValueError(f"--delay must be 0 to 60 seconds, got {args.delay}")
+        if args.max_turns < 1:
+            raise ValueError(f"--max-turns must be at least 1, got {args.max_turns}")
         rules = rules_from_args(args)
         bots = [make_policy(spec) for spec in args.bots]
         for bot in bots:

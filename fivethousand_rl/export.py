@@ -25,6 +25,7 @@ import datetime
 import hashlib
 import json
 import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -89,7 +90,11 @@ def check_paths(checkpoint: Path, out: Path) -> None:
         )
     if out.suffix != ".onnx" or out.is_dir():
         raise CheckpointError(f"the output must be a .onnx file, got {out}")
-    check_output_folder(out.parent, "the output folder")  # made when the export is written
+    if not os.path.lexists(out.parent) and not os.path.lexists(out.parent.parent):
+        # One missing folder is made when the export is written, never a chain of them
+        # from the filesystem root for a mistyped path.
+        raise ValueError(f"the output {out}: folder {out.parent.parent} does not exist")
+    check_output_folder(out.parent, "the output folder")
 
 
 def export(checkpoint: str | Path, out: str | Path) -> dict:

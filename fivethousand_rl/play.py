@@ -36,6 +36,7 @@ import math
 import os
 import re
 import shlex
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -78,7 +79,7 @@ from envs.render import (
     plural,
     render_text,
 )
-from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, hold_score
+from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, check_target_bound, hold_score
 
 HUMAN = "you"
 COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
@@ -89,6 +90,21 @@ SCRIPT = "python play.py"  # how the command names itself when run as a script
 MOVE = re.compile(r"(roll|bank|r|b)(?![a-z])(.*)")
 ALIASES = {"?": "help", "h": "help", "exit": "quit", "q": "quit"}  # other words for help, quit
 ECHO = 40  # an error quotes at most this many characters of what was typed
+# A long game's save or log is tens of kB (the web server caps its saves at 4 MB too).
+MAX_FILE_BYTES = 4 << 20
+
+
+def read_text_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> str:
+    """The text of the file `path` (UTF-8); a ValueError saying why (for the caller to
+    name the file) for what is not a plain file (a device as /dev/zero, a FIFO that would
+    block) or is longer than `limit` bytes, found before reading more than that."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError("not a plain file")
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)  # one byte more tells a file that is too long
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit} bytes")
+    return data.decode("utf-8")
 
 
 def cut(text: str, limit: int = ECHO) -> str:
@@ -460,10 +476,10 @@ def load(
     order, as ``--opponents`` gives them); without `opponents` such a save is refused
     before anything is opened."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_capped(path)
     except FileNotFoundError:
         raise ValueError(f"no saved game at {path}") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
         why = getattr(e, "strerror", None) or one_line(e)
         raise ValueError(f"{path} is not a saved game we can resume ({why})") from None
     try:
@@ -474,6 +490,7 @@ def load(
         if data["version"] != VERSION or not is_int(data["version"]):
             raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
         game = Game.from_json(json.dumps(data["game"]))
+        check_target_bound(game.rules)
         game.set_dice_state(data["dice"])
         players, human, seed = data["players"], data["human"], data["seed"]
         n = game.n_players
@@ -554,7 +571,7 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
     """Play a game log back through the engine, which checks every move again; a log
     that stops before the game is over (left, or cut short) is said to be one."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_text_capped(path))
         if not isinstance(data, dict) or data.get("format") != LOG_FORMAT:
             raise ValueError("not a 5000 game log")
         if data.get("version", VERSION) != VERSION:
@@ -564,7 +581,7 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
             raise ValueError("players must be a list of names")
         if not isinstance(events, list) or not isinstance(data["rules"], dict):
             raise ValueError("events must be a list and rules an object")
-        game = Game(len(names), Rules(**data["rules"]))
+        game = Game(len(names), check_target_bound(Rules(**data["rules"])))
     except FileNotFoundError:
         raise ValueError(f"no game log at {path}") from None
     except RecursionError:  # json.loads recurses once per bracket of a nested file
@@ -654,7 +671,7 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argpars
         "--opponents",
         nargs="+",
         help="1 to 7 bots (default: smart): names (bots, or shipped agents such as planner-2p "
-        "and ppo-2p), checkpoints (.zip: a pickle, which runs code: only ones you trust), "
+        "and ppo-2p), checkpoints (.zip, loaded without running its pickles), "
         "value nets (.npz, played by their planner) or exported bots (.onnx); with --load, "
         "the save's bot seats named again in seat order, which a save with a model file "
         "needs (a save never opens a model file by itself)",

@@ -108,8 +108,10 @@ def check_args(args: argparse.Namespace) -> dict:
     root = Path(args.out).resolve()
     if not root.is_dir():
         raise ShipError(f"--out {args.out} is not an existing folder")
-    if not os.access(root, os.W_OK | os.X_OK):
-        raise ShipError(f"--out {args.out} is not writable")
+    try:  # os.access says yes to root in /proc, where nothing can be made: try it
+        os.rmdir(tempfile.mkdtemp(prefix=f".{args.name}.probe-", dir=root))
+    except OSError as e:
+        raise ShipError(f"--out {args.out} is not writable ({e.strerror})") from None
     run = Path(args.run).resolve()
     planner = (run / "latest" / VALUE_NET).is_file()  # a run of train_planner.py
     model = run / args.model / (VALUE_NET if planner else "model.zip")
@@ -141,12 +143,7 @@ def check_args(args: argparse.Namespace) -> dict:
         last = history[-1]["summary"].get("iterations", 0)
         iteration = int(best.get("iteration", 0) if best is not None else last)
     network = shipping.averaged_network(args.average_with, model)
-    notes = ""
-    if args.notes:
-        try:
-            notes = Path(args.notes).read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            raise ShipError(f"cannot read --notes {args.notes}: {e}") from None
+    notes = shipping.read_notes(args.notes) if args.notes else ""
     target = root / args.name
     for h in history:  # shipping must never replace the runs it reads
         if target == h["run"].resolve() or target in h["run"].resolve().parents:
@@ -204,7 +201,11 @@ def ship(args: argparse.Namespace) -> int:
             shipping.announce(args, [str(model), *shipping.opponents(players)], players, rules)
     # Built aside in the same folder (renames are then atomic), under the final name so
     # that the agent is called the same in the evaluation as once shipped.
-    staging = Path(tempfile.mkdtemp(prefix=f".{args.name}.shipping-", dir=inputs["root"]))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{args.name}.shipping-", dir=inputs["root"]))
+    except OSError as e:  # the disk filled, or the folder went, since check_args
+        print(f"error: could not ship into {inputs['root']}: {e.strerror}", file=sys.stderr)
+        return 1
     try:
         built = staging / args.name
         built.mkdir()

@@ -26,7 +26,13 @@ from typing import Annotated
 import tyro
 
 from agents.training import checkpoint, ppo, progress
-from agents.training.config import RUNS, TrainConfig, open_run, parse_run_args
+from agents.training.config import (
+    RUNS,
+    TrainConfig,
+    open_run,
+    parse_run_args,
+    stopped_by_write_error,
+)
 
 SCRIPT = "python train.py"  # how the command names itself when run as a script
 
@@ -85,4 +91,9 @@ def start(argv: list[str], prog: str | None) -> int:
     for line in progress.plan(config, run_dir, steps, no_flags=not argv):
         print(line, flush=True)
     command = [*shlex.split(prog or SCRIPT), *argv]
-    return ppo.train(config, run_dir, extra, command, args.stop_after, args.progress)
+    try:
+        return ppo.train(config, run_dir, extra, command, args.stop_after, args.progress)
+    except OSError as e:  # a full disk (ENOSPC), mid-run
+        resume = progress.resume_command(run_dir)
+        print(f"error: {stopped_by_write_error(e, run_dir, resume)}", file=sys.stderr)
+        return 1

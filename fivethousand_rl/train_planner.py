@@ -44,6 +44,7 @@ from agents.training.config import (
     read_saved_state,
     record_run,
     save_json,
+    stopped_by_write_error,
 )
 from agents.training.progress import Reporter, play_command, rules_said, shown
 from agents.training.value_iteration import ValueIteration, evaluate, exact_error, table_label
@@ -302,4 +303,9 @@ def start_run(argv: list[str], prog: str | None) -> int:
         f"against {tables}",
         flush=True,
     )
-    return train(config, run_dir, run, args, argv, prog or SCRIPT)
+    try:
+        return train(config, run_dir, run, args, argv, prog or SCRIPT)
+    except OSError as e:  # a full disk (ENOSPC), mid-run
+        resume = f"{prog or SCRIPT} --resume {shlex.quote(shown(run_dir))}"
+        print(f"error: {stopped_by_write_error(e, run_dir, resume)}", file=sys.stderr)
+        return 1

@@ -1,11 +1,14 @@
 """Issue 28 items 8 and 11: the training, sweep and export commands refuse what they
 cannot do (an unwritable runs folder, another script's preset, a file nested too deeply,
 a wrong .npz) in one line before any work, train_planner.py takes --params, and
-``python -m agents.optimal`` runs without runpy's warning."""
+``python -m agents.optimal`` runs without runpy's warning. Issue 42 items 5, 6 and 8:
+files read with a bound, rule values within the solver's memory, every argument checked
+before long work, non-finite value nets and missing output parents refused."""
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import subprocess
@@ -16,12 +19,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import ray_tools
+from agents import ray_tools, shipping
+from agents.shipped import shipped_folder
+from agents.training import checkpoint
 from agents.training.config import PlannerConfig, TrainConfig, parse_run_args, read_config_json
-from agents.value_net import KIND
-from fivethousand_rl import evaluate, export, sweep, train, train_planner
+from agents.value_net import KIND, ValueNet
+from envs.rules import MAX_TARGET, Rules, check_target_bound
+from fivethousand_rl import demo, evaluate, export, play, ship, sweep, train, train_planner
 
 ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_NET = shipped_folder("planner-2p") / "value_net.npz"
 SCRIPTS = {"train.py": train.main, "train_planner.py": train_planner.main, "sweep.py": sweep.main}
 # Small runs, so that a command which failed to refuse (the old code) ends quickly.
 SMALL = {
@@ -270,3 +277,166 @@ def test_export_and_evaluate_describe_a_wrong_npz_alike(kind, tmp_path, capsys):
     assert one_line_error(capsys) == exported
     assert "self-play snapshot, which cannot be exported" not in exported
     assert files(tmp_path) == before
+
+
+# ============================================================ issue 42: items 5, 6 and 8
+def not_a_plain_file(tmp_path: Path, kind: str) -> Path:
+    """A file a command must refuse to read: a device, a FIFO (whose open would wait for
+    a writer for ever), or a plain file past the limit (sparse: no disk used)."""
+    if kind == "/dev/zero":
+        return Path("/dev/zero")
+    path = tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        with open(path, "wb") as f:
+            f.truncate(8 << 20)  # over play.py's 4 MB and --notes' 1 MB
+    return path
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "huge"])
+@pytest.mark.parametrize("flag", ["--load", "--replay"])
+def test_play_refuses_unbounded_files_in_one_line(flag, kind, tmp_path, capsys):
+    """Issue 42 item 5: play.py --load /dev/zero used 17 GB in 15 s."""
+    path = not_a_plain_file(tmp_path, kind)
+    assert play.main([flag, str(path)], ask=lambda _: pytest.fail("asked")) == 2
+    err = one_line_error(capsys)
+    assert "not a plain file" in err or f"larger than {play.MAX_FILE_BYTES} bytes" in err
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "huge"])
+def test_ship_notes_are_read_with_a_bound(kind, tmp_path):
+    """Issue 42 item 5: ship.py RUN --notes /dev/zero took 2 GB in 1 s."""
+    path = not_a_plain_file(tmp_path, kind)
+    with pytest.raises(shipping.ShipError, match=f"cannot read --notes {path}: (not a|larger)"):
+        shipping.read_notes(path)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_ship_into_a_folder_where_nothing_can_be_made_is_one_line(capsys):
+    """Issue 42 item 6: ship.py RUN --name x --out /proc: mkdtemp's traceback (os.access
+    says /proc is writable to root)."""
+    assert ship.main(["no-run", "--name", "x", "--out", "/proc"]) == 2
+    assert "--out /proc is not writable" in one_line_error(capsys)
+
+
+def test_a_target_past_the_solver_limit_is_refused_before_any_work(capsys):
+    """Issue 42 item 5: evaluate.py optimal smart --target 200000 reached 11.7 GB."""
+    argv = ["optimal", "smart", "--games", "10", "--target", "200000"]
+    assert evaluate.main(argv) == 2
+    assert f"target must be at most {MAX_TARGET}" in one_line_error(capsys)
+    check_target_bound(Rules(target=MAX_TARGET, entry=50, fifty_rule=False))  # the limit is in
+
+
+@pytest.mark.parametrize("script", ["train.py", "train_planner.py"])
+def test_training_refuses_a_target_past_the_solver_limit(script, tmp_path, capsys):
+    assert SCRIPTS[script](["--target", "20000", "--checkpoints", str(tmp_path)]) == 2
+    assert f"target must be at most {MAX_TARGET}" in one_line_error(capsys)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_save_past_the_solver_limit_is_refused(tmp_path):
+    """Issue 42 item 5: a save with target 200,000,000 loaded."""
+    saved = tmp_path / "game.json"
+    feed = iter([f"save {saved}", "quit"])
+    play.main(["--opponents", "smart", "--seed", "1"], ask=lambda _: next(feed), say=print)
+    data = json.loads(saved.read_text())
+    data["game"]["rules"]["target"] = 200_000_000
+    saved.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=f"target must be at most {MAX_TARGET}"):
+        play.load(str(saved), False, 0.0, input, print)
+
+
+def test_a_nan_opponent_weight_is_one_line(tmp_path, capsys):
+    """Issue 42 item 6: train.py --params "opponents=[smart@nan]" (nan <= 0 is False)."""
+    for weight in ("nan", "inf"):
+        argv = ["--params", f"opponents=[smart@{weight}]", "--checkpoints", str(tmp_path)]
+        assert train.main(argv) == 2
+        assert "opponent weight must be a positive number" in one_line_error(capsys)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--games", "0"], "--games must be at least 1"),
+        (["--games", "-1"], "--games must be at least 1"),
+        (["--workers", "0"], "--workers must be at least 1"),
+        (["--seed", "-1"], "--seed must be at least 0"),
+        (["--watch", "--delay", "nan"], "--delay must be 0 to 60 seconds"),
+        (["--watch", "--max-turns", "0"], "--max-turns must be at least 1"),
+    ],
+)
+def test_demo_checks_its_arguments_before_training(argv, message, monkeypatch, capsys):
+    """Issue 42 item 6: demo.py --games 0 trained 1.5 min, then raised ValueError."""
+    monkeypatch.setattr(demo, "train_and_evaluate", lambda *a: pytest.fail("trained"))
+    assert demo.main(argv) == 2
+    assert message in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_value_net_with_non_finite_weights_is_refused_at_load(bad, tmp_path, capsys):
+    """Issue 42 item 8: a value net of NaN weights loaded, shipped and lost 20/20."""
+    net = ValueNet.load(SHIPPED_NET)
+    net.weights[0][0, 0] = bad
+    path = net.save(tmp_path / "value_net.npz")
+    with pytest.raises(ValueError, match="not all finite numbers"):
+        ValueNet.load(path)
+    assert evaluate.main([str(path), "smart", "--games", "2"]) == 2
+    assert "not all finite numbers" in one_line_error(capsys)
+
+
+def test_missing_output_parents_are_refused_not_made(tmp_path, capsys):
+    """Issue 42 item 8: export.py -o /nonexistent/dir/x.onnx and train.py --checkpoints
+    /nonexistent/x made folders from the filesystem root; one missing folder is still
+    made (a run's checkpoints/, an export's new folder)."""
+    missing = tmp_path / "nonexistent"
+    assert export.main(["ppo-2p", "-o", str(missing / "dir" / "x.onnx")]) == 2
+    assert f"folder {missing} does not exist" in one_line_error(capsys)
+    assert train.main(["--checkpoints", str(missing / "x")]) == 2
+    assert f"--checkpoints {missing / 'x'}: folder {missing} does not exist" in one_line_error(
+        capsys
+    )
+    assert not missing.exists()
+
+
+def full_disk_after(monkeypatch, module, writes: int) -> None:
+    """`module`'s atomic_write fails as a full disk does (ENOSPC) once `writes` state.pkl
+    files have been written: the checkpoint after them fails half-way."""
+    write = module.atomic_write
+    done = []
+
+    def patched(path, content):
+        if Path(path).name == "state.pkl":
+            if len(done) >= writes:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            done.append(path)
+        return write(path, content)
+
+    monkeypatch.setattr(module, "atomic_write", patched)
+
+
+@pytest.mark.parametrize("script", ["train.py", "train_planner.py"])
+def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resume_continues(
+    script, tmp_path, monkeypatch, capsys
+):
+    """Issue 42 item 6: train.py --preset quick and train_planner.py on a full disk
+    crashed with a traceback. Now one line, the last checkpoint whole, --resume goes on."""
+    if script == "train.py":
+        argv = [*SMALL[script][:4], "512", *SMALL[script][5:]]  # two checkpoints of 256
+        module = checkpoint
+    else:
+        argv = [*SMALL[script], "--checkpoint-freq", "1"]
+        argv[argv.index("--iterations") + 1] = "2"
+        module = train_planner
+    full_disk_after(monkeypatch, module, writes=1)
+    assert SCRIPTS[script]([*argv, "--checkpoints", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: could not write") and "No space left on device" in err, err
+    assert "its last checkpoint kept whole" in err and "--resume" in err
+    (run_dir,) = tmp_path.iterdir()
+    model = "model.zip" if module is checkpoint else "value_net.npz"
+    assert sorted(p.name for p in (run_dir / "latest").iterdir()) == sorted([model, "state.pkl"])
+    monkeypatch.undo()
+    assert SCRIPTS[script](["--resume", str(run_dir), "--no-progress"]) == 0
+    assert (run_dir / "summary.json").is_file()

@@ -254,8 +254,9 @@ def _resume(tmp_path, data: dict, *flags: str) -> tuple[int, list[str], str]:
 def test_a_save_naming_a_model_file_is_refused_without_opening_it(
     tmp_path, valid_save, spy, capsys, model
 ):
-    """issue 28 item 1: a save recording a model seat never opens it by itself (a .zip is
-    a pickle, which runs code); every kind of model file alike, one line, nothing made."""
+    """issue 28 item 1: a save recording a model seat never opens it by itself (a model
+    file is opened only when the user names it); every kind of model file alike, one line,
+    nothing made."""
     data = _set(valid_save, ("players", 1), model)
     code, out, after = _resume(tmp_path, data)
     err = capsys.readouterr().err

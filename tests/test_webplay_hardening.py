@@ -4,6 +4,7 @@ uvicorn's serving stubbed out): which games are kept and for how long (an inject
 clock, no sleeping), one server per data folder, repeated requests, per-game locking,
 security headers, Host names, paths in errors, the start-up refusals."""
 
+import contextlib
 import errno
 import json
 import socket
@@ -371,6 +372,9 @@ def test_the_host_header_is_checked(tmp_path, host, more, answered):
     c = TestClient(create_app(tmp_path, allowed_hosts=[*LOCAL_HOSTS, *more]))
     r = c.get("/api/bots", headers={"host": host})
     assert r.status_code == (200 if answered else 400)
+    if not answered:  # issue 42 item 8: the API's JSON error, not text/plain
+        assert r.headers["content-type"] == "application/json"
+        assert "Host header" in r.json()["error"]
     r = c.post("/api/games", json={"bots": ["smart"]}, headers={"host": host})
     assert r.status_code == (201 if answered else 400)
     assert bool(saves(c)) == answered  # a refused request creates nothing
@@ -437,6 +441,7 @@ REFUSALS = [  # (what, extra arguments, words): one line, exit 2, nothing made
     ("bad port", ["--port", "0"], "--port must be 1..65535"),
     ("grace past expiry", ["--grace", "1e9"], "the grace must be"),
     ("bad host name", ["--allowed-host", "a*b"], "allowed host 'a*b'"),
+    ("no work", ["--max-work", "0"], "--max-work and --max-work-per-address must be at least 1"),
 ]
 
 
@@ -478,3 +483,73 @@ def test_the_help_states_the_rule(capsys):
         "fewer than 100 addresses",
     ):
         assert words in text
+
+
+# ------------------------------------------------------------------ issue 42: the connections
+def test_served_connections_send_at_once(tmp_path, monkeypatch):
+    """Issue 42 item 4: the server's connections have Nagle's algorithm off (TCP_NODELAY):
+    a kept-alive request waited 40 ms for it. Read on the server's side of an accepted
+    connection, and on the socket the command line hands to uvicorn."""
+    sock = cli.listening_socket("127.0.0.1", 0)
+    with sock, socket.create_connection(sock.getsockname()):
+        accepted, _ = sock.accept()
+        with accepted:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            assert accepted.proto == socket.IPPROTO_TCP  # so asyncio sets it as well
+    handed = []
+
+    def run(self, sockets=None):
+        handed.extend(
+            (s.proto, s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)) for s in sockets
+        )
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    assert cli.main(["--port", str(free_port()), "--data", str(tmp_path)]) == 0
+    ((proto, nodelay),) = handed
+    assert proto == socket.IPPROTO_TCP and nodelay
+
+
+def test_stale_temporaries_are_removed_at_start(tmp_path):
+    """Issue 42 item 8: a kill -9 mid-save leaves a save's temporary file; the next start
+    removes it, and nothing else."""
+    c = client(tmp_path)
+    view = new_game(c, seed=2)
+    stale = tmp_path / f".{view['id']}.json.k3j2h1.tmp"
+    stale.write_text('{"half": ')
+    other = tmp_path / "notes.tmp"
+    other.write_text("not ours")
+    c = restart(c)
+    assert not stale.exists() and other.exists()
+    assert c.get(f"/api/games/{view['id']}").status_code == 200
+    assert c.get("/api/problems").json() == {"problems": []}
+
+
+def test_idle_and_slow_header_connections_are_dropped(tmp_path):
+    """Issue 42 item 8: a connection that sends no request, one that sends its headers a
+    byte at a time, and an idle kept-alive one are closed after the head timeout (here
+    0.5 s); a prompt request is answered."""
+    from tests.test_webplay_stall import ask, served
+
+    def closed(conn: socket.socket) -> bool:
+        """True once the server closes `conn` (read until the end, 10 s at most)."""
+        conn.settimeout(10)
+        try:
+            while conn.recv(4096):
+                pass
+        except TimeoutError:
+            return False
+        return True
+
+    with served(create_app(tmp_path), head_timeout=0.5) as port:
+        silent = socket.create_connection(("127.0.0.1", port))
+        slow = socket.create_connection(("127.0.0.1", port))
+        kept = socket.create_connection(("127.0.0.1", port))
+        with silent, slow, kept:
+            kept.sendall(b"GET /api/bots HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+            for byte in b"GET /api/bots HTTP/1.1\r\nHost: loc":  # 3.4 s, past the deadline
+                with contextlib.suppress(OSError):  # closed midway: the point
+                    slow.send(bytes([byte]))
+                time.sleep(0.1)
+            assert closed(silent) and closed(slow) and closed(kept)
+        assert ask(port, "GET", "/api/bots")[0] == 200

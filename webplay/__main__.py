@@ -7,11 +7,17 @@ import argparse
 import contextlib
 import ipaddress
 import logging
+import os
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from webplay.games import HOUR, MINUTE, Limits
+if TYPE_CHECKING:
+    import uvicorn
+
+from agents.cache import CACHE_MAX_ENV, DEFAULT_CACHE_MAX_MB, cache_max_bytes
+from webplay.games import HOUR, MAX_WORK, MAX_WORK_PER_ADDRESS, MINUTE, SOLVE_CHOICES, Limits
 
 DEFAULT_DATA = Path.home() / ".local" / "share" / "fivethousand-rl" / "web"
 WILDCARDS = ("", "0.0.0.0", "::")  # every address of the machine
@@ -37,6 +43,64 @@ def in_url(host: str) -> str:
     if host in WILDCARDS:
         return "127.0.0.1"
     return f"[{host}]" if ":" in host else host
+
+
+HEAD_TIMEOUT = 10.0  # s: to send a whole request head, from connecting or the last answer
+KEEP_ALIVE = 5  # s: an idle kept-alive connection is closed after this (uvicorn's default)
+
+
+def server_config(app, head_timeout: float = HEAD_TIMEOUT) -> uvicorn.Config:
+    """How uvicorn serves `app`: h11, with a deadline for each request's head. uvicorn's
+    own keep-alive timeout starts only after an answer, and any byte stops it, so a
+    connection that never sent a request, or sent its headers a byte at a time, was held
+    for ever (issue 42 item 8); here one is closed `head_timeout` seconds after it opened
+    or was last answered unless a whole request head has come."""
+    import h11
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimelyH11(H11Protocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._head_timer = self.loop.call_later(head_timeout, self._too_slow)
+
+        def _too_slow(self) -> None:
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()  # no whole request head in time: dropped
+
+        def _head_arrived(self) -> None:
+            if self.conn.their_state is not h11.IDLE:
+                self._head_timer.cancel()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._head_arrived()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._head_timer.cancel()
+            if not self.transport.is_closing():  # the next request's head: the same deadline
+                self._head_timer = self.loop.call_later(head_timeout, self._too_slow)
+                self._head_arrived()  # a pipelined one has come already
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._head_timer.cancel()
+            super().connection_lost(exc)
+
+    return uvicorn.Config(app, log_level="warning", http=TimelyH11, timeout_keep_alive=KEEP_ALIVE)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on `host`:`port` whose connections send each answer at once
+    (TCP_NODELAY). asyncio turns Nagle's algorithm off only on sockets made as TCP ones
+    (proto IPPROTO_TCP), which ``socket.create_server``'s are not (proto 0): without it, a
+    kept-alive request waited about 40 ms (issue 42 item 4). OSError if it cannot listen."""
+    family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)[0][0]
+    made = socket.create_server((host, port), family=family)
+    # The same socket, known as TCP: what it accepts is too (asyncio then sets the option).
+    sock = socket.socket(made.family, made.type, socket.IPPROTO_TCP, fileno=made.detach())
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited on Linux as well
+    return sock
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
@@ -77,8 +141,40 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
             metavar=metavar,
             help=f"{text} (default %(default)g)",
         )
+    p.add_argument(
+        "--max-work",
+        type=int,
+        default=MAX_WORK,
+        metavar="N",
+        help="solves of new rules and planner builds running at once; a request for more "
+        "gets a 503 (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-work-per-address",
+        type=int,
+        default=MAX_WORK_PER_ADDRESS,
+        metavar="N",
+        help="of those, for one client address; a request for more gets a 429 "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--solve",
+        choices=SOLVE_CHOICES,
+        default="any",
+        help="which rules the server solves exactly for the optimal bot and 2-player hints "
+        "when no solution is cached: "
+        + "; ".join(f"{key}: {text}" for key, text in SOLVE_CHOICES.items()),
+    )
+    p.add_argument(
+        "--cache-max-mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help=f"size bound of the solver's disk cache, least recently used files deleted "
+        f"past it (default ${CACHE_MAX_ENV}, else {DEFAULT_CACHE_MAX_MB})",
+    )
     args = p.parse_args(argv)
-    from webplay.app import LOCAL_HOSTS, check_hosts  # fastapi: after --help
+    from webplay.app import LOCAL_HOSTS, Work, check_hosts  # fastapi: after --help
 
     own = [] if args.host in WILDCARDS else [in_url(args.host)]
     try:
@@ -86,13 +182,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
             raise ValueError("--port must be 1..65535")
         limits = Limits(**{name: getattr(args, name) * unit for name, unit, *_ in LIMIT_FLAGS})
         hosts = check_hosts([*LOCAL_HOSTS, *own, *args.allowed_host])
+        work = Work(args.max_work, args.max_work_per_address, args.solve)
+        if args.cache_max_mb is not None:
+            if not 0 <= args.cache_max_mb < float("inf"):
+                raise ValueError(f"--cache-max-mb must be 0 or more, got {args.cache_max_mb:g}")
+            os.environ[CACHE_MAX_ENV] = f"{args.cache_max_mb:g}"  # read by agents.cache
+        cache_max_bytes()  # a bad $FIVETHOUSAND_CACHE_MAX_MB: said now, not at a solve
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     # The port first: if it is taken, nothing is made (no data folder, no lock).
     try:
-        family = socket.getaddrinfo(args.host or None, args.port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.create_server((args.host, args.port), family=family)
+        sock = listening_socket(args.host, args.port)
     except OSError as e:
         why = (e.strerror or str(e)).partition(" (while attempting")[0]  # the address: said
         print(f"error: cannot listen on {args.host}:{args.port}: {why}", file=sys.stderr)
@@ -103,7 +204,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     try:
-        app = create_app(args.data.expanduser(), limits=limits, allowed_hosts=hosts)
+        app = create_app(args.data.expanduser(), limits=limits, allowed_hosts=hosts, work=work)
     except OSError as e:
         sock.close()
         print(f"error: cannot use the data folder {args.data}: {e.strerror}", file=sys.stderr)
@@ -117,7 +218,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
         )
     try:  # Ctrl-C ends the server quietly, as uvicorn.run does
         with contextlib.suppress(KeyboardInterrupt):
-            uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+            uvicorn.Server(server_config(app)).run(sockets=[sock])
     finally:
         sock.close()
         app.state.store.close()

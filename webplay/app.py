@@ -13,14 +13,20 @@ repeated or late request (a double click, a retry) is refused (409) instead of b
 played at a later decision; a step request may name it too, and a repeated rematch
 answers the same new game.
 
-Each game has a lock of its own: a request waits only for requests on the same game, and
-one-time work (a model load, the 2-player solve of the first hint) only for requests
-that need it (``Catalogue.once``).
+Each game has a turn of its own (``webplay.games.Gate``): a request waits only for
+requests on the same game, and waits in the event loop, not in a worker thread, so a
+game busy with slow work holds one thread, never the pool the other games need; more
+than ``MAX_WAITING`` requests waiting for one game get a 429. One-time work (a model
+load, the 2-player solve of the first hint) waits only for requests that need it
+(``Catalogue.once``), and the expensive kind (a new game's preparation, a hint's solve
+or planner build) runs at most ``max_work`` at once, ``max_work_per_address`` for the
+address that keeps the game: a request over either gets a 503 or a 429 at once.
 
 Every response carries security headers (a strict Content-Security-Policy: the page
 has no inline script or style; no framing; no referrer; no MIME sniffing), and a request
-whose Host header is not one of the names the server answers to is refused (400), so a
-page of another site cannot drive a local server through DNS rebinding.
+whose Host header is not one of the names the server answers to is refused (400, the
+API's JSON error), so a page of another site cannot drive a local server through DNS
+rebinding.
 """
 
 from __future__ import annotations
@@ -29,16 +35,19 @@ import contextlib
 import dataclasses
 import ipaddress
 import logging
+import threading
 import time
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Body, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
@@ -61,6 +70,10 @@ from webplay.bots import Catalogue
 from webplay.games import (
     LOG_LINES,
     MAX_TARGET,
+    MAX_WORK,
+    MAX_WORK_PER_ADDRESS,
+    SOLVE_CHOICES,
+    GateFull,
     Limits,
     Store,
     StoreFull,
@@ -88,6 +101,66 @@ SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),  # frame-ancestors for older browsers
     (b"referrer-policy", b"no-referrer"),
 ]
+
+
+MAX_PREPARED = 4096  # (bot, rules) pairs remembered as prepared, so needing no slot
+T = TypeVar("T")
+
+
+class Work:
+    """The bound on expensive work (solves of new rules, planner builds): at most `total`
+    at once, `per_address` for one client address. ``slot`` raises the HTTP refusal at
+    once (503 when the server is busy, 429 when the address is) instead of queueing:
+    each such piece of work holds a worker thread for seconds. `solve` (a key of
+    ``SOLVE_CHOICES``) says which rules may be solved at all (``check_solvable``)."""
+
+    def __init__(
+        self, total: int = MAX_WORK, per_address: int = MAX_WORK_PER_ADDRESS, solve: str = "any"
+    ) -> None:
+        if total < 1 or per_address < 1:
+            raise ValueError("--max-work and --max-work-per-address must be at least 1")
+        if solve not in SOLVE_CHOICES:
+            raise ValueError(f"--solve must be one of {', '.join(SOLVE_CHOICES)}, got {solve!r}")
+        self.total, self.per_address, self.solve = total, per_address, solve
+        self._lock = threading.Lock()
+        self._running: Counter[str] = Counter()  # pieces running, by client address
+
+    @contextlib.contextmanager
+    def slot(self, client: str) -> Iterator[None]:
+        with self._lock:
+            if self._running[client] >= self.per_address:
+                raise HTTPException(
+                    429,
+                    f"this address already has {self.per_address} solve(s) or planner "
+                    "build(s) running, the most one address may: try again when it ends",
+                )
+            if sum(self._running.values()) >= self.total:
+                raise HTTPException(
+                    503,
+                    f"the server is busy with {self.total} solves or planner builds, the most "
+                    "it runs at once: try again in a minute",
+                )
+            self._running[client] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running[client] -= 1
+                if not self._running[client]:
+                    del self._running[client]
+
+    def check_solvable(self, rules: Rules) -> None:
+        """ValueError (one line) if the 2-player solution of `rules` would need a solve
+        this server does not run (``solve``); nothing is solved here."""
+        from agents.optimal import solution_known
+
+        if self.solve == "any" or (self.solve == "standard" and rules == DEFAULT_RULES):
+            return
+        if not solution_known(rules):
+            raise ValueError(
+                "this server solves no new rules (its operator chose --solve "
+                f"{self.solve}: {SOLVE_CHOICES[self.solve]})"
+            )
 
 
 RULE_FIELDS = [f.name for f in dataclasses.fields(Rules)]
@@ -218,6 +291,35 @@ class SecurityHeaders:
             raise
 
 
+class HostCheck:
+    """ASGI middleware: Starlette's TrustedHostMiddleware (the Host header must name one of
+    `allowed_hosts`), its refusal answered as the API's JSON error rather than plain text."""
+
+    def __init__(self, app, allowed_hosts: Sequence[str]) -> None:
+        async def passed(scope, receive, send) -> None:
+            scope["webplay.host_checked"] = True
+            await app(scope, receive, send)
+
+        self.app = app
+        self.check = TrustedHostMiddleware(passed, allowed_hosts=allowed_hosts, www_redirect=False)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.check(scope, receive, send)
+            return
+
+        async def answer(message: dict) -> None:
+            if scope.get("webplay.host_checked"):
+                await send(message)
+            elif message["type"] == "http.response.start":  # the refusal: ours instead
+                refusal = _error(
+                    400, "the Host header names none of the names this server answers to"
+                )
+                await refusal(scope, receive, send)
+
+        await self.check(scope, receive, answer)
+
+
 def check_hosts(hosts: Sequence[str]) -> list[str]:
     """`hosts` as TrustedHostMiddleware takes them; ValueError (one line) for a pattern it
     would refuse (its own check is an assert)."""
@@ -255,14 +357,17 @@ def create_app(
     max_body: int = MAX_BODY,
     catalogue: Catalogue | None = None,
     planners: str | Path = CHECKPOINTS,
+    work: Work | None = None,
 ) -> FastAPI:
     """The app over the saved games of the folder `data` (created if missing, and locked
     until the app shuts down: OSError EBUSY if another server holds it), kept by `limits`
     (webplay.games) on the time of `clock`; it answers requests for the Host names
     `allowed_hosts` only ('*' for any). Hints for 3+ players come from a shipped planner
-    in `planners` (``shipped_planner``)."""
+    in `planners` (``shipped_planner``). `work` bounds the expensive work (``Work()``)."""
     hosts = check_hosts(allowed_hosts)
     catalogue = catalogue or Catalogue()
+    work = work or Work()
+    prepared: OrderedDict[tuple, None] = OrderedDict()  # (bot, rules) prepared: no slot needed
     store = Store(Path(data), catalogue, limits, clock)
 
     @contextlib.asynccontextmanager
@@ -274,7 +379,7 @@ def create_app(
     app.state.store = store
     # The last added runs first: the headers go on every answer, the refusals included.
     app.add_middleware(BodyLimit, limit=max_body)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
+    app.add_middleware(HostCheck, allowed_hosts=hosts)
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -295,16 +400,29 @@ def create_app(
                 return str(ipaddress.ip_network(f"{host}/64", strict=False))
         return host
 
-    @contextlib.contextmanager
-    def locked(gid: str, request: Request) -> Iterator[WebGame]:
-        """The game `gid`, used by this request (404 if none), held for it alone."""
-        web = store.get(gid, address(request))
-        if web is None:
-            raise HTTPException(404, "no such game")
-        with web.lock:
-            if web.gone:  # abandoned or expired while this request waited
+    async def on_game(web: WebGame | str, request: Request, use: Callable[[WebGame], T]) -> T:
+        """`use(game)` in a worker thread, the game `web` (or its id, used by this
+        request: 404 if none) held for it alone. The request waits for its turn in the
+        event loop (``Gate``): 429 if too many already wait."""
+        if isinstance(web, str):
+            web = await run_in_threadpool(store.get, web, address(request))
+            if web is None:
                 raise HTTPException(404, "no such game")
-            yield web
+        try:
+            await web.gate.enter()
+        except GateFull as e:
+            raise HTTPException(429, f"{e}: try again shortly") from None
+
+        def held(web: WebGame) -> T:
+            with web.lock:
+                if web.gone:  # abandoned or expired while this request waited
+                    raise HTTPException(404, "no such game")
+                return use(web)
+
+        try:
+            return await run_in_threadpool(held, web)
+        finally:
+            web.gate.leave()
 
     def check_at(web: WebGame, at: int | None) -> None:
         """409 unless `at` (if given) names the game's current position."""
@@ -349,12 +467,17 @@ def create_app(
 
             bot = OptimalBot(show_progress=False)
             try:
+                work.check_solvable(rules)
                 bot.prepare(rules)  # the solve (or its cache), here rather than mid-hint
             except ValueError as e:  # rules the solver does not take: no hint, the game goes on
                 return None, f"no exact hint under these rules: {one_line(e)}"
             return bot, ""
 
-        return catalogue.once(hint_key(web), make)
+        key = hint_key(web)
+        if catalogue.made(key) is not None:
+            return catalogue.once(key, make)
+        with work.slot(web.owner or "unknown"):  # the solve or the planner build
+            return catalogue.once(key, make)
 
     def hint_kind(web: WebGame) -> str | None:
         """What a hint will be: "exact" (2 players, unless the solver is known to refuse
@@ -362,8 +485,17 @@ def create_app(
         planner), or None (no hint)."""
         if web.game.n_players == 2:
             known = catalogue.made(hint_key(web))
-            return "exact" if known is None or known[0] is not None else None
-        policy = hint_policy(web)[0]
+            if known is None:  # not asked yet: exact, unless this server would not solve it
+                try:
+                    work.check_solvable(web.game.rules)
+                except ValueError:
+                    return None
+                return "exact"
+            return "exact" if known[0] is not None else None
+        try:
+            policy = hint_policy(web)[0]
+        except HTTPException:  # no room to build the planner now: the hint request will
+            return "estimate"
         if policy is None:
             return None
         return "exact" if policy.name.startswith(BEST_RESPONSE) else "estimate"
@@ -421,12 +553,13 @@ def create_app(
     def index() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
+    # The small answers run in the event loop itself: no worker thread to wait for.
     @app.get("/api/bots")
-    def bots() -> dict:
+    async def bots() -> dict:
         return {"bots": catalogue.to_list(), "max_bots": 7}
 
     @app.get("/api/rules")
-    def rule_choices() -> dict:
+    async def rule_choices() -> dict:
         """What the new-game form offers: the seeds' rules (every field of Rules), the
         choices of the switches that have names, and the largest target."""
         return {
@@ -436,7 +569,7 @@ def create_app(
         }
 
     @app.get("/api/problems")
-    def problems() -> dict:
+    async def problems() -> dict:
         """Saved games that could not be read at start (skipped)."""
         return {"problems": store.problems}
 
@@ -448,8 +581,18 @@ def create_app(
             raise HTTPException(422, f"seat must be 0..{len(bots)} with {len(bots)} bots")
         web = WebGame.new(bots, seat, rules, seed)
         for key in dict.fromkeys(bots):
+            done = (key, web.game.n_players, web.game.rules)
             try:  # a model load or a solve, once: no lock but the bot's own is held
-                catalogue.prepared(key, web.game.n_players, web.game.rules)
+                if catalogue.bots[key].kind == "solver":
+                    work.check_solvable(web.game.rules)
+                if done in prepared:
+                    catalogue.prepared(key, web.game.n_players, web.game.rules)
+                else:  # perhaps expensive: within the bound
+                    with work.slot(client):
+                        catalogue.prepared(key, web.game.n_players, web.game.rules)
+                    prepared[done] = None
+                    while len(prepared) > MAX_PREPARED:
+                        prepared.popitem(last=False)
             except ValueError as e:
                 raise HTTPException(422, f"{key}: {said(e, catalogue.root)}") from None
         try:
@@ -472,110 +615,122 @@ def create_app(
             return view(web)
 
     @app.get("/api/games/{gid}")
-    def show(gid: str, request: Request) -> dict:
-        with locked(gid, request) as web:
-            return view(web)
+    async def show(gid: str, request: Request) -> dict:
+        return await on_game(gid, request, view)
 
     @app.delete("/api/games/{gid}", status_code=204)
-    def abandon(gid: str, request: Request) -> Response:
+    async def abandon(gid: str, request: Request) -> Response:
         """The player abandons the game: its save is deleted."""
-        with locked(gid, request) as web:
+
+        def remove(web: WebGame) -> None:
             try:
                 store.remove(web)
             except OSError as e:
                 raise HTTPException(503, f"could not delete the game: {said(e)}") from None
+
+        await on_game(gid, request, remove)
         return Response(status_code=204)
 
     @app.post("/api/games/{gid}/move")
-    def move(gid: str, req: MoveRequest, request: Request) -> dict:
-        with locked(gid, request) as web:
-            check_at(web, req.at)
-            if web.status() != "you":
-                raise HTTPException(
-                    409, "it is not your move" if not web.over else "the game is over"
-                )
-            before = web.to_dict()
-            try:
-                event = web.act(req.action)
-            except IllegalMoveError as e:
-                raise HTTPException(400, one_line(e)) from None
-            commit(web, before)
-            return view(web, [event])
+    async def move(gid: str, req: MoveRequest, request: Request) -> dict:
+        return await on_game(gid, request, lambda web: played(web, req))
+
+    def played(web: WebGame, req: MoveRequest) -> dict:
+        check_at(web, req.at)
+        if web.status() != "you":
+            raise HTTPException(409, "it is not your move" if not web.over else "the game is over")
+        before = web.to_dict()
+        try:
+            event = web.act(req.action)
+        except IllegalMoveError as e:
+            raise HTTPException(400, one_line(e)) from None
+        commit(web, before)
+        return view(web, [event])
 
     @app.post("/api/games/{gid}/step")
-    def step(gid: str, request: Request, req: Annotated[StepRequest | None, Body()] = None) -> dict:
-        req = req or StepRequest()
-        with locked(gid, request) as web:
-            check_at(web, req.at)
-            if web.status() != "wait":
-                raise HTTPException(409, "it is your move" if not web.over else "the game is over")
-            before = web.to_dict()
-            bots = {i: catalogue.policy(k) for i, k in enumerate(web.bots) if k is not None}
-            events = web.advance(bots, req.steps)
-            commit(web, before)
-            return view(web, events)
+    async def step(
+        gid: str, request: Request, req: Annotated[StepRequest | None, Body()] = None
+    ) -> dict:
+        return await on_game(gid, request, lambda web: stepped(web, req or StepRequest()))
+
+    def stepped(web: WebGame, req: StepRequest) -> dict:
+        check_at(web, req.at)
+        if web.status() != "wait":
+            raise HTTPException(409, "it is your move" if not web.over else "the game is over")
+        before = web.to_dict()
+        bots = {i: catalogue.policy(k) for i, k in enumerate(web.bots) if k is not None}
+        events = web.advance(bots, req.steps)
+        commit(web, before)
+        return view(web, events)
 
     @app.get("/api/games/{gid}/hint")
-    def hint(gid: str, request: Request) -> dict:
-        with locked(gid, request) as web:
-            if web.status() != "you":
-                raise HTTPException(409, "a hint is for your own decision")
-            game = web.game
-            policy, why_not = hint_policy(web)
-            if policy is None:
-                return {"available": False, "note": why_not}
-            values = policy.action_values(game)
-            best = max(values, key=values.__getitem__)  # the first of equal values
-            roll = game.state.roll
-            if game.n_players == 2:
-                mine = float(values[best])
-                chances = [mine if i == web.human else 1 - mine for i in range(2)]
-                note, source = "exact: optimal play from here on", "optimal"
-            else:
-                chances = [float(p) for p in policy.win_probabilities(game)]
-                exact = policy.name.startswith(BEST_RESPONSE)
-                note = (
-                    "exact: the best response to these bots"
-                    if exact
-                    else f"an estimate by the trained planner {policy.name}, not exact"
-                )
-                source = policy.name
-            return {
-                "available": True,
-                "action": best,
-                "marked": [i for i in range(len(roll)) if best >> i & 1],
-                "bank": bool(best & BANK_BIT),
-                "text": describe_action(best, roll, rolling="roll on"),
-                "chances": chances,
-                "exact": game.n_players == 2 or note.startswith("exact"),
-                "source": source,
-                "note": note,
-            }
+    async def hint(gid: str, request: Request) -> dict:
+        return await on_game(gid, request, hinted)
+
+    def hinted(web: WebGame) -> dict:
+        if web.status() != "you":
+            raise HTTPException(409, "a hint is for your own decision")
+        game = web.game
+        policy, why_not = hint_policy(web)
+        if policy is None:
+            return {"available": False, "note": why_not}
+        values = policy.action_values(game)
+        best = max(values, key=values.__getitem__)  # the first of equal values
+        roll = game.state.roll
+        if game.n_players == 2:
+            mine = float(values[best])
+            chances = [mine if i == web.human else 1 - mine for i in range(2)]
+            note, source = "exact: optimal play from here on", "optimal"
+        else:
+            chances = [float(p) for p in policy.win_probabilities(game)]
+            exact = policy.name.startswith(BEST_RESPONSE)
+            note = (
+                "exact: the best response to these bots"
+                if exact
+                else f"an estimate by the trained planner {policy.name}, not exact"
+            )
+            source = policy.name
+        return {
+            "available": True,
+            "action": best,
+            "marked": [i for i in range(len(roll)) if best >> i & 1],
+            "bank": bool(best & BANK_BIT),
+            "text": describe_action(best, roll, rolling="roll on"),
+            "chances": chances,
+            "exact": game.n_players == 2 or note.startswith("exact"),
+            "source": source,
+            "note": note,
+        }
 
     @app.post("/api/games/{gid}/rematch", status_code=201)
-    def rematch(gid: str, request: Request) -> dict:
+    async def rematch(gid: str, request: Request) -> dict:
         """A new game at the same table; asked again, the same new game."""
-        with locked(gid, request) as web:
+        client = address(request)
+
+        def again(web: WebGame) -> WebGame:
             if not web.over:
                 raise HTTPException(409, "the game is not over")
-            again = web.rematch and store.get(web.rematch, address(request))
-            if not again:
+            new = web.rematch and store.get(web.rematch, client)
+            if not new:
                 bots = [k for k in web.bots if k is not None]
-                again = start(bots, web.human, web.game.rules, None, address(request))
-                web.rematch = again.id
-        with again.lock:
-            return view(again)
+                new = start(bots, web.human, web.game.rules, None, client)
+                web.rematch = new.id
+            return new
+
+        return await on_game(await on_game(gid, request, again), request, view)
 
     @app.get("/api/games/{gid}/replay")
-    def replay(gid: str, request: Request) -> dict:
-        with locked(gid, request) as web:
-            return {
-                "id": web.id,
-                "names": web.names,
-                "human": web.human,
-                "rules": web.game.rules.to_dict(),
-                "rules_line": rules_line(web.game.rules),
-                "frames": replay_frames(web),
-            }
+    async def replay(gid: str, request: Request) -> dict:
+        return await on_game(gid, request, replayed)
+
+    def replayed(web: WebGame) -> dict:
+        return {
+            "id": web.id,
+            "names": web.names,
+            "human": web.human,
+            "rules": web.game.rules.to_dict(),
+            "rules_line": rules_line(web.game.rules),
+            "frames": replay_frames(web),
+        }
 
     return app

@@ -7,6 +7,8 @@ Scripted bots and ``optimal`` by name; the project's shipped agents by name
 holding a ``model.zip`` or ``value_net.npz``, as ``ship.py`` writes them) and exported
 bots (``bots/*.onnx``). Each is built by ``agents.make_policy``, once, the
 first time a game needs it, and shared by every game (policies keep no per-game state).
+What is made per table or rules (hint planners, solves) is kept while recently used,
+within a bound on count and bytes (``agents.cache.LRU``).
 Heavy one-time work (a model load, a solve) holds up only the requests that need it.
 """
 
@@ -19,12 +21,24 @@ from pathlib import Path
 from typing import TypeVar
 
 from agents import make_policy
+from agents.cache import LRU, MB
 from agents.shipped import shipped_models
 from envs.policy import Policy
 from envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
+# What a catalogue keeps made per table or rules, at most (a hint planner's caches grow
+# to tens of MB as it is used: agents.planner).
+MAX_KEPT = 32
+MAX_KEPT_BYTES = 256 * MB
+_MISSING = object()
+
+
+def _kept_for_good(key: Hashable) -> bool:
+    """Whether ``once`` keeps `key`'s value for good: the bots (a fixed list)."""
+    return isinstance(key, tuple) and key[:1] == ("policy",)
+
 
 SCRIPTED = (
     ("smart", "endgame-aware heuristic"),
@@ -48,7 +62,12 @@ class Bot:
 class Catalogue:
     """The bots of this server, by key; ``policy(key)`` builds one the first time."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(
+        self,
+        root: Path | None = None,
+        max_kept: int = MAX_KEPT,
+        max_bytes: int = MAX_KEPT_BYTES,
+    ) -> None:
         # Models of the server's own are found under it (error messages show paths from it).
         self.root = Path.cwd() if root is None else root
         self.bots: dict[str, Bot] = {}
@@ -67,8 +86,12 @@ class Catalogue:
         for path in sorted((self.root / "bots").glob("*.onnx")):
             key = path.name
             self.bots.setdefault(key, Bot(key, str(path), "exported", "exported bot (ONNX)"))
-        self._lock = threading.Lock()  # guards the two dicts below, held for a lookup only
+        self._lock = threading.Lock()  # guards the three below, held for a lookup only
+        # The bots themselves are kept for good (the list is fixed); what is made per
+        # table or rules (hint planners, prepared solves) is kept while recently used,
+        # at most `max_kept` entries and about `max_bytes` (agents.cache.LRU).
         self._made: dict[Hashable, object] = {}
+        self._kept = LRU(max_kept, max_bytes)
         self._making: dict[Hashable, threading.Lock] = {}
 
     def __contains__(self, key: object) -> bool:
@@ -82,18 +105,39 @@ class Catalogue:
         waits only for the key it asks for: one bot's model load or a solve does not hold
         up games that do not need it. A failure is not kept (the next caller tries)."""
         with self._lock:
-            if key in self._made:
-                return self._made[key]
+            known = self._known(key)
+            if known is not _MISSING:
+                return known
             lock = self._making.setdefault(key, threading.Lock())
         with lock:
-            if key not in self._made:
-                self._made[key] = make()
-            return self._made[key]
+            try:
+                with self._lock:
+                    known = self._known(key)
+                if known is _MISSING:
+                    known = make()
+                    with self._lock:
+                        if _kept_for_good(key):
+                            self._made[key] = known
+                        else:
+                            self._kept.put(key, known)
+                return known
+            finally:
+                with self._lock:  # a later caller finds the value, or makes it again
+                    self._making.pop(key, None)
+
+    def _known(self, key: Hashable) -> object:
+        """The value kept for `key`, or _MISSING (lock held)."""
+        return self._made[key] if key in self._made else self._kept.get(key, _MISSING)
 
     def made(self, key: Hashable) -> object | None:
         """What ``once`` has made for `key`, or None if nothing yet (never waits)."""
         with self._lock:
-            return self._made.get(key)
+            known = self._known(key)
+        return None if known is _MISSING else known
+
+    def kept(self) -> LRU:
+        """What ``once`` keeps per table or rules (for tests and monitoring)."""
+        return self._kept
 
     def policy(self, key: str) -> Policy:
         """The policy of `key` (built once); ValueError (one line) if it cannot load."""

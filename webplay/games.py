@@ -38,6 +38,7 @@ X-Forwarded-For from 127.0.0.1 and ::1; its FORWARDED_ALLOW_IPS variable says ot
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import json
@@ -48,6 +49,7 @@ import re
 import secrets
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +82,74 @@ MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 # game's variant, in time and memory that grow with the square of the target, so a
 # client can ask for nothing bigger than the seeds' game.
 MAX_TARGET = 5000
+MAX_WAITING = 16  # requests that may wait for one game; the page sends one at a time
+MAX_WORK, MAX_WORK_PER_ADDRESS = 2, 1  # expensive work at once (webplay.app.Work)
+# Which rules the server solves exactly when no solution is cached (--solve): a solve
+# of new house rules takes 6-35 s of CPU and writes about 40 MB to the solver's cache.
+SOLVE_CHOICES = {
+    "any": "any rules the solver takes, within --max-work (the default)",
+    "standard": "the standard rules only; house rules only where already solved",
+    "cached": "none: only rules already solved (in the solver's cache)",
+}
+
+
+class GateFull(Exception):
+    """Too many requests already wait for this game."""
+
+
+class Gate:
+    """A game's turn for requests: one at a time, the others waiting in the event loop
+    (not in a worker thread, so a slow game holds no thread but its own), first come
+    first served, at most `limit` waiting (``enter`` raises GateFull beyond). Any event
+    loop may wait (the test client runs one per request)."""
+
+    def __init__(self, limit: int = MAX_WAITING) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()  # guards the two fields below, held briefly
+        self._held = False
+        self._waiting: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    async def enter(self) -> None:
+        """Wait for the game's turn (then the caller holds it until ``leave``)."""
+        with self._lock:
+            if not self._held:
+                self._held = True
+                return
+            if len(self._waiting) >= self.limit:
+                raise GateFull(f"{self.limit} requests already wait for this game")
+            loop = asyncio.get_running_loop()
+            ticket = (loop, loop.create_future())
+            self._waiting.append(ticket)
+        try:
+            await ticket[1]
+        except BaseException:  # cancelled: out of the queue, or the turn passed on
+            with self._lock:
+                if ticket in self._waiting:
+                    self._waiting.remove(ticket)
+                    raise
+            self.leave()
+            raise
+
+    def leave(self) -> None:
+        """End the caller's turn: the next waiting request's begins."""
+        with self._lock:
+            while self._waiting:
+                loop, future = self._waiting.popleft()
+                try:
+                    loop.call_soon_threadsafe(_wake, future)
+                except RuntimeError:  # its loop has closed: the next one
+                    continue
+                return
+            self._held = False
+
+
+def _wake(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class WebGame:
@@ -98,6 +168,7 @@ class WebGame:
         self.owner: str | None = None  # the client address that created (or resumed) it
         self.rematch: str | None = None  # the id of its rematch: a repeated request gets it
         self.lock = threading.Lock()  # one request at a time on this game
+        self.gate = Gate()  # where requests for it wait their turn (webplay.app)
         self.gone = False  # deleted while a request waited for its lock
         self.names = [
             HUMAN if key is None else key if bots.count(key) == 1 else f"{key} (seat {i})"
@@ -393,6 +464,11 @@ class Store:
             raise
 
     def _load(self) -> None:
+        # A save's temporary file left by a crash (agents.base.atomic_write's name for
+        # it): no server writes here but this one, so none is in use.
+        for path in self.folder.glob(".*.json.*.tmp"):
+            with contextlib.suppress(OSError):
+                path.unlink()
         for path in sorted(self.folder.glob("*.json")):
             try:
                 if path.stat().st_size > MAX_SAVE_BYTES:

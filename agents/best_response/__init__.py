@@ -61,7 +61,8 @@ from pathlib import Path
 import numpy as np
 
 from agents.base import MODEL_SUFFIXES, atomic_write
-from agents.optimal import cache_dir, remember
+from agents.cache import LRU, MAX_IN_MEMORY, MB, bound_disk, remember, touch
+from agents.optimal import cache_dir
 from agents.shipped import SHIPPED, shipped_model
 from envs.batch import ROLL_BUST, ROLLS, BatchGames, decide
 from envs.best_response import BestResponse, ScoreSpace, solve_best_response
@@ -252,7 +253,10 @@ def table_of(spec: str, players: int | None = None) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------ the cache
-_MEMORY: dict[tuple, BestResponse] = {}
+# The best responses kept in memory, the most recently used last (``agents.cache``): a
+# table of 3 at full size takes about 75 MB.
+MAX_BEST_RESPONSE_BYTES = 400 * MB
+_MEMORY = LRU(MAX_IN_MEMORY, MAX_BEST_RESPONSE_BYTES)
 
 
 def _cache_path(keys: Sequence[str], rules: Rules) -> Path:
@@ -334,6 +338,10 @@ def best_response(
                 _save(path, keys, result)
             except OSError as e:  # a read-only home still gets the numbers
                 print(f"could not cache the best response at {path}: {e}", file=sys.stderr)
+            else:
+                bound_disk(path.parent, keep=path)
+    elif path is not None:
+        touch(path)
     if cached:
         remember(_MEMORY, memory_key, result)
     return result
@@ -374,6 +382,7 @@ def cached_best_response(bots: Sequence[Bot], rules: Rules) -> BestResponse | No
     path = _cache_path(keys, rules)
     result = _load(path, keys, rules, names) if path.is_file() else None
     if result is not None:
+        touch(path)
         remember(_MEMORY, (keys, rules), result)
     return result
 
@@ -500,6 +509,10 @@ def summary(br: BestResponse) -> dict:
 
 
 # ------------------------------------------------------------------ the bot
+# The planners a bot keeps (one per rules it has played under), with their caches.
+PLANNER_BYTES = 256 * MB
+
+
 class BestResponseBot(Policy):
     """Plays the exact best response to a table of bots (``bots``, after it in turn
     order): each turn planned exactly (``agents.planner.PlannerBot``) against the best
@@ -514,7 +527,7 @@ class BestResponseBot(Policy):
         self.make_policy = make_policy
         self.show_progress = show_progress
         self.name = PREFIX + ",".join(self.bots)
-        self._planners: dict[Rules, Policy] = {}
+        self._planners = LRU(MAX_IN_MEMORY, PLANNER_BYTES)
 
     def check_game(self, n_players: int, rules: Rules) -> None:
         if n_players != len(self.bots) + 1:
@@ -529,13 +542,14 @@ class BestResponseBot(Policy):
         """The planner of the best response under `rules`."""
         from agents.planner import PlannerBot
 
-        if rules not in self._planners:
+        planner = self._planners.get(rules)
+        if planner is None:
             br = best_response(self.bots, rules, self.make_policy, self.show_progress)
             planner = PlannerBot(
                 br.value_fn(), players=(br.n_players,), rules=rules, name=self.name
             )
             remember(self._planners, rules, planner)
-        return self._planners[rules]
+        return planner
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
         return self.planner(game.rules).act(game, rng)
@@ -553,4 +567,4 @@ class BestResponseBot(Policy):
         """Pickled without its planners (their values are a local function of the best
         response): the copy computes or loads them again when first asked, the same
         values, so the same decisions."""
-        return {**self.__dict__, "_planners": {}}
+        return {**self.__dict__, "_planners": LRU(MAX_IN_MEMORY, PLANNER_BYTES)}

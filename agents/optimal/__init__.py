@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.base import atomic_write, check_plot_path
+from agents.cache import LRU, MAX_IN_MEMORY, MB, bound_disk, remember, touch
 from agents.rule_flags import DEFAULTS, add_rule_flags, rules_from_args
 from envs.game import Game
 from envs.policy import Policy
@@ -90,20 +91,12 @@ def _save(path: Path, sol: TwoPlayerSolution) -> None:
     atomic_write(path, lambda aside: np.savez(aside, **arrays))
 
 
-# The solutions kept in memory, the most recently used last. A full-size solution takes
-# about 50 MB, and a server offering house rules must not keep every variant it is asked
-# for: past this many, the least recently used is dropped (the disk cache still has it).
-MAX_IN_MEMORY = 4
-_MEMORY: dict[Rules, TwoPlayerSolution] = {}
-
-
-def remember(memory: dict, key: object, value: object) -> None:
-    """Put `value` in `memory` as the most recently used, dropping the least recently
-    used entries past ``MAX_IN_MEMORY``."""
-    memory.pop(key, None)
-    memory[key] = value
-    while len(memory) > MAX_IN_MEMORY:
-        del memory[next(iter(memory))]
+# The solutions kept in memory, the most recently used last (``agents.cache``). A
+# full-size solution takes about 50 MB, and a server offering house rules must not keep
+# every variant it is asked for: past this many (or bytes), the least recently used is
+# dropped (the disk cache still has it).
+MAX_SOLUTION_BYTES = 400 * MB
+_MEMORY = LRU(MAX_IN_MEMORY, MAX_SOLUTION_BYTES)
 
 
 def two_player_solution(
@@ -123,8 +116,19 @@ def two_player_solution(
             _save(path, sol)
         except OSError as e:  # a read-only home still gets a working bot
             print(f"could not cache the solution at {path}: {e}", file=sys.stderr)
+        else:
+            bound_disk(path.parent, keep=path)
+    else:
+        touch(path)
     remember(_MEMORY, rules, sol)
     return sol
+
+
+def solution_known(rules: Rules | None = None) -> bool:
+    """Whether ``two_player_solution(rules)`` needs no solve: the solution is in memory
+    or in the disk cache (a server restricting what it solves asks this first)."""
+    rules = rules or Rules()
+    return rules in _MEMORY or _cache_path(rules).is_file()
 
 
 def _solve_with_progress(rules: Rules, show: bool) -> TwoPlayerSolution:

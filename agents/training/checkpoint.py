@@ -4,6 +4,7 @@ resumes exactly as if it had not stopped, and its JSON files."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import random
 from dataclasses import dataclass, field
@@ -67,7 +68,10 @@ def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
     import torch
 
     latest = run_dir / "latest"
-    atomic_write(latest / "model.zip", model.save)
+    # The model is written aside and renamed into place only once state.pkl is written
+    # too: a disk that fills between the two leaves the last checkpoint whole (its model
+    # with its own state), which --resume continues.
+    pending = atomic_write(latest / ".model.pending.zip", model.save)
     extra = {
         "state": dataclasses.asdict(state),
         "num_timesteps": model.num_timesteps,
@@ -77,13 +81,19 @@ def save_checkpoint(model, run_dir: Path, state: RunState) -> None:
         "env_states": model.get_env().env_method("get_state"),
         "monitor": monitor_state(model.get_env()),
     }
-    atomic_write(latest / "state.pkl", pickle.dumps(extra))
+    try:
+        atomic_write(latest / "state.pkl", pickle.dumps(extra))
+    except BaseException:
+        pending.unlink(missing_ok=True)
+        raise
+    os.replace(pending, latest / "model.zip")
     save_json(run_dir / "evals.json", state.evals)
 
 
 def read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
     """The saved state of a run's latest checkpoint (latest/state.pkl), checked to have
-    everything resume restores, so that a damaged one is refused in one line."""
+    everything resume restores, so that a damaged one is refused in one line; it is read
+    as data only (``read_saved_state``), so no code from the folder runs."""
     extra = read_saved_state(run_dir, CHECKPOINT_KEYS)
     unreadable = f"the checkpoint in {run_dir / 'latest'} is unreadable"
     if not isinstance(extra["state"], dict):
@@ -106,14 +116,21 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env, extra: dict):
     """The model and RunState of `extra` (read_checkpoint), with the environments and
     every random generator put back as they were."""
     import torch
-    from sb3_contrib import MaskablePPO
 
-    from agents.neural import attach_obs_spec
+    from agents.neural import attach_obs_spec, load_sb3
+    from agents.training.model import LinearLearningRate
 
     latest = run_dir / "latest"
+    # The schedules training gave the model (SB3 saved them as pickles, never loaded).
+    known = {
+        "learning_rate": LinearLearningRate(config.learning_rate, config.final_learning_rate),
+        "clip_range": config.clip_range,
+    }
     try:
         # force_reset=False keeps the saved last observation: no env reset on resume.
-        model = MaskablePPO.load(latest / "model.zip", env=vec_env, device="cpu", force_reset=False)
+        model = load_sb3(
+            latest / "model.zip", config.obs_spec, vec_env, known, device="cpu", force_reset=False
+        )
     except FileNotFoundError:
         raise ValueError(f"{run_dir} has no checkpoint to resume (no latest/model.zip)") from None
     except Exception as e:

@@ -11,9 +11,10 @@ import dataclasses
 import functools
 import json
 import math
-import pickle
+import os
 import re
 import shlex
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from agents.tournament import standard_table
 from agents.value_net import FeatureSpec, ValueNet
 from envs.encoding import ObsSpec
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players
-from envs.rules import DEFAULT_RULES, HOLD_VARIANTS, Rules
+from envs.rules import DEFAULT_RULES, HOLD_VARIANTS, Rules, check_target_bound
 
 PRESETS = data_folder("hyperparams")
 RUNS = Path("checkpoints")  # the default runs folder, in the current folder
@@ -65,8 +66,9 @@ class GameRules:
 
     @property
     def rules(self) -> Rules:
-        """The game's rules (a bad value: Rules's one-line ValueError)."""
-        return Rules(**{name: getattr(self, name) for name in RULE_FIELDS})
+        """The game's rules (a bad value or a target past MAX_TARGET: a one-line
+        ValueError)."""
+        return check_target_bound(Rules(**{name: getattr(self, name) for name in RULE_FIELDS}))
 
 
 RULE_FIELDS = tuple(f.name for f in dataclasses.fields(GameRules))
@@ -74,8 +76,10 @@ RULE_FIELDS = tuple(f.name for f in dataclasses.fields(GameRules))
 
 def saved_rules(values: dict) -> Rules:
     """The rules a run's config.json (read as a dict) names; a key it lacks (a run from
-    before that switch) is the seeds' rule. A bad value: Rules's one-line ValueError."""
-    return Rules(**{name: values.get(name, getattr(DEFAULT_RULES, name)) for name in RULE_FIELDS})
+    before that switch) is the seeds' rule. A bad value, or a target past MAX_TARGET:
+    a one-line ValueError."""
+    rules = Rules(**{name: values.get(name, getattr(DEFAULT_RULES, name)) for name in RULE_FIELDS})
+    return check_target_bound(rules)
 
 
 def rules_tag(rules: Rules) -> str:
@@ -286,8 +290,8 @@ def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
             w = float(weight) if weight else 1.0
         except ValueError:
             raise ValueError(f"bad opponent weight in {spec!r}: expected name@number") from None
-        if w <= 0:
-            raise ValueError(f"opponent weight must be positive in {spec!r}")
+        if not math.isfinite(w) or w <= 0:  # nan <= 0 is False: checked by name
+            raise ValueError(f"opponent weight must be a positive number in {spec!r}")
         make_policy(name)  # a clear error for unknown names, now
         pool.append((name, w))
     if not pool:
@@ -741,17 +745,36 @@ def record_run(run_dir: Path, config: Config, command: list[str]) -> None:
         f.write(shlex.join(command) + "\n")
 
 
+def stopped_by_write_error(error: OSError, run_dir: Path, resume: str) -> str:
+    """What a training script says, in one line, when a write fails mid-run (a full disk:
+    ENOSPC). Checkpoints are written whole or not at all, so the last one is kept and
+    `resume` (the command) continues from it; a run with none yet is removed, as Ctrl-C
+    removes it, so that the same command starts it again."""
+    where = f" {error.filename}" if error.filename else ""
+    why = f"could not write{where}: {error.strerror or error}; training stopped"
+    if (run_dir / "latest" / "state.pkl").is_file():
+        return f"{why}, its last checkpoint kept whole: free some space, then {resume}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return f"{why} before its first checkpoint, {run_dir} removed: free some space, start again"
+
+
 def read_saved_state(run_dir: Path, keys: Sequence[str]) -> dict:
-    """A run's latest/state.pkl (what a resume restores), checked to be a mapping that
-    holds `keys`; every problem one line."""
-    from agents.neural import first_line
+    """A run's latest/state.pkl (what a resume restores), read as data only
+    (``agents.neural.read_data_pickle``: no code from the folder runs; a pickle naming
+    more is refused) and checked to be a mapping that holds `keys`; every problem one
+    line."""
+    from agents.neural import ForbiddenPickle, first_line, read_data_pickle
 
     latest = run_dir / "latest"
     unreadable = f"the checkpoint in {latest} is unreadable"
     try:
-        state = pickle.loads((latest / "state.pkl").read_bytes())
+        state = read_data_pickle((latest / "state.pkl").read_bytes())
     except FileNotFoundError:
         raise ValueError(f"{run_dir} has no checkpoint to resume (latest/ is missing)") from None
+    except ForbiddenPickle as e:
+        raise ValueError(
+            f"the checkpoint in {latest} is refused: state.pkl is a pickle of more than data ({e})"
+        ) from None
     except Exception as e:  # unpickling garbage raises about anything
         raise ValueError(f"{unreadable}: {first_line(e)}") from None
     if not isinstance(state, dict):
@@ -785,6 +808,14 @@ def check_resume_flags(given: set[str], shown: list[str], what: str = "a run as 
         )
 
 
+def check_runs_folder(runs: Path, option: str) -> None:
+    """check_output_folder for a runs folder, which may be made but not its parents: a
+    mistyped ``/nonexistent/x`` is refused (one line) instead of made from the root."""
+    if not os.path.lexists(runs) and not os.path.lexists(runs.parent):
+        raise ValueError(f"{option} {runs}: folder {runs.parent} does not exist")
+    check_output_folder(runs, option)
+
+
 def open_run(args: Any, given: set[str], runs: Path) -> tuple[Any, Path]:
     """The config and folder of the run a training script's command line asks for
     (`args`: its Args, whose .config is a TrainConfig or a PlannerConfig): a new run's,
@@ -794,7 +825,7 @@ def open_run(args: Any, given: set[str], runs: Path) -> tuple[Any, Path]:
         raise ValueError(f"--stop-after must be positive, got {args.stop_after:g}")
     runs = Path(args.checkpoints) if args.checkpoints else runs
     if not args.resume:
-        check_output_folder(runs, "--checkpoints")  # the run folder is made in it
+        check_runs_folder(runs, "--checkpoints")  # the run folder is made in it
         config = new_run_config(args.config, args.params, name_given="--run-name" in given)
         run_dir = runs / config.run_name
         if run_dir.exists():

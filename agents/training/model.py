@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from functools import partial
 
 from agents.threads import one_thread_per_process
@@ -83,7 +84,7 @@ def make_model(config: TrainConfig, vec_env):
     from sb3_contrib import MaskablePPO
 
     from agents.networks import ActionScoringPolicy, policy_kwargs_for
-    from agents.neural import attach_obs_spec, first_line
+    from agents.neural import attach_obs_spec, check_weights, first_line
 
     networks = {name: tuple(getattr(config, name)) for name in NETWORK_KEYS}
     model = MaskablePPO(
@@ -101,6 +102,8 @@ def make_model(config: TrainConfig, vec_env):
     attach_obs_spec(model, config.obs_spec)
     if config.init_from:
         try:  # weights (and the optimizer's moments) of the trained model
+            with zipfile.ZipFile(init_path(config)) as archive:
+                check_weights(archive)  # plain tensors only, whatever SB3's version reads
             model.set_parameters(str(init_path(config)), exact_match=True, device="cpu")
         except Exception as e:
             raise ValueError(

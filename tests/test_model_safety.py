@@ -1,0 +1,190 @@
+"""Loading a model never runs code from the file (issue 42, item 7): a checkpoint whose
+pickled settings (SB3's ":serialized:" fields) and torch members would create a file
+when unpickled is either loaded with known values in their place, playing as the
+untouched model does, or refused in one line, through make_policy and every command
+that takes a model."""
+
+import base64
+import json
+import pickle
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents import make_policy
+from agents.neural import CheckpointError, SB3Policy
+from envs.game import Game
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p"
+# The settings whose pickles are code (classes, schedules, spaces): given known values.
+CODE_SETTINGS = ("policy_class", "observation_space", "action_space", "learning_rate")
+CODE_SETTINGS += ("lr_schedule", "clip_range", "rollout_buffer_class")
+
+
+class Payload:
+    """Unpickled, it creates `marker` (what a hostile file could do instead)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def serialized(marker: Path, plain: dict | None = None) -> dict:
+    """An SB3 ":serialized:" setting holding the payload, beside `plain`'s readable fields."""
+    return {
+        **(plain or {}),
+        ":serialized:": base64.b64encode(pickle.dumps(Payload(marker))).decode(),
+    }
+
+
+def crafted(folder: Path, marker: Path, settings: dict, member: str | None = None) -> Path:
+    """The shipped 2-player model with `settings` changed in its data (None: removed) and
+    torch `member` (if given) replaced by the payload's pickle."""
+    path = folder / "model.zip"
+    with zipfile.ZipFile(SHIPPED_2P / "model.zip") as old, zipfile.ZipFile(path, "w") as new:
+        for info in old.infolist():
+            raw = old.read(info)
+            if info.filename == "data":
+                data = {**json.loads(raw), **settings}
+                raw = json.dumps({k: v for k, v in data.items() if v is not None}).encode()
+            elif info.filename == member:
+                raw = pickle.dumps(Payload(marker), protocol=2)  # torch's own protocol
+            new.writestr(info, raw)
+    return path
+
+
+@pytest.fixture
+def marker(tmp_path) -> Path:
+    return tmp_path / "ran_code_from_the_file"
+
+
+def test_the_payload_is_live(marker):
+    """The payload does create its file when unpickled (so its absence below means
+    something), as SB3 would unpickle it: cloudpickle.loads of the base64."""
+    import cloudpickle
+
+    cloudpickle.loads(base64.b64decode(serialized(marker)[":serialized:"]))
+    assert marker.exists()
+
+
+def first_move(policy) -> int:
+    game = Game(2, seed=0)
+    game.roll([1, 5, 5, 2, 3])
+    return policy.act(game, np.random.default_rng(0))
+
+
+def test_pickled_code_settings_are_replaced_and_the_model_plays_the_same(tmp_path, marker):
+    """Every pickled class, schedule and space holds the payload (its readable fields,
+    which the loader reads, left as they were): the model loads, none of it runs, and it
+    plays the same actions as the shipped file; so does its pickled copy."""
+    original = json.loads(zipfile.ZipFile(SHIPPED_2P / "model.zip").read("data"))
+    changes = {key: serialized(marker, original[key]) for key in CODE_SETTINGS}
+    path = crafted(tmp_path, marker, changes)
+    policy = make_policy(str(path))
+    shipped = make_policy(str(SHIPPED_2P / "model.zip"))
+    assert first_move(policy) == first_move(shipped)
+    copy = pickle.loads(pickle.dumps(policy))
+    assert first_move(copy) == first_move(shipped)
+    assert not marker.exists()
+
+
+REFUSED = {
+    "data kept as a pickle": ({"_last_obs": "payload"}, None, "_last_obs"),
+    "an unknown pickled setting": ({"extra": "payload"}, None, "extra"),
+    "pickled policy_kwargs": ({"policy_kwargs": "payload"}, None, "policy_kwargs"),
+    "a foreign policy class": ({"policy_class": {"__module__": "os"}}, None, "policy class"),
+    "a pickle as weights": ({}, "policy.pth", "policy.pth"),
+    "a pickle as torch variables": ({}, "pytorch_variables.pth", "pytorch_variables.pth"),
+}
+
+
+def refused_file(folder: Path, marker: Path, case: str) -> tuple[Path, str]:
+    settings, member, named = REFUSED[case]
+    changes = {
+        key: serialized(marker, value if isinstance(value, dict) else None)
+        for key, value in settings.items()
+    }
+    return crafted(folder, marker, changes, member), named
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_a_pickle_with_no_safe_replacement_is_refused_in_one_line(tmp_path, marker, case):
+    path, named = refused_file(tmp_path, marker, case)
+    with pytest.raises(CheckpointError) as refusal:
+        make_policy(str(path))
+    message = str(refusal.value)
+    assert "\n" not in message and named in message and str(path) in message
+    assert not marker.exists()
+
+
+def test_a_pickled_policy_loads_its_archive_safely_too(tmp_path, marker):
+    """SB3Policy travels as its archive's bytes (subprocess workers): unpickling such a
+    copy whose bytes hold a payload refuses it, running nothing."""
+    path, _ = refused_file(tmp_path, marker, "data kept as a pickle")
+    state = make_policy(str(SHIPPED_2P / "model.zip")).__getstate__()
+    state["model"] = path.read_bytes()
+    with pytest.raises(CheckpointError, match="_last_obs"):
+        SB3Policy.__new__(SB3Policy).__setstate__(state)
+    assert not marker.exists()
+
+
+def test_every_command_that_takes_a_model_runs_none_of_its_code(tmp_path, marker, capsys):
+    """evaluate.py, play.py --opponents, export.py, train.py --opponents and ship.py each
+    refuse the hostile file in one line (exit 2), creating nothing."""
+    from fivethousand_rl import evaluate, export, play, ship, train
+
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    path, _ = refused_file(run / "best", marker, "data kept as a pickle")
+    config = json.loads((SHIPPED_2P / "config.json").read_text())
+    config.pop("init_from", None)
+    (run / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "out"
+    out.mkdir()
+    commands = {
+        "evaluate": lambda: evaluate.main([str(path), "random", "--games", "2"]),
+        "play": lambda: play.main(["--opponents", str(path)], ask=lambda _: "q"),
+        "export": lambda: export.main([str(path), "-o", str(tmp_path / "bot.onnx")]),
+        "train": lambda: train.main(
+            ["--opponents", str(path), "--checkpoints", str(tmp_path / "runs")]
+        ),
+        "ship": lambda: ship.main([str(run), "--name", "new", "--out", str(out)]),
+    }
+    for name, command in commands.items():
+        code = command()
+        err = capsys.readouterr().err.strip()
+        assert code == 2, name
+        assert "_last_obs" in err and len(err.splitlines()) == 1, (name, err)
+    assert not marker.exists()
+    assert not (tmp_path / "bot.onnx").exists() and not (out / "new").exists()
+    shutil.rmtree(run)
+
+
+def test_a_run_whose_state_pkl_would_run_code_is_refused_on_resume(tmp_path, marker, capsys):
+    """train.py --resume reads latest/state.pkl (a pickle) only once it is checked to
+    name nothing but data (issue 42, item 7): a payload is refused in one line,
+    and the run's own state.pkl resumes (tests/test_train.py resumes it exactly)."""
+    from agents.neural import read_data_pickle
+    from fivethousand_rl import train
+
+    tiny = ["--preset", "quick", "--no-progress", "--params", "n_envs=2", "n_steps=128"]
+    tiny += ["batch_size=128", "eval_freq=256", "eval_episodes=2", "checkpoint_freq=256"]
+    tiny += ["eval_opponents=[smart]", "opponents=[smart]", "torch_threads=1"]
+    tiny += ["state_layers=[8]", "scorer_layers=[8]", "critic_layers=[8]"]
+    assert train.main(["--n-timesteps", "256", *tiny, "--checkpoints", str(tmp_path)]) == 0
+    run = tmp_path / "quick_free_seed0"
+    state = run / "latest" / "state.pkl"
+    saved = pickle.loads(state.read_bytes())
+    assert read_data_pickle(state.read_bytes()).keys() == saved.keys()
+    capsys.readouterr()
+    state.write_bytes(pickle.dumps({**saved, "monitor": Payload(marker)}))
+    assert train.main(["--resume", str(run), "--n-timesteps", "512"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "state.pkl" in err and "it names io.open" in err and len(err.splitlines()) == 1
+    assert not marker.exists()
