@@ -51,6 +51,7 @@ from agents.training.config import (
     TrainConfig,
     check_plain_name,
     check_resume_flags,
+    check_runs_folder,
     is_preset_name,
     load_preset,
     make_config,
@@ -303,6 +304,8 @@ def sweep_dir(args: SweepArgs) -> Path:
     """The sweep's folder: one to --resume, else a new one (not there yet), checked to be
     writable before Ray starts."""
     checkpoints = Path(args.checkpoints) if args.checkpoints else RUNS
+    if args.checkpoints:  # a mistyped /nonexistent/x: refused, not made from the root
+        check_runs_folder(checkpoints, "--checkpoints")
     if args.resume:
         given = Path(args.resume)
         folder = given if (given / "sweep.json").exists() else checkpoints / "sweeps" / given

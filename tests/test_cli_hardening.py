@@ -397,6 +397,10 @@ def test_missing_output_parents_are_refused_not_made(tmp_path, capsys):
     assert f"--checkpoints {missing / 'x'}: folder {missing} does not exist" in one_line_error(
         capsys
     )
+    assert sweep.main(["--grid", "n_epochs=1,2", "--checkpoints", str(missing / "x")]) == 2
+    assert f"--checkpoints {missing / 'x'}: folder {missing} does not exist" in one_line_error(
+        capsys
+    )
     assert not missing.exists()
 
 

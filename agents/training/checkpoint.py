@@ -15,7 +15,13 @@ import numpy as np
 
 from agents.base import atomic_write
 from agents.neural import first_line
-from agents.training.config import TrainConfig, parse_opponents, read_saved_state, save_json
+from agents.training.config import (
+    LinearLearningRate,
+    TrainConfig,
+    parse_opponents,
+    read_saved_state,
+    save_json,
+)
 
 
 @dataclass
@@ -118,7 +124,6 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env, extra: dict):
     import torch
 
     from agents.neural import attach_obs_spec, load_sb3
-    from agents.training.model import LinearLearningRate
 
     latest = run_dir / "latest"
     # The schedules training gave the model (SB3 saved them as pickles, never loaded).

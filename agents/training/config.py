@@ -758,6 +758,24 @@ def stopped_by_write_error(error: OSError, run_dir: Path, resume: str) -> str:
     return f"{why} before its first checkpoint, {run_dir} removed: free some space, start again"
 
 
+class LinearLearningRate:
+    """The learning rate at SB3's ``progress_remaining`` (1 at the start, 0 at the end):
+    `start` decayed linearly to `end`. A module-level class rather than a closure, so a
+    model (and an environment seating it) pickles with the standard ``pickle``; the same
+    arithmetic as the lambda it replaced, so runs train to the same bits (SB3's
+    ``LinearSchedule`` computes the line in another order: its floats can differ in the
+    last bit)."""
+
+    def __init__(self, start: float, end: float) -> None:
+        self.start, self.end = start, end
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.end + (self.start - self.end) * progress_remaining
+
+    def __repr__(self) -> str:
+        return f"LinearLearningRate(start={self.start}, end={self.end})"
+
+
 def read_saved_state(run_dir: Path, keys: Sequence[str]) -> dict:
     """A run's latest/state.pkl (what a resume restores), read as data only
     (``agents.neural.read_data_pickle``: no code from the folder runs; a pickle naming

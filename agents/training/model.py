@@ -6,7 +6,13 @@ import zipfile
 from functools import partial
 
 from agents.threads import one_thread_per_process
-from agents.training.config import NETWORK_KEYS, TrainConfig, init_path, parse_opponents
+from agents.training.config import (
+    NETWORK_KEYS,
+    LinearLearningRate,
+    TrainConfig,
+    init_path,
+    parse_opponents,
+)
 
 
 def make_env(config: TrainConfig):
@@ -53,24 +59,6 @@ def make_vec_env(config: TrainConfig):
         vec = SubprocVecEnv(fns) if kind == "subproc" else DummyVecEnv(fns)
     vec.seed(config.seed)
     return vec
-
-
-class LinearLearningRate:
-    """The learning rate at SB3's ``progress_remaining`` (1 at the start, 0 at the end):
-    `start` decayed linearly to `end`. A module-level class rather than a closure, so a
-    model (and an environment seating it) pickles with the standard ``pickle``; the same
-    arithmetic as the lambda it replaced, so runs train to the same bits (SB3's
-    ``LinearSchedule`` computes the line in another order: its floats can differ in the
-    last bit)."""
-
-    def __init__(self, start: float, end: float) -> None:
-        self.start, self.end = start, end
-
-    def __call__(self, progress_remaining: float) -> float:
-        return self.end + (self.start - self.end) * progress_remaining
-
-    def __repr__(self) -> str:
-        return f"LinearLearningRate(start={self.start}, end={self.end})"
 
 
 # TrainConfig fields passed to MaskablePPO as they are.
