@@ -4,7 +4,7 @@ package's ``make_policy`` is the policy resolver that the environments find thro
 
 from __future__ import annotations
 
-from agents.base import MODEL_SUFFIXES
+from agents.base import MODEL_SUFFIXES, check_model_file
 from agents.batched import (
     BatchedOptimalBot,
     BatchedRandomBot,
@@ -71,6 +71,8 @@ def make_policy(spec: str | Policy) -> Policy:
     accepted = f"accepted: {', '.join(BOT_NAMES)} (e.g. threshold:350)"
     if not isinstance(spec, str):
         raise ValueError(f"expected a bot name or a Policy, got {type(spec).__name__}; {accepted}")
+    if spec.strip().endswith(MODEL_SUFFIXES):  # a device, a FIFO, a bomb: refused unread
+        check_model_file(spec.strip())
     if spec.strip().endswith(".zip"):
         from agents.neural import SB3Policy  # torch is imported only when needed
 

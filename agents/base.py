@@ -5,14 +5,18 @@ work, the one atomic write, and the one way a duration is shown."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 from envs.policy import Policy
 
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")  # a bot spec ending so names a model file
+# The largest model file read, on disk and unpacked (the shipped ones are under 10 MB).
+MAX_MODEL_BYTES = 256 << 20
 
 __all__ = [
     "MODEL_SUFFIXES",
@@ -20,9 +24,48 @@ __all__ = [
     "atomic_write",
     "check_output_folder",
     "check_output_path",
+    "check_model_file",
     "check_plot_path",
     "duration",
+    "read_capped",
 ]
+
+
+def read_capped(path: str | Path, limit: int) -> bytes:
+    """The bytes of the file `path`; a ValueError saying why (for the caller to name the
+    file) for what is not a plain file (a device such as /dev/zero, a FIFO that would
+    block) or is longer than `limit` bytes, found before reading more than that. Every
+    file a user hands a command is read so (OSError for a missing one)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError("not a plain file")
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)  # one byte more tells a file that is too long
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit} bytes")
+    return data
+
+
+def check_model_file(path: str | Path, limit: int | None = None) -> None:
+    """ValueError (one line naming the file) for a model file that is not a plain file or
+    is larger than `limit` bytes (default ``MAX_MODEL_BYTES``), on disk or unpacked (a zip
+    archive's members by the sizes it states, which is all zipfile will unpack); a
+    missing or damaged file is left to its loader to name."""
+    limit = MAX_MODEL_BYTES if limit is None else limit
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"cannot load {path}: not a plain file")
+    if info.st_size > limit:
+        raise ValueError(f"cannot load {path}: larger than {limit} bytes")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            unpacked = sum(member.file_size for member in archive.infolist())
+    except (OSError, zipfile.BadZipFile):  # not an archive: its loader says what it is
+        return
+    if unpacked > limit:
+        raise ValueError(f"cannot load {path}: it unpacks to {unpacked} bytes, over {limit}")
 
 
 def check_output_path(path: str | Path, option: str) -> None:

@@ -12,9 +12,7 @@ import dataclasses
 import itertools
 import json
 import math
-import os
 import shutil
-import stat
 import sys
 import time
 from collections.abc import Callable
@@ -25,7 +23,7 @@ import numpy as np
 from agents import make_policy
 from agents import tournament as tour
 from agents import tournament_report as report
-from agents.base import duration
+from agents.base import duration, read_capped
 from agents.neural import read_data_pickle
 from agents.shipped import SHIPPED, shipped_folder
 from agents.value_net import ValueNet, average_nets
@@ -48,14 +46,8 @@ def read_notes(path: str | Path, limit: int = MAX_NOTES_BYTES) -> str:
     file (a device as /dev/zero, a FIFO that would block), is longer than `limit` bytes
     (found reading at most one byte more), or is not UTF-8 text."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise ShipError(f"cannot read --notes {path}: not a plain file")
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise ShipError(f"cannot read --notes {path}: larger than {limit} bytes")
-        return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        return read_capped(path, limit).decode("utf-8")
+    except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
         why = getattr(e, "strerror", None) or e
         raise ShipError(f"cannot read --notes {path}: {why}") from None
 

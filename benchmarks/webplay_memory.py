@@ -5,11 +5,13 @@
 The server (``python -m webplay``, a process of its own on a free loopback port, a
 temporary data folder) is sent, for each table of 2 to 4 scripted bots (smart, turn-ev,
 threshold:350, random, in every order: 16 + 64 + 256 = 336 tables, the issue's count), a
-new game, the bots' steps up to the human's decision, a hint (at 3+ players a planner is
-built for the table) and a DELETE. The server's resident memory (VmRSS) is read before,
-after every table and after 10 s idle; the figures printed are the start, the peak, the
-end and the idle RSS in MB (target: the peak under 600 MB; the issue measured 103 MB
-rising to 908 MB, 930 MB idle, before the catalogue's work was LRU-bounded).
+new game, then `--decisions` (10) of the human's decisions, each with its hint (at 3+
+players a planner is built for the table, and its caches grow as it is used) and the
+hinted move, the bots playing between them, and a DELETE. The server's resident memory
+(VmRSS) is read before, after every table and after 10 s idle; the figures printed are
+the start, the peak, the end and the idle RSS in MB (target: the peak under 600 MB;
+the issue measured 103 MB rising to 908 MB, 930 MB idle, before the catalogue's work
+was LRU-bounded).
 """
 
 from __future__ import annotations
@@ -43,15 +45,22 @@ def tables(count: int) -> list[list[str]]:
     return every[:count]
 
 
-def hint_at(client: Client, table: list[str], seed: int) -> bool:
-    """A game at `table`, played by its bots up to the human's decision, its hint asked,
-    then deleted; whether a hint was available."""
+def hints_at(client: Client, table: list[str], seed: int, decisions: int) -> int:
+    """A game at `table`: up to `decisions` of the human's decisions, each with its hint
+    asked and its hinted move played (the bots playing between them), then deleted; the
+    number of hints that were available."""
     view = client.ask("POST", "/api/games", {"bots": table, "seed": seed})
-    while view["status"] == "wait":
-        view = client.ask("POST", f"/api/games/{view['id']}/step", {"steps": 1000})
-    available = False
-    if view["status"] == "you":
-        available = client.ask("GET", f"/api/games/{view['id']}/hint")["available"]
+    available = 0
+    for _ in range(decisions):
+        while view["status"] == "wait":
+            view = client.ask("POST", f"/api/games/{view['id']}/step", {"steps": 1000})
+        if view["status"] != "you":
+            break
+        hint = client.ask("GET", f"/api/games/{view['id']}/hint")
+        available += bool(hint["available"])
+        action = hint["action"] if hint["available"] else view["moves"][0]["action"]
+        move = {"action": action, "at": view["at"]}
+        view = client.ask("POST", f"/api/games/{view['id']}/move", move)
     client.ask("DELETE", f"/api/games/{view['id']}")
     return available
 
@@ -59,6 +68,7 @@ def hint_at(client: Client, table: list[str], seed: int) -> bool:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tables", type=int, default=336, help="tables hinted at (1..336)")
+    p.add_argument("--decisions", type=int, default=10, help="hinted decisions per table")
     p.add_argument("--idle", type=float, default=10.0, help="seconds idle before the last read")
     p.add_argument("--plot", type=Path, help="also draw the RSS per table to this .png")
     args = p.parse_args(argv)
@@ -75,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             hints = 0
             began = time.monotonic()
             for i, table in enumerate(tables(args.tables)):
-                hints += hint_at(client, table, seed=i)
+                hints += hints_at(client, table, i, args.decisions)
                 readings.append(rss_mb(proc.pid))
                 if (i + 1) % 16 == 0 or i + 1 == args.tables:
                     print(

@@ -36,7 +36,6 @@ import math
 import os
 import re
 import shlex
-import stat
 import sys
 import time
 from collections.abc import Callable
@@ -46,6 +45,7 @@ from typing import NoReturn
 import numpy as np
 
 from agents import MODEL_SUFFIXES, make_policy
+from agents.base import read_capped
 from agents.rule_flags import (
     add_rule_flags,
     describe_rules,
@@ -95,16 +95,9 @@ MAX_FILE_BYTES = 4 << 20
 
 
 def read_text_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> str:
-    """The text of the file `path` (UTF-8); a ValueError saying why (for the caller to
-    name the file) for what is not a plain file (a device as /dev/zero, a FIFO that would
-    block) or is longer than `limit` bytes, found before reading more than that."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise ValueError("not a plain file")
-    with open(path, "rb") as f:
-        data = f.read(limit + 1)  # one byte more tells a file that is too long
-    if len(data) > limit:
-        raise ValueError(f"larger than {limit} bytes")
-    return data.decode("utf-8")
+    """The UTF-8 text of the file `path`, read with a bound (``agents.base.read_capped``:
+    a ValueError saying why for a device, a FIFO or a file longer than `limit`)."""
+    return read_capped(path, limit).decode("utf-8")
 
 
 def cut(text: str, limit: int = ECHO) -> str:

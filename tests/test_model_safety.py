@@ -171,7 +171,7 @@ def test_a_run_whose_state_pkl_would_run_code_is_refused_on_resume(tmp_path, mar
     name nothing but data (issue 42, item 7): a payload is refused in one line,
     and the run's own state.pkl resumes (tests/test_train.py resumes it exactly)."""
     from agents.neural import read_data_pickle
-    from fivethousand_rl import train
+    from fivethousand_rl import ship, train
 
     tiny = ["--preset", "quick", "--no-progress", "--params", "n_envs=2", "n_steps=128"]
     tiny += ["batch_size=128", "eval_freq=256", "eval_episodes=2", "checkpoint_freq=256"]
@@ -188,3 +188,40 @@ def test_a_run_whose_state_pkl_would_run_code_is_refused_on_resume(tmp_path, mar
     err = capsys.readouterr().err.strip()
     assert "state.pkl" in err and "it names io.open" in err and len(err.splitlines()) == 1
     assert not marker.exists()
+    out = tmp_path / "out"
+    out.mkdir()
+    (run / "summary.json").unlink()  # a run in progress: ship reads how far from state.pkl
+    assert ship.main([str(run), "--name", "new", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "state.pkl" in err and "io.open" in err and len(err.splitlines()) == 1
+    assert not marker.exists() and not (out / "new").exists()
+
+
+def test_model_files_that_are_no_plain_file_or_too_big_are_refused_unread(
+    tmp_path, monkeypatch
+):
+    """Issue 42 (deliver 4): a FIFO named as a model would block its reader, a device
+    never ends, and an archive may unpack to far more than its size: each is refused in
+    one line naming the file, before any loader reads it."""
+    import os
+
+    from agents import base
+
+    fifo = tmp_path / "model.zip"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a plain file") as e:
+        make_policy(str(fifo))
+    assert str(fifo) in str(e.value) and "\n" not in str(e.value)
+    shipped = SHIPPED_2P / "model.zip"
+    size = shipped.stat().st_size
+    monkeypatch.setattr(base, "MAX_MODEL_BYTES", size - 1)
+    with pytest.raises(ValueError, match=f"larger than {size - 1} bytes"):
+        make_policy(str(shipped))
+    bomb = tmp_path / "bomb.zip"  # 4 MB of zeros that take a few kB on disk
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("data", b"\0" * (4 << 20))
+    assert bomb.stat().st_size < size - 1
+    with pytest.raises(ValueError, match=f"it unpacks to {4 << 20} bytes, over {size - 1}"):
+        make_policy(str(bomb))
+    monkeypatch.setattr(base, "MAX_MODEL_BYTES", size)
+    assert make_policy(str(shipped)).name  # at the bound: loads
