@@ -197,9 +197,7 @@ def test_a_run_whose_state_pkl_would_run_code_is_refused_on_resume(tmp_path, mar
     assert not marker.exists() and not (out / "new").exists()
 
 
-def test_model_files_that_are_no_plain_file_or_too_big_are_refused_unread(
-    tmp_path, monkeypatch
-):
+def test_model_files_that_are_no_plain_file_or_too_big_are_refused_unread(tmp_path, monkeypatch):
     """Issue 42 (deliver 4): a FIFO named as a model would block its reader, a device
     never ends, and an archive may unpack to far more than its size: each is refused in
     one line naming the file, before any loader reads it."""
