@@ -17,6 +17,9 @@ from envs.policy import Policy
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")  # a bot spec ending so names a model file
 # The largest model file read, on disk and unpacked (the shipped ones are under 10 MB).
 MAX_MODEL_BYTES = 256 << 20
+# The largest settings or record file read (a run's config.json, summary.json, evals.json,
+# command.txt, a preset's YAML, an exported bot's metadata): theirs are a few kB.
+MAX_TEXT_BYTES = 16 << 20
 
 __all__ = [
     "MODEL_SUFFIXES",
@@ -28,6 +31,7 @@ __all__ = [
     "check_plot_path",
     "duration",
     "read_capped",
+    "read_text_capped",
 ]
 
 
@@ -43,6 +47,11 @@ def read_capped(path: str | Path, limit: int) -> bytes:
     if len(data) > limit:
         raise ValueError(f"larger than {limit} bytes")
     return data
+
+
+def read_text_capped(path: str | Path, limit: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of the file `path`, read with a bound (``read_capped``)."""
+    return read_capped(path, limit).decode("utf-8")
 
 
 def check_model_file(path: str | Path, limit: int | None = None) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.base import read_text_capped
 from agents.neural import OBS_SPEC_ATTRIBUTE, TrainedModel, first_line
 from agents.planner import PlannerBot
 from agents.value_net import FeatureSpec, ValueNet, planner_for
@@ -52,9 +53,11 @@ def read_metadata(onnx_path: str | Path) -> dict:
     if not path.is_file():
         raise ExportError(f"exported bot {onnx_path} has no metadata file {path}")
     try:
-        meta = json.loads(path.read_text())
+        meta = json.loads(read_text_capped(path))
     except json.JSONDecodeError as e:
         raise ExportError(f"metadata {path} is not valid JSON: {e}") from None
+    except (OSError, ValueError) as e:  # not a plain file, too big, not UTF-8
+        raise ExportError(f"cannot read metadata {path}: {e}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ExportError(f"{path} is not the metadata of an exported 5000 bot")
     version = meta.get("format_version")

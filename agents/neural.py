@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import atomic_write
+from agents.base import MAX_MODEL_BYTES, atomic_write, read_capped
 from envs.batch import BatchGames
 from envs.encoding import ACTION_FEATURES, ENCODINGS, OBS_LOW, ObsSpec, encode_rich
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, Game
@@ -418,7 +418,7 @@ def load_sb3(source: Path | bytes, spec: ObsSpec, env=None, known: dict | None =
     the path) if the file holds a pickle that cannot be replaced safely."""
     from sb3_contrib import MaskablePPO
 
-    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
+    raw = source if isinstance(source, bytes) else read_capped(source, MAX_MODEL_BYTES)
     with zipfile.ZipFile(io.BytesIO(raw)) as archive:
         settings = json.loads(archive.read("data"))
         if not isinstance(settings, dict):

@@ -23,7 +23,7 @@ import numpy as np
 from agents import make_policy
 from agents import tournament as tour
 from agents import tournament_report as report
-from agents.base import duration, read_capped
+from agents.base import MAX_MODEL_BYTES, duration, read_capped, read_text_capped
 from agents.neural import read_data_pickle
 from agents.shipped import SHIPPED, shipped_folder
 from agents.value_net import ValueNet, average_nets
@@ -46,7 +46,7 @@ def read_notes(path: str | Path, limit: int = MAX_NOTES_BYTES) -> str:
     file (a device as /dev/zero, a FIFO that would block), is longer than `limit` bytes
     (found reading at most one byte more), or is not UTF-8 text."""
     try:
-        return read_capped(path, limit).decode("utf-8")
+        return read_text_capped(path, limit)
     except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
         why = getattr(e, "strerror", None) or e
         raise ShipError(f"cannot read --notes {path}: {why}") from None
@@ -56,7 +56,7 @@ def read_notes(path: str | Path, limit: int = MAX_NOTES_BYTES) -> str:
 def read_json(path: Path, kind: type = dict, what: str = "a JSON object"):
     """The JSON value in `path`, of this kind; ShipError naming the file otherwise."""
     try:
-        value = json.loads(path.read_text())
+        value = json.loads(read_text_capped(path))
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise ShipError(f"cannot read {path}: {e}") from None
     if not isinstance(value, kind):
@@ -93,7 +93,10 @@ def run_stage(run: Path, config: dict, summary: dict) -> dict:
     if not all(isinstance(e, dict) for e in evals):
         raise ShipError(f"{path} is not {what}")
     path = run / "command.txt"
-    commands = path.read_text().strip().splitlines() if path.is_file() else []
+    try:
+        commands = read_text_capped(path).strip().splitlines() if path.is_file() else []
+    except (OSError, ValueError) as e:
+        raise ShipError(f"cannot read {path}: {e}") from None
     return dict(run=run, config=config, summary=summary, offset=0, evals=evals, commands=commands)
 
 
@@ -126,7 +129,8 @@ def read_state(state_file: Path, progress: Callable[[dict], dict]) -> dict:
     """How far a run in progress is, `progress` of its latest/state.pkl; ShipError
     naming the file if it cannot be read."""
     try:
-        return progress(read_data_pickle(state_file.read_bytes()))  # data only: no code runs
+        raw = read_capped(state_file, MAX_MODEL_BYTES)
+        return progress(read_data_pickle(raw))  # data only: no code from the folder runs
     except Exception as e:  # a truncated, foreign or code-naming pickle fails in many ways
         raise ShipError(f"cannot read {state_file}: {e!r}") from None
 
@@ -461,7 +465,7 @@ def init_line(config: dict) -> str:
     init = shipped_folder(name) / SHIPPED[name] if name in SHIPPED else Path(name)
     line = f"\n- started from the network `{config['init']}`"
     try:
-        record = json.loads((init.parent / "eval.json").read_text())
+        record = json.loads(read_text_capped(init.parent / "eval.json"))
         return line + (
             f" (iteration {record['iteration']} of its own run, {init.parent.parent.name}, "
             f"reached after {record['wall_seconds'] / 3600:.2f} h of that run)"

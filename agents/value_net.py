@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import MODEL_SUFFIXES
+from agents.base import MODEL_SUFFIXES, read_text_capped
 from agents.neural import first_line, short_name
 from agents.planner import PlannerBot
 from agents.shipped import data_folder
@@ -355,7 +355,7 @@ def trained_players(path: Path) -> list[int]:
     """The table sizes a shipped net was trained at, from the config.json beside it
     (its run's ``PlannerConfig``); [] when it does not say."""
     try:
-        players = json.loads((path.parent / "config.json").read_text()).get("players")
+        players = json.loads(read_text_capped(path.parent / "config.json")).get("players")
     except (OSError, ValueError, AttributeError):  # missing, not JSON, not an object
         return []
     return [n for n in players if isinstance(n, int)] if isinstance(players, list) else []

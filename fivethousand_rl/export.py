@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 
 from agents import make_policy
-from agents.base import atomic_write, check_output_folder
+from agents.base import atomic_write, check_output_folder, read_text_capped
 from agents.exported import (
     ACTION_ENCODING_VERSION,
     FORMAT,
@@ -64,8 +64,8 @@ def run_config(checkpoint: Path) -> dict:
     if path is None:
         return {}
     try:
-        config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        config = json.loads(read_text_capped(path))
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: bad JSON, UTF-8, size
         raise CheckpointError(f"{path} (the config of {checkpoint}) is unreadable: {e}") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{path} (the config of {checkpoint}) is not a JSON object")

@@ -45,7 +45,7 @@ from typing import NoReturn
 import numpy as np
 
 from agents import MODEL_SUFFIXES, make_policy
-from agents.base import read_capped
+from agents.base import read_text_capped
 from agents.rule_flags import (
     add_rule_flags,
     describe_rules,
@@ -92,12 +92,6 @@ ALIASES = {"?": "help", "h": "help", "exit": "quit", "q": "quit"}  # other words
 ECHO = 40  # an error quotes at most this many characters of what was typed
 # A long game's save or log is tens of kB (the web server caps its saves at 4 MB too).
 MAX_FILE_BYTES = 4 << 20
-
-
-def read_text_capped(path: str | Path, limit: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of the file `path`, read with a bound (``agents.base.read_capped``:
-    a ValueError saying why for a device, a FIFO or a file longer than `limit`)."""
-    return read_capped(path, limit).decode("utf-8")
 
 
 def cut(text: str, limit: int = ECHO) -> str:
@@ -469,7 +463,7 @@ def load(
     order, as ``--opponents`` gives them); without `opponents` such a save is refused
     before anything is opened."""
     try:
-        text = read_text_capped(path)
+        text = read_text_capped(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         raise ValueError(f"no saved game at {path}") from None
     except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
@@ -564,7 +558,7 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
     """Play a game log back through the engine, which checks every move again; a log
     that stops before the game is over (left, or cut short) is said to be one."""
     try:
-        data = json.loads(read_text_capped(path))
+        data = json.loads(read_text_capped(path, MAX_FILE_BYTES))
         if not isinstance(data, dict) or data.get("format") != LOG_FORMAT:
             raise ValueError("not a 5000 game log")
         if data.get("version", VERSION) != VERSION:

@@ -45,7 +45,7 @@ except ImportError:
     tune, Callback = None, object
 
 import agents
-from agents.base import check_output_folder, duration
+from agents.base import check_output_folder, duration, read_text_capped
 from agents.training.config import (
     RUNS,
     TrainConfig,
@@ -280,7 +280,7 @@ def run_trial(space: dict, settings: dict) -> None:
     run_dir = runs / name
     summary = run_dir / "summary.json"
     if summary.exists():  # finished before the sweep was interrupted: report its end
-        last = json.loads(summary.read_text())["last_eval"]
+        last = json.loads(read_text_capped(summary))["last_eval"]
         report(last["steps"], last["mean_win_rate"], last["results"])
         return
     values = [f"{key}={json.dumps(value)}" for key, value in space.items()]
@@ -410,7 +410,7 @@ class TrialProgress(Callback):
 def evaluations(run_dir: Path) -> list[dict]:
     """A run's evaluations (its evals.json: the record, whatever Tune heard of them)."""
     path = run_dir / "evals.json"
-    return json.loads(path.read_text()) if path.exists() else []
+    return json.loads(read_text_capped(path)) if path.exists() else []
 
 
 def results_rows(result_grid, varied: list[str], runs: Path) -> list[dict]:
@@ -529,7 +529,7 @@ def prepare(args: SweepArgs, given: frozenset[str]) -> tuple[SweepArgs, Space, P
     if args.resume:
         check_resume_flags(given, RESUME_FLAGS, "a sweep as it was asked")
         try:
-            saved = json.loads((folder / "sweep.json").read_text())
+            saved = json.loads(read_text_capped(folder / "sweep.json"))
             args = dataclasses.replace(args, **{k: saved[k] for k in SWEEP_FLAGS})
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
             raise ValueError(f"cannot read {folder / 'sweep.json'}: {e!r}") from None

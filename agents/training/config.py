@@ -24,7 +24,14 @@ import tyro
 import yaml
 
 from agents import make_policy
-from agents.base import atomic_write, check_output_folder, program
+from agents.base import (
+    MAX_MODEL_BYTES,
+    atomic_write,
+    check_output_folder,
+    program,
+    read_capped,
+    read_text_capped,
+)
 from agents.rule_flags import rule_flags
 from agents.shipped import SHIPPED, data_folder, shipped_model
 from agents.tournament import standard_table
@@ -653,8 +660,8 @@ def load_preset(preset: str, cls: type = TrainConfig) -> Any:
 
     path = preset_path(preset)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as e:
+        data = yaml.safe_load(read_text_capped(path)) or {}
+    except (OSError, ValueError, yaml.YAMLError, RecursionError) as e:  # ValueError: UTF-8, size
         raise ValueError(f"cannot read preset {path}: {first_line(e)}") from None
     if not isinstance(data, dict):
         raise ValueError(f"preset {path} must be a mapping of config keys")
@@ -721,8 +728,8 @@ def find_run(name: str, runs: Path) -> Path:
 def read_config_json(path: Path) -> dict:
     """A run's config.json as a dict, every problem reported in one line naming it."""
     try:
-        saved = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        saved = json.loads(read_text_capped(path))
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: bad JSON, UTF-8, size
         # RecursionError: json.loads on a file nested thousands of levels deep
         raise ValueError(f"{path} is unreadable: {e}") from None
     if not isinstance(saved, dict):
@@ -786,7 +793,7 @@ def read_saved_state(run_dir: Path, keys: Sequence[str]) -> dict:
     latest = run_dir / "latest"
     unreadable = f"the checkpoint in {latest} is unreadable"
     try:
-        state = read_data_pickle((latest / "state.pkl").read_bytes())
+        state = read_data_pickle(read_capped(latest / "state.pkl", MAX_MODEL_BYTES))
     except FileNotFoundError:
         raise ValueError(f"{run_dir} has no checkpoint to resume (latest/ is missing)") from None
     except ForbiddenPickle as e:
