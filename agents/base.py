@@ -49,9 +49,10 @@ def read_capped(path: str | Path, limit: int) -> bytes:
     return data
 
 
-def read_text_capped(path: str | Path, limit: int = MAX_TEXT_BYTES) -> str:
-    """The UTF-8 text of the file `path`, read with a bound (``read_capped``)."""
-    return read_capped(path, limit).decode("utf-8")
+def read_text_capped(path: str | Path, limit: int | None = None) -> str:
+    """The UTF-8 text of the file `path`, read with a bound (``read_capped``; default
+    ``MAX_TEXT_BYTES``)."""
+    return read_capped(path, MAX_TEXT_BYTES if limit is None else limit).decode("utf-8")
 
 
 def check_model_file(path: str | Path, limit: int | None = None) -> None:

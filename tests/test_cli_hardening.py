@@ -444,3 +444,26 @@ def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resume_continues(
     monkeypatch.undo()
     assert SCRIPTS[script](["--resume", str(run_dir), "--no-progress"]) == 0
     assert (run_dir / "summary.json").is_file()
+
+
+def test_settings_and_record_files_are_read_with_a_bound(tmp_path, monkeypatch, capsys):
+    """Issue 42 (deliver 4): a preset's YAML, a run's JSON records and an exported bot's
+    metadata are read with a bound (agents.base.MAX_TEXT_BYTES): past it, one line."""
+    from agents import base
+    from agents.exported import ExportError, read_metadata
+
+    preset = tmp_path / "mine.yaml"
+    preset.write_text("n_envs: 2\n" + "# a long comment line\n" * 100)
+    record = tmp_path / "evals.json"
+    record.write_text(json.dumps([{"steps": i} for i in range(200)]))
+    monkeypatch.setattr(base, "MAX_TEXT_BYTES", 1000)
+    assert train.main(["--preset", str(preset), "--checkpoints", str(tmp_path / "runs")]) == 2
+    assert f"cannot read preset {preset}: larger than 1000 bytes" in one_line_error(capsys)
+    assert not (tmp_path / "runs").exists()
+    with pytest.raises(shipping.ShipError, match=f"cannot read {record}: larger than 1000"):
+        shipping.read_json(record, list)
+    onnx = tmp_path / "bot.onnx"
+    onnx.write_bytes(b"\0")
+    (tmp_path / "bot.json").write_text(json.dumps({"padding": "x" * 2000}))
+    with pytest.raises(ExportError, match="larger than 1000 bytes"):
+        read_metadata(onnx)
