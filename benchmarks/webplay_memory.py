@@ -1,6 +1,7 @@
 """The web server's memory through hints at many tables (issue 42 item 2).
 
-    python benchmarks/webplay_memory.py [--tables 336] [--plot rss.png]
+    python benchmarks/webplay_memory.py [--tables 336] [--save rss.json]
+                                        [--plot rss.png [--before old.json]]
 
 The server (``python -m webplay``, a process of its own on a free loopback port, a
 temporary data folder) is sent, for each table of 2 to 4 scripted bots (smart, turn-ev,
@@ -11,13 +12,15 @@ hinted move, the bots playing between them, and a DELETE. The server's resident 
 (VmRSS) is read before, after every table and after 10 s idle; the figures printed are
 the start, the peak, the end and the idle RSS in MB (target: the peak under 600 MB;
 the issue measured 103 MB rising to 908 MB, 930 MB idle, before the catalogue's work
-was LRU-bounded).
+was LRU-bounded). `--save` writes the readings as JSON; `--plot` draws them, beside
+those of another run (`--before`, the same script's `--save` on other code).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import sys
 import tempfile
 import time
@@ -70,12 +73,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tables", type=int, default=336, help="tables hinted at (1..336)")
     p.add_argument("--decisions", type=int, default=10, help="hinted decisions per table")
     p.add_argument("--idle", type=float, default=10.0, help="seconds idle before the last read")
+    p.add_argument("--save", type=Path, help="write the readings to this .json")
     p.add_argument("--plot", type=Path, help="also draw the RSS per table to this .png")
+    p.add_argument("--before", type=Path, help="a --save of another run, drawn beside")
     args = p.parse_args(argv)
     if not 1 <= args.tables <= 336:
         p.error(f"--tables must be 1..336, got {args.tables}")
-    if args.plot is not None and not args.plot.parent.is_dir():
-        p.error(f"--plot: no folder {args.plot.parent}")
+    for option, path in (("--plot", args.plot), ("--save", args.save)):
+        if path is not None and not path.parent.is_dir():
+            p.error(f"{option}: no folder {path.parent}")
+    before = None
+    if args.before is not None:
+        try:
+            before = json.loads(args.before.read_text())
+        except (OSError, ValueError) as e:
+            p.error(f"--before {args.before}: {e}")
     with tempfile.TemporaryDirectory() as data:
         proc, port = start("ours", data)
         try:
@@ -104,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| {args.tables} | {hints} | {start_mb:.0f} | {peak:.0f} | {end:.0f} | {idle:.0f} |")
     ok = "met" if peak < TARGET_MB else "NOT met"
     print(f"\npeak {peak:.0f} MB (target < {TARGET_MB} MB: {ok})")
+    if args.save is not None:
+        args.save.write_text(json.dumps({"readings": readings, "idle": idle}))
     if args.plot is not None:
         import matplotlib
 
@@ -111,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.plot(range(len(readings)), readings, label="server RSS")
+        if before is not None:
+            old = before["readings"]
+            ax.plot(range(len(old)), old, label=f"{args.before.stem} (--before)")
+        ax.plot(range(len(readings)), readings, label="this code")
         ax.axhline(TARGET_MB, color="grey", linestyle="--", label=f"target {TARGET_MB} MB")
         ax.set_xlabel("tables hinted at (2, then 3, then 4 scripted bots)")
         ax.set_ylabel("MB")
