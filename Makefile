@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench serve docs
+.PHONY: demo test lint bench serve docs messages
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,3 +44,17 @@ docs: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/speed.py
+
+# The translations (envs/locale): the template extracted from the code, then each
+# language's catalogue updated (new texts empty, changed ones fuzzy: the tests fail until
+# they are translated). Only the .po files are kept; envs.i18n reads them at run time.
+LANGS := fr ms ru hi
+messages: $(VENV)/.installed-dev
+	$(VENV)/bin/pybabel extract -F babel.cfg -c Translators: --sort-by-file --no-wrap \
+		--omit-header -o envs/locale/messages.pot .
+	for lang in $(LANGS); do \
+		test -f envs/locale/$$lang/LC_MESSAGES/fivethousand.po \
+			|| $(VENV)/bin/pybabel init -i envs/locale/messages.pot -d envs/locale -D fivethousand -l $$lang; \
+		$(VENV)/bin/pybabel update -i envs/locale/messages.pot -d envs/locale -D fivethousand \
+			-l $$lang --ignore-obsolete --no-wrap; \
+	done

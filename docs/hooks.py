@@ -43,8 +43,26 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     return files
 
 
+# Where docs/rules.md shows the rules in short: the text the terminal's `rules` prints
+# (envs.rules_text), one source for both.
+RULES_IN_SHORT = "<!-- the rules in short: envs.rules_text, written in by docs/hooks.py -->"
+
+
+def rules_in_short() -> str:
+    """The standard rules in short, as Markdown (English)."""
+    from envs.rules_text import rules_sections
+
+    blocks = []
+    for title, lines in rules_sections():
+        blocks.append("\n".join([f"**{title}**", "", *(f"- {line}" for line in lines)]))
+    return "\n\n".join(blocks)
+
+
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    """A card's links to the files beside it, pointed at its pictures' site folder."""
+    """The rules in short written into the rules page; a card's links to the files beside
+    it pointed at its pictures' site folder."""
+    if page.file.src_uri == "rules.md":
+        return markdown.replace(RULES_IN_SHORT, rules_in_short())
     folder, _, stem = page.file.src_uri.rpartition("/")
     if folder != CARDS_FOLDER or stem.removesuffix(".md") not in SHIPPED:
         return markdown

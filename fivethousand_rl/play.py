@@ -22,7 +22,7 @@ At each of your decisions type a choice number from the list, or:
   r / b     hold the best-scoring set, then roll / bank
   hint      the optimal player's choice and its win probability (2 players); with
             3+ players a trained planner's choice and everyone's estimated chances
-  rules     the rules in short (in full: docs/rules.md)
+  rules     the rules in short, with this game's house rules
   save F    save the game to file F (resume with --load F)
   help      this list;  quit  leave (the game log is still written with --log)
 """
@@ -69,6 +69,7 @@ from envs.game import (
     rng_state_problem,
 )
 from envs.game_log import apply_event, check_fields, log_entry, one_line, replay_log
+from envs.i18n import LANGUAGES, language_from_environment, using
 from envs.policy import Policy
 from envs.render import (
     board_text,
@@ -80,11 +81,10 @@ from envs.render import (
     render_text,
 )
 from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, check_target_bound, hold_score
+from envs.rules_text import rules_text
 
 HUMAN = "you"
 COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
-# The rules in short, as `rules` shows them (the docs' rules page includes the same file).
-RULES_SHORT = Path(__file__).resolve().parent / "rules_in_short.md"
 SCRIPT = "python play.py"  # how the command names itself when run as a script
 # "r", "b", "roll" or "bank", then the faces to hold (spaces optional: "r55", "b 1 5").
 MOVE = re.compile(r"(roll|bank|r|b)(?![a-z])(.*)")
@@ -204,18 +204,9 @@ def _parse_move(verb: str, faces: str, game: Game) -> int:
 
 
 def short_rules(rules: Rules | None = None) -> str:
-    """The rules in short (the "In short" section of docs/rules.md, the seeds' rules),
-    and this game's rules: every switch, and the house rules that change the above."""
-    try:
-        section = RULES_SHORT.read_text(encoding="utf-8")
-    except OSError:
-        section = f"(the rules should be in {RULES_SHORT}, which is missing)\n"
-    text = section.strip().replace("**", "").replace("`", "")
-    if rules is not None:
-        text += f"\n\nThis game: {describe_rules(rules)}."
-        if house := house_rules(rules):
-            text += f"\nHouse rules, which change the rules above: {', '.join(house)}."
-    return text
+    """The rules under `rules` (default: the standard ones), every scoring combination
+    and the house rules in force named, in the language in use (``envs.rules_text``)."""
+    return rules_text(rules)
 
 
 def rules_lines(rules: Rules) -> list[str]:
@@ -676,6 +667,14 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argpars
     p.add_argument("--log", metavar="FILE", help="write the game log here at the end")
     p.add_argument("--replay", metavar="FILE", help="replay a game log and exit")
     p.add_argument("--rules", action="store_true", help="print the rules in short and exit")
+    p.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        help="the language of the game: "
+        + ", ".join(f"{code} ({name})" for code, name in LANGUAGES.items())
+        + " (default: the one LANGUAGE, LC_ALL or LANG names, else en; translated so far: "
+        "the rules)",
+    )
     add_rule_flags(p)
     args = p.parse_args(argv, namespace=unset_rule_flags())
     try:
@@ -690,6 +689,18 @@ def play_command(
     """The program, as ``main`` runs it (``main`` adds the end of a reader who leaves
     early, as ``| head`` does)."""
     args, rules = parse_args(argv, prog)
+    with using(args.lang or language_from_environment()):
+        return play_in_language(args, rules, ask, say, prog)
+
+
+def play_in_language(
+    args: argparse.Namespace,
+    rules: Rules,
+    ask: Callable[[str], str],
+    say: Callable[[str], None],
+    prog: str | None,
+) -> int:
+    """``play_command`` once the language is chosen."""
     if args.rules:
         say(short_rules(rules))
         return 0

@@ -1,0 +1,111 @@
+"""The rules as a player reads them, in the language in use (``envs.i18n``): every
+scoring combination (R2), the turn (R3-R8), banking (R9) and the game's own switches
+(V1-V5), the house rules in force named. The terminal's ``rules`` prints it; the texts
+are translated in ``envs/locale`` like every other text a player reads."""
+
+from __future__ import annotations
+
+from envs.i18n import _
+from envs.rules import DEFAULT_RULES, Rules
+
+
+def scoring_lines() -> list[str]:
+    """What the dice set aside from one roll score (R1, R2)."""
+    return [
+        _("A 1 scores 100 and a 5 scores 50."),
+        _("Three of a kind scores the face times 100 (three 4s: 400), but three 1s score 1100."),
+        _("Four of a kind scores twice that (four 5s: 1000, four 1s: 2200)."),
+        _("Five of a kind scores four times that (five 2s: 800, five 1s: 4400)."),
+        _("A straight, 1-2-3-4-5 or 2-3-4-5-6, scores 1500."),
+        _("Dice combine only with dice of the same roll: three 1s over two rolls are 300."),
+        _("A 2, 3, 4 or 6 scores only in three or more of a kind or a straight."),
+    ]
+
+
+def turn_lines(rules: Rules) -> list[str]:
+    """A turn under `rules` (R3-R8, V1, V4, R5's hold rule)."""
+    lines = [
+        _(
+            "On your turn you roll the five dice, set aside dice that score, then either bank "
+            "the turn's points or roll the dice you did not set aside."
+        ),
+        _("A roll in which nothing scores is a bust: the turn's points are lost."),
+        _("Set aside all five dice and you may roll all five again."),
+    ]
+    if rules.hold == "free":
+        lines.append(_("You may set aside any dice that score and roll the others again."))
+    else:
+        lines.append(_("You must set aside every die that scores in the roll."))
+    lines.append(
+        _(
+            "To enter the game, your first bank needs at least {entry} points in one turn.",
+            entry=rules.entry,
+        )
+    )
+    if rules.fifty_rule:
+        lines.append(_("You may not bank a turn total that ends in 50: roll again."))
+    else:
+        lines.append(_("A turn total that ends in 50 may be banked."))
+    return lines
+
+
+def banking_lines(rules: Rules) -> list[str]:
+    """What a bank does under `rules` (R9, V2, V3, V5)."""
+    lines = [_("The first to reach exactly {target} wins.", target=rules.target)]
+    if rules.bump:
+        lines.append(_("Landing on another player's score sends them back to 0."))
+    else:
+        lines.append(_("Landing on another player's score leaves it as it is."))
+    if rules.overshoot == "gift":
+        lines.append(
+            _(
+                "Going past {target} gives the turn's points to the opponent with the lowest "
+                "score among those who have entered, unless that takes them past {target}: "
+                "then the points are lost.",
+                target=rules.target,
+            )
+        )
+    else:
+        lines.append(_("Going past {target} loses the turn's points.", target=rules.target))
+    return lines
+
+
+def house_rule_names(rules: Rules) -> list[str]:
+    """The switches of `rules` that differ from the standard rules, each in a few words."""
+    words = {
+        "target": _("target {target}", target=rules.target),
+        "entry": _("entry {entry}", entry=rules.entry),
+        "bump": _("no bumps") if not rules.bump else _("bumps"),
+        "overshoot": _("overshoot lost") if rules.overshoot == "lost" else _("overshoot gift"),
+        "fifty_rule": _("no 50 rule") if not rules.fifty_rule else _("the 50 rule"),
+        "hold": _("hold every scoring die") if rules.hold == "all" else _("hold any scoring dice"),
+    }
+    return [
+        text for name, text in words.items() if getattr(rules, name) != getattr(DEFAULT_RULES, name)
+    ]
+
+
+def rules_sections(rules: Rules | None = None) -> list[tuple[str, list[str]]]:
+    """The rules under `rules` (default: the standard rules) as titled sections of lines,
+    in the language in use."""
+    rules = rules or DEFAULT_RULES
+    house = house_rule_names(rules)
+    in_force = (
+        [_("House rules in force: {rules}.", rules=", ".join(house))]
+        if house
+        else [_("The standard rules, with no house rules.")]
+    )
+    return [
+        (_("Scoring"), scoring_lines()),
+        (_("A turn"), turn_lines(rules)),
+        (_("Banking and winning"), banking_lines(rules)),
+        (_("This game"), in_force),
+    ]
+
+
+def rules_text(rules: Rules | None = None) -> str:
+    """``rules_sections`` as plain text: a title, then a line per rule."""
+    blocks = []
+    for title, lines in rules_sections(rules):
+        blocks.append("\n".join([f"{title}:", *(f"- {line}" for line in lines)]))
+    return "\n\n".join(blocks)
