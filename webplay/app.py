@@ -33,14 +33,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import ipaddress
+import json
 import logging
+import re
 import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, TypeVar
+from urllib.parse import parse_qs
 
 from fastapi import Body, FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -55,9 +60,11 @@ from agents import make_policy
 from agents.best_response import PREFIX as BEST_RESPONSE
 from agents.best_response import BestResponseBot, cached_best_response
 from agents.value_net import CHECKPOINTS, shipped_planner
+from envs import i18n
 from envs.game import IllegalMoveError, Move
 from envs.game_log import one_line
-from envs.render import count_dice
+from envs.i18n import _, ngettext
+from envs.render import count_dice, refusal
 from envs.rules import (
     BANK_BIT,
     DEFAULT_RULES,
@@ -131,14 +138,24 @@ class Work:
             if self._running[client] >= self.per_address:
                 raise HTTPException(
                     429,
-                    f"this address already has {self.per_address} solve(s) or planner "
-                    "build(s) running, the most one address may: try again when it ends",
+                    ngettext(
+                        "this address already has {n} solve or planner build running, the "
+                        "most one address may: try again when it ends",
+                        "this address already has {n} solves or planner builds running, "
+                        "the most one address may: try again when they end",
+                        self.per_address,
+                    ),
                 )
             if sum(self._running.values()) >= self.total:
                 raise HTTPException(
                     503,
-                    f"the server is busy with {self.total} solves or planner builds, the most "
-                    "it runs at once: try again in a minute",
+                    ngettext(
+                        "the server is busy with {n} solve or planner build, the most it "
+                        "runs at once: try again in a minute",
+                        "the server is busy with {n} solves or planner builds, the most it "
+                        "runs at once: try again in a minute",
+                        self.total,
+                    ),
                 )
             self._running[client] += 1
         try:
@@ -158,8 +175,10 @@ class Work:
             return
         if not solution_known(rules):
             raise ValueError(
-                "this server solves no new rules (its operator chose --solve "
-                f"{self.solve}: {SOLVE_CHOICES[self.solve]})"
+                _(
+                    "this server solves no new rules (its operator chose --solve {choice})",
+                    choice=self.solve,
+                )
             )
 
 
@@ -214,14 +233,14 @@ def _validation_message(exc: RequestValidationError) -> str:
     """Pydantic's first complaint, in one line: "bots: List should have at most 7 items"."""
     errors = exc.errors()
     if not errors:
-        return "invalid request"
+        return _("invalid request")
     first = errors[0]
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
     message = one_line(Exception(first.get("msg", "invalid")))
     if first.get("type") == "json_invalid":
-        return "the request body is not valid JSON"
+        return _("the request body is not valid JSON")
     if first.get("type") == "missing" and not where:
-        return "a JSON request body is required"
+        return _("a JSON request body is required")
     return f"{where}: {message}" if where else message
 
 
@@ -248,7 +267,7 @@ class BodyLimit:
             more = message.get("more_body", False)
             too_big = len(body) > self.limit
         if too_big:
-            response = _error(413, f"the request body is over {self.limit} bytes")
+            response = _error(413, _("the request body is over {limit} bytes", limit=self.limit))
             await response(scope, receive, send)
             return
         sent = False
@@ -287,7 +306,8 @@ class SecurityHeaders:
             await self.app(scope, receive, send_with_headers)
         except Exception:
             if not started:
-                await _error(500, "internal server error")(scope, receive, send_with_headers)
+                answer = _error(500, _("internal server error"))
+                await answer(scope, receive, send_with_headers)
             raise
 
 
@@ -312,12 +332,81 @@ class HostCheck:
             if scope.get("webplay.host_checked"):
                 await send(message)
             elif message["type"] == "http.response.start":  # the refusal: ours instead
-                refusal = _error(
-                    400, "the Host header names none of the names this server answers to"
+                refused = _error(
+                    400, _("the Host header names none of the names this server answers to")
                 )
-                await refusal(scope, receive, send)
+                await refused(scope, receive, send)
 
         await self.check(scope, receive, answer)
+
+
+LANGUAGE_HEADER = "x-language"  # the page's choice, sent with each API call
+
+
+def request_language(scope: dict) -> str:
+    """The language of a request: the one it names (a ``lang`` query parameter, else
+    the page's ``X-Language`` header) if this project speaks it, else the best of its
+    ``Accept-Language`` (``envs.i18n.negotiate``), else English."""
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    headers = {k.lower(): v for k, v in scope.get("headers") or []}
+    named = query.get("lang", [""])[-1] or headers.get(LANGUAGE_HEADER.encode(), b"").decode(
+        "latin-1"
+    )
+    if (base := re.split(r"[-_]", named.strip().lower(), maxsplit=1)[0]) in i18n.LANGUAGES:
+        return base
+    return i18n.negotiate(headers.get(b"accept-language", b"").decode("latin-1"))
+
+
+class Language:
+    """ASGI middleware: the request's language (``request_language``) in use while it is
+    answered (``envs.i18n.language``, a context variable: it follows the request into
+    the worker threads of its endpoints, and no other request sees it). An API answer
+    says its language (``Content-Language``) and that it depends on the request's
+    (``Vary``); the catalogues (/api/i18n/...) and static files say nothing of it."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        lang = request_language(scope)
+        path = scope.get("path", "")
+        marked = path.startswith("/api/") and not path.startswith("/api/i18n/")
+
+        async def send_with_language(message: dict) -> None:
+            if marked and message["type"] == "http.response.start":
+                headers = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if k.lower() not in (b"content-language", b"vary")
+                ]
+                headers += [
+                    (b"content-language", lang.encode()),
+                    (b"vary", b"Accept-Language, X-Language"),
+                ]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        with i18n.using(lang):
+            await self.app(scope, receive, send_with_language)
+
+
+CATALOGUE_MAX_AGE = 3600  # seconds a browser may keep a catalogue without asking again
+
+
+@functools.cache
+def catalogue_body(lang: str) -> tuple[bytes, str]:
+    """`lang`'s catalogue as the page reads it (JSON) and its ETag; read once per
+    process (the catalogues change only with the installed package). A language whose
+    catalogue is not there yet: no messages (the page shows the English)."""
+    try:
+        data = i18n.catalogue_json(lang)
+    except FileNotFoundError:
+        data = {"lang": lang, "messages": {}}
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    return body, f'"{hashlib.sha256(body).hexdigest()[:32]}"'
 
 
 def check_hosts(hosts: Sequence[str]) -> list[str]:
@@ -336,16 +425,26 @@ def choice_text(move: Move, names: list[str]) -> str:
     """What a choice does, in a few words (for its button): roll on, or what banking does."""
     o = move.bank
     if o is None:
-        return f"roll {count_dice(move.dice_left)}"
+        return _("roll {dice}", dice=count_dice(move.dice_left))
     if o.winner == o.banker:
-        return f"win with {o.scores[o.banker]}"
+        return _("win with {score}", score=o.scores[o.banker])
     if o.lost:
-        return f"overshoot: the {o.total} points are lost"
+        return _("overshoot: the {total} points are lost", total=o.total)
     if o.overshoot:
-        won = ", who wins" if o.winner == o.gift_to else ""
-        return f"overshoot: gift of {o.total} to {names[o.gift_to]}{won}"
-    bumps = " and ".join(names[p] for p in o.bumped)
-    return f"score {o.scores[o.banker]}" + (f", bumps {bumps} to 0" if bumps else "")
+        if o.winner == o.gift_to:
+            return _(
+                "overshoot: gift of {total} to {name}, who wins",
+                total=o.total,
+                name=names[o.gift_to],
+            )
+        return _("overshoot: gift of {total} to {name}", total=o.total, name=names[o.gift_to])
+    score = o.scores[o.banker]
+    if not o.bumped:
+        return _("score {score}", score=score)
+    bumped = [names[p] for p in o.bumped]
+    if len(bumped) > 1:
+        bumped = [_("{first} and {last}", first=", ".join(bumped[:-1]), last=bumped[-1])]
+    return _("score {score}, bumps {names} to 0", score=score, names=bumped[0])
 
 
 def create_app(
@@ -380,6 +479,7 @@ def create_app(
     # The last added runs first: the headers go on every answer, the refusals included.
     app.add_middleware(BodyLimit, limit=max_body)
     app.add_middleware(HostCheck, allowed_hosts=hosts)
+    app.add_middleware(Language)  # outside the refusals above: they are translated too
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -407,16 +507,16 @@ def create_app(
         if isinstance(web, str):
             web = await run_in_threadpool(store.get, web, address(request))
             if web is None:
-                raise HTTPException(404, "no such game")
+                raise HTTPException(404, _("no such game"))
         try:
             await web.gate.enter()
         except GateFull as e:
-            raise HTTPException(429, f"{e}: try again shortly") from None
+            raise HTTPException(429, _("{why}: try again shortly", why=str(e))) from None
 
         def held(web: WebGame) -> T:
             with web.lock:
                 if web.gone:  # abandoned or expired while this request waited
-                    raise HTTPException(404, "no such game")
+                    raise HTTPException(404, _("no such game"))
                 return use(web)
 
         try:
@@ -429,8 +529,12 @@ def create_app(
         if at is not None and at != len(web.log):
             raise HTTPException(
                 409,
-                f"this request answers step {at} but the game is at step {len(web.log)} "
-                "(a repeated or late request): nothing was played",
+                _(
+                    "this request answers step {at} but the game is at step {now} (a "
+                    "repeated or late request): nothing was played",
+                    at=at,
+                    now=len(web.log),
+                ),
             )
 
     def table_specs(web: WebGame) -> tuple[str, ...]:
@@ -447,37 +551,48 @@ def create_app(
 
     def hint_policy(web: WebGame) -> tuple[object | None, str]:
         """The policy that gives the hints of this table under its rules, or None and why
-        not: optimal's solver (2 players, exact; it may not take some house rules), a
-        shipped planner (3+, an estimate), if one values such a table. Made once per
-        table and rules, by the first request that needs it."""
+        not (in the language in use): optimal's solver (2 players, exact; it may not take
+        some house rules), a shipped planner (3+, an estimate), if one values such a
+        table. Made once per table and rules, by the first request that needs it."""
         n, rules = web.game.n_players, web.game.rules
+        if n == 2:
+            try:
+                work.check_solvable(rules)
+            except ValueError as e:  # a solve this server does not run: no hint
+                return None, _("no exact hint under these rules: {why}", why=one_line(e))
 
         def make() -> tuple[object | None, str]:
+            """The policy, or None and why not (the solver's own words: what is made
+            here is kept for every request, whatever its language)."""
             if n > 2:
                 table = table_specs(web)
                 if cached_best_response(table, rules) is not None:  # computed before: exact
                     return BestResponseBot(table, make_policy, show_progress=False), ""
-                planner = shipped_planner(n, rules, planners)
-                why = (
-                    f"no hint for {n} players under these rules: no shipped planner values "
-                    "such a table"
-                )
-                return planner, "" if planner else why
+                return shipped_planner(n, rules, planners), ""
             from agents.optimal import OptimalBot
 
             bot = OptimalBot(show_progress=False)
             try:
-                work.check_solvable(rules)
                 bot.prepare(rules)  # the solve (or its cache), here rather than mid-hint
             except ValueError as e:  # rules the solver does not take: no hint, the game goes on
-                return None, f"no exact hint under these rules: {one_line(e)}"
+                return None, one_line(e)
             return bot, ""
 
         key = hint_key(web)
         if catalogue.made(key) is not None:
-            return catalogue.once(key, make)
-        with work.slot(web.owner or "unknown"):  # the solve or the planner build
-            return catalogue.once(key, make)
+            policy, why = catalogue.once(key, make)
+        else:
+            with work.slot(web.owner or "unknown"):  # the solve or the planner build
+                policy, why = catalogue.once(key, make)
+        if policy is not None:
+            return policy, ""
+        if n > 2:
+            return None, ngettext(
+                "no hint for {n} player under these rules: no shipped planner values such a table",
+                "no hint for {n} players under these rules: no shipped planner values such a table",
+                n,
+            )
+        return None, _("no exact hint under these rules: {why}", why=why)
 
     def hint_kind(web: WebGame) -> str | None:
         """What a hint will be: "exact" (2 players, unless the solver is known to refuse
@@ -508,7 +623,11 @@ def create_app(
         if status == "you":
             for move in game.moves():
                 mask[move.action] = 1
-                why = move.why_no_bank and f"can't bank {move.turn_total}: it {move.why_no_bank}"
+                why = move.why_no_bank and _(
+                    "can't bank {total}: {why}",
+                    total=move.turn_total,
+                    why=refusal(move.why_no_bank),
+                )
                 moves.append(
                     {
                         "action": move.action,
@@ -519,11 +638,12 @@ def create_app(
                     }
                 )
         last = game.last_event
+        names = web.names
         return {
             "id": web.id,
             "at": len(web.log),  # the steps so far: a move names the position it answers
             "status": status,
-            "names": web.names,
+            "names": names,
             "bots": web.bots,
             "human": web.human,
             "rules": game.rules.to_dict(),
@@ -534,9 +654,9 @@ def create_app(
             "mask": mask,
             "moves": moves,
             "hint": hint_kind(web),
-            "last": frame(game, last, web.names) if last is not None else None,
-            "log": web.lines[-LOG_LINES:],
-            "log_start": max(1, len(web.lines) - LOG_LINES + 1),  # the number of its first line
+            "last": frame(game, last, names) if last is not None else None,
+            "log": web.log_lines(LOG_LINES),  # in words now, in the request's language
+            "log_start": max(1, len(web.events) - LOG_LINES + 1),  # the number of its first line
             "events": events or [],
         }
 
@@ -547,7 +667,7 @@ def create_app(
         except OSError as e:
             web.restore(before, catalogue)
             log.error("could not save game %s: %s", web.id, one_line(e))
-            raise HTTPException(503, f"could not save the game: {said(e)}") from None
+            raise HTTPException(503, _("could not save the game: {why}", why=said(e))) from None
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
@@ -568,6 +688,28 @@ def create_app(
             "max_target": MAX_TARGET,
         }
 
+    @app.get("/api/languages")
+    async def languages() -> dict:
+        """The languages the page can be read in, each named in itself, and the one this
+        request is answered in (its choice, else its Accept-Language)."""
+        return {"languages": i18n.LANGUAGES, "default": i18n.language.get()}
+
+    @app.get("/api/i18n/{lang}")
+    async def messages(lang: str, request: Request) -> Response:
+        """The catalogue of `lang` for the page (``envs.i18n.catalogue_json``): the same
+        for every request, so it may be cached (and revalidated by its ETag)."""
+        if lang not in i18n.LANGUAGES:
+            raise HTTPException(404, _("no such language: {lang}", lang=lang[:20]))
+        body, etag = await run_in_threadpool(catalogue_body, lang)
+        headers = {
+            "cache-control": f"public, max-age={CATALOGUE_MAX_AGE}",
+            "etag": etag,
+            "content-language": lang,
+        }
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
+
     @app.get("/api/problems")
     async def problems() -> dict:
         """Saved games that could not be read at start (skipped)."""
@@ -576,9 +718,16 @@ def create_app(
     def start(bots: list[str], seat: int, rules: Rules, seed: int | None, client: str) -> WebGame:
         """A new game of `client`'s under `rules`, stored."""
         if unknown := [k for k in bots if k not in catalogue]:
-            raise HTTPException(422, f"unknown bot {unknown[0]!r}; see /api/bots")
+            raise HTTPException(422, _("unknown bot {bot}; see /api/bots", bot=repr(unknown[0])))
         if seat > len(bots):
-            raise HTTPException(422, f"seat must be 0..{len(bots)} with {len(bots)} bots")
+            raise HTTPException(
+                422,
+                ngettext(
+                    "seat must be 0..{n} with {n} bot",
+                    "seat must be 0..{n} with {n} bots",
+                    len(bots),
+                ),
+            )
         web = WebGame.new(bots, seat, rules, seed)
         for key in dict.fromkeys(bots):
             done = (key, web.game.n_players, web.game.rules)
@@ -600,7 +749,7 @@ def create_app(
         except StoreFull as e:
             raise HTTPException(409, str(e)) from None
         except OSError as e:
-            raise HTTPException(503, f"could not save the game: {said(e)}") from None
+            raise HTTPException(503, _("could not save the game: {why}", why=said(e))) from None
         return web
 
     @app.post("/api/games", status_code=201)
@@ -626,7 +775,9 @@ def create_app(
             try:
                 store.remove(web)
             except OSError as e:
-                raise HTTPException(503, f"could not delete the game: {said(e)}") from None
+                raise HTTPException(
+                    503, _("could not delete the game: {why}", why=said(e))
+                ) from None
 
         await on_game(gid, request, remove)
         return Response(status_code=204)
@@ -638,7 +789,9 @@ def create_app(
     def played(web: WebGame, req: MoveRequest) -> dict:
         check_at(web, req.at)
         if web.status() != "you":
-            raise HTTPException(409, "it is not your move" if not web.over else "the game is over")
+            raise HTTPException(
+                409, _("the game is over") if web.over else _("it is not your move")
+            )
         before = web.to_dict()
         try:
             event = web.act(req.action)
@@ -656,7 +809,7 @@ def create_app(
     def stepped(web: WebGame, req: StepRequest) -> dict:
         check_at(web, req.at)
         if web.status() != "wait":
-            raise HTTPException(409, "it is your move" if not web.over else "the game is over")
+            raise HTTPException(409, _("the game is over") if web.over else _("it is your move"))
         before = web.to_dict()
         bots = {i: catalogue.policy(k) for i, k in enumerate(web.bots) if k is not None}
         events = web.advance(bots, req.steps)
@@ -669,7 +822,7 @@ def create_app(
 
     def hinted(web: WebGame) -> dict:
         if web.status() != "you":
-            raise HTTPException(409, "a hint is for your own decision")
+            raise HTTPException(409, _("a hint is for your own decision"))
         game = web.game
         policy, why_not = hint_policy(web)
         if policy is None:
@@ -680,24 +833,23 @@ def create_app(
         if game.n_players == 2:
             mine = float(values[best])
             chances = [mine if i == web.human else 1 - mine for i in range(2)]
-            note, source = "exact: optimal play from here on", "optimal"
+            note, source, exact = _("exact: optimal play from here on"), "optimal", True
         else:
             chances = [float(p) for p in policy.win_probabilities(game)]
             exact = policy.name.startswith(BEST_RESPONSE)
-            note = (
-                "exact: the best response to these bots"
-                if exact
-                else f"an estimate by the trained planner {policy.name}, not exact"
-            )
+            if exact:
+                note = _("exact: the best response to these bots")
+            else:
+                note = _("an estimate by the trained planner {name}, not exact", name=policy.name)
             source = policy.name
         return {
             "available": True,
             "action": best,
             "marked": [i for i in range(len(roll)) if best >> i & 1],
             "bank": bool(best & BANK_BIT),
-            "text": describe_action(best, roll, rolling="roll on"),
+            "text": describe_action(best, roll, rolling=_("roll on")),
             "chances": chances,
-            "exact": game.n_players == 2 or note.startswith("exact"),
+            "exact": exact,
             "source": source,
             "note": note,
         }
@@ -709,7 +861,7 @@ def create_app(
 
         def again(web: WebGame) -> WebGame:
             if not web.over:
-                raise HTTPException(409, "the game is not over")
+                raise HTTPException(409, _("the game is not over"))
             new = web.rematch and store.get(web.rematch, client)
             if not new:
                 bots = [k for k in web.bots if k is not None]

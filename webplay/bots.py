@@ -23,6 +23,7 @@ from typing import TypeVar
 from agents import make_policy
 from agents.cache import LRU, MB
 from agents.shipped import shipped_models
+from envs.i18n import N_, _
 from envs.policy import Policy
 from envs.rules import Rules
 
@@ -40,13 +41,25 @@ def _kept_for_good(key: Hashable) -> bool:
     return isinstance(key, tuple) and key[:1] == ("policy",)
 
 
-SCRIPTED = (
-    ("smart", "endgame-aware heuristic"),
-    ("turn-ev", "maximizes the expected points of each turn"),
-    ("threshold:350", "banks once the turn total reaches 350"),
-    ("random", "random legal moves"),
-    ("optimal", "maximizes its win probability (exact with 2 players)"),
+SCRIPTED = (  # key, what it is (in English: translated where listed)
+    ("smart", N_("endgame-aware heuristic")),
+    ("turn-ev", N_("maximizes the expected points of each turn")),
+    ("threshold:350", N_("banks once the turn total reaches 350")),
+    ("random", N_("random legal moves")),
+    ("optimal", N_("maximizes its win probability (exact with 2 players)")),
 )
+# What a trained bot is, by its file's suffix and where it was found.
+SHIPPED_ABOUT = {
+    ".npz": N_("trained planner, shipped with the package"),
+    ".zip": N_("trained PPO agent, shipped with the package"),
+}
+SERVER_ABOUT = {".npz": N_("trained planner, shipped"), ".zip": N_("trained PPO agent, shipped")}
+EXPORTED_ABOUT = N_("exported bot (ONNX)")
+
+
+def _model_kind(path: Path) -> str:
+    """ ".npz" for a planner's value net, ".zip" for a PPO model (anything else)."""
+    return ".npz" if path.suffix == ".npz" else ".zip"
 
 
 @dataclass
@@ -56,7 +69,7 @@ class Bot:
     key: str
     spec: str
     kind: str  # "scripted", "solver", "shipped" or "exported"
-    about: str
+    about: str  # in English (a msgid: ``to_list`` translates it)
 
 
 class Catalogue:
@@ -75,17 +88,16 @@ class Catalogue:
             kind = "solver" if key == "optimal" else "scripted"
             self.bots[key] = Bot(key, key, kind, about)
         for path in shipped_models():
-            what = "trained planner" if path.suffix == ".npz" else "trained PPO agent"
             key = path.parent.name
-            self.bots[key] = Bot(key, key, "shipped", f"{what}, shipped with the package")
+            self.bots[key] = Bot(key, key, "shipped", SHIPPED_ABOUT[_model_kind(path)])
         for path in sorted((self.root / "checkpoints").glob("*/*")):
             if path.name in ("model.zip", "value_net.npz") and path.is_file():
-                what = "trained planner" if path.suffix == ".npz" else "trained PPO agent"
                 key = path.parent.name
-                self.bots.setdefault(key, Bot(key, str(path), "shipped", f"{what}, shipped"))
+                about = SERVER_ABOUT[_model_kind(path)]
+                self.bots.setdefault(key, Bot(key, str(path), "shipped", about))
         for path in sorted((self.root / "bots").glob("*.onnx")):
             key = path.name
-            self.bots.setdefault(key, Bot(key, str(path), "exported", "exported bot (ONNX)"))
+            self.bots.setdefault(key, Bot(key, str(path), "exported", EXPORTED_ABOUT))
         self._lock = threading.Lock()  # guards the three below, held for a lookup only
         # The bots themselves are kept for good (the list is fixed); what is made per
         # table or rules (hint planners, prepared solves) is kept while recently used,
@@ -98,7 +110,8 @@ class Catalogue:
         return key in self.bots
 
     def to_list(self) -> list[dict]:
-        return [{"key": b.key, "kind": b.kind, "about": b.about} for b in self.bots.values()]
+        """The bots as /api/bots lists them, what each is in the language in use."""
+        return [{"key": b.key, "kind": b.kind, "about": _(b.about)} for b in self.bots.values()]
 
     def once(self, key: Hashable, make: Callable[[], T]) -> T:
         """What `make()` returns for `key`, made by the first caller and shared. A caller

@@ -61,6 +61,7 @@ from agents.base import atomic_write, duration
 from envs import driver
 from envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
 from envs.game_log import check_fields, log_entry, one_line, replay_log
+from envs.i18n import N_, _, ngettext
 from envs.render import event_text
 from envs.rules import DEFAULT_RULES, Rules
 from webplay.bots import ROOT, Catalogue
@@ -72,7 +73,7 @@ FIELDS = (  # the keys of WebGame.to_dict, in its order
     "format", "version", "id", "bots", "human", "seed", "created", "updated", "game", "dice",
     "bot_rng", "log",
 )  # fmt: skip
-HUMAN = "you"
+HUMAN = N_("you")  # the human's name (translated where shown)
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{20,64}")
 MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big is no save
 LOG_LINES = 80  # log lines sent with each view
@@ -120,7 +121,13 @@ class Gate:
                 self._held = True
                 return
             if len(self._waiting) >= self.limit:
-                raise GateFull(f"{self.limit} requests already wait for this game")
+                raise GateFull(
+                    ngettext(
+                        "{n} request already waits for this game",
+                        "{n} requests already wait for this game",
+                        self.limit,
+                    )
+                )
             loop = asyncio.get_running_loop()
             ticket = (loop, loop.create_future())
             self._waiting.append(ticket)
@@ -161,7 +168,9 @@ class WebGame:
         # As play.py: the dice and the bots draw from two streams of the one seed.
         self.bot_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
         self.log: list[dict] = []
-        self.lines: list[dict] = []  # the log in words, for the page
+        # The log's events, put in words when a view is made (``log_lines``), in the
+        # language of the request that asks: nothing stored is translated.
+        self.events: list[Event] = []
         self.created = self.updated = time.time()
         # The store's bookkeeping (never saved): see the module docstring.
         self.touched = self.updated  # the last use, by the store's clock
@@ -170,9 +179,18 @@ class WebGame:
         self.lock = threading.Lock()  # one request at a time on this game
         self.gate = Gate()  # where requests for it wait their turn (webplay.app)
         self.gone = False  # deleted while a request waited for its lock
-        self.names = [
-            HUMAN if key is None else key if bots.count(key) == 1 else f"{key} (seat {i})"
-            for i, key in enumerate(bots)
+
+    @property
+    def names(self) -> list[str]:
+        """Who sits where, as the page names them in the language in use: "you" at the
+        human's seat, the bots by key (and seat, where a key sits twice)."""
+        return [
+            _(HUMAN)
+            if key is None
+            else key
+            if self.bots.count(key) == 1
+            else _("{bot} (seat {seat})", bot=key, seat=i)
+            for i, key in enumerate(self.bots)
         ]
 
     @classmethod
@@ -197,13 +215,25 @@ class WebGame:
         return "you" if driver.decision_of(self.human)(self.game) else "wait"
 
     # ------------------------------------------------------------- play
+    def record(self, event: Event) -> None:
+        """Log a step that just happened."""
+        self.log.append(log_entry(event))
+        self.events.append(event)
+        self.updated = time.time()
+
     def note(self, event: Event) -> dict:
         """Log a step that just happened; returns its frame (see ``frame``)."""
-        self.log.append(log_entry(event))
-        f = frame(self.game, event, self.names)
-        self.lines.append({"seat": f["seat"], "kind": f["kind"], "text": f["text"]})
-        self.updated = time.time()
-        return f
+        self.record(event)
+        return frame(self.game, event, self.names)
+
+    def log_lines(self, last: int) -> list[dict]:
+        """The last `last` events of the log in words (in the language in use), each
+        with its seat and kind (as a frame's)."""
+        names = self.names
+        return [
+            {"seat": event.seat, "kind": event_kind(event), "text": event_text(event, names)}
+            for event in self.events[-last:]
+        ]
 
     def act(self, action: int) -> dict:
         """The human's decision (the engine refuses an illegal one, changing nothing)."""
@@ -231,7 +261,7 @@ class WebGame:
         """Put the game back as `data` (its earlier ``to_dict``) says; the store's
         bookkeeping (lock, owner, last use) stays."""
         old = WebGame.from_dict(data, catalogue)
-        self.game, self.bot_rng, self.log, self.lines = old.game, old.bot_rng, old.log, old.lines
+        self.game, self.bot_rng, self.log, self.events = old.game, old.bot_rng, old.log, old.events
         self.updated = old.updated
 
     def to_dict(self) -> dict:
@@ -284,7 +314,7 @@ class WebGame:
         if problem := rng_state_problem(np.random.PCG64(), data["bot_rng"]):
             raise ValueError(f"bot_rng: {problem}")
         web = cls(gid, bots, human, seed, Game(n, saved.rules))
-        replay_log(web.game, data["log"], web.note)
+        replay_log(web.game, data["log"], web.record)
         if web.game.state != saved.state:
             raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
         web.game.set_dice_state(data["dice"])
@@ -298,38 +328,51 @@ class WebGame:
 def check_target(rules: Rules) -> None:
     """ValueError (one line) if `rules` have a target bigger than this server plays."""
     if rules.target > MAX_TARGET:
-        raise ValueError(f"target must be at most {MAX_TARGET} on this server, got {rules.target}")
+        raise ValueError(
+            _(
+                "target must be at most {most} on this server, got {target}",
+                most=MAX_TARGET,
+                target=rules.target,
+            )
+        )
 
 
 def rules_line(rules: Rules) -> list[dict]:
     """The game's rules as the page shows them, one short item per field of Rules
     ("target 1000", "no bumps", ...), each with ``house`` true where it differs from the
     seeds' rules (the page highlights those) and ``about`` saying what it means (its
-    tooltip)."""
+    tooltip); in the language in use."""
     words = {  # field -> (its words, what it means)
-        "target": (f"target {rules.target}", "the exact score that wins (V5)"),
-        "entry": (f"entry {rules.entry}", "the turn total needed to bank a first time (V1)"),
+        "target": (
+            _("target {target}", target=rules.target),
+            _("the exact score that wins (V5)"),
+        ),
+        "entry": (
+            _("entry {entry}", entry=rules.entry),
+            _("the turn total needed to bank a first time (V1)"),
+        ),
         "bump": (
-            "bumps" if rules.bump else "no bumps",
-            "banking onto another player's score sends it to 0 (V2)"
+            (_("bumps"), _("banking onto another player's score sends it to 0 (V2)"))
             if rules.bump
-            else "banking onto another player's score leaves it there (V2)",
+            else (_("no bumps"), _("banking onto another player's score leaves it there (V2)"))
         ),
         "overshoot": (
-            f"overshoot {rules.overshoot}",
-            "a total past the target goes to the lowest entered player (V3)"
+            (
+                _("overshoot gift"),
+                _("a total past the target goes to the lowest entered player (V3)"),
+            )
             if rules.overshoot == "gift"
-            else "a total past the target is lost (V3)",
+            else (_("overshoot lost"), _("a total past the target is lost (V3)"))
         ),
         "fifty_rule": (
-            "50 rule" if rules.fifty_rule else "no 50 rule",
-            "no banking a total that ends in 50 (V4)"
+            (_("50 rule"), _("no banking a total that ends in 50 (V4)"))
             if rules.fifty_rule
-            else "a total that ends in 50 may be banked (V4)",
+            else (_("no 50 rule"), _("a total that ends in 50 may be banked (V4)"))
         ),
         "hold": (
-            f"hold {rules.hold}",
-            "hold any scoring dice (R5)" if rules.hold == "free" else "hold every scoring die (R5)",
+            (_("hold free"), _("hold any scoring dice (R5)"))
+            if rules.hold == "free"
+            else (_("hold all"), _("hold every scoring die (R5)"))
         ),
     }
     return [
@@ -356,17 +399,25 @@ def position(game: Game) -> dict:
     }
 
 
+def event_kind(event: Event) -> str:
+    """What kind of step `event` is, for the page's styles: "roll", "bust", "hold" or
+    "bank"."""
+    if isinstance(event, Rolled):
+        return "bust" if event.bust else "roll"
+    return "bank" if event.move.banks else "hold"
+
+
 def frame(game: Game, event: Event | None, names: list[str]) -> dict:
     """What the page draws after a step: the dice of the event (a roll, or the roll a
-    decision was taken on with the held dice marked), its words, and the position."""
-    out = {"seat": None, "kind": "start", "text": "the game starts", "dice": [], "marked": []}
+    decision was taken on with the held dice marked), its words (in the language in
+    use), and the position."""
+    out = {"seat": None, "kind": "start", "text": _("the game starts"), "dice": [], "marked": []}
     out.update(position(game))
     if isinstance(event, Rolled):
-        out.update(seat=event.seat, kind="bust" if event.bust else "roll", dice=list(event.dice))
+        out.update(seat=event.seat, kind=event_kind(event), dice=list(event.dice))
     elif isinstance(event, Moved):
         marked = [i for i in range(len(event.roll)) if event.move.action >> i & 1]
-        kind = "bank" if event.move.banks else "hold"
-        out.update(seat=event.seat, kind=kind, dice=list(event.roll), marked=marked)
+        out.update(seat=event.seat, kind=event_kind(event), dice=list(event.roll), marked=marked)
     if event is not None:
         out["text"] = event_text(event, names)
     return out
@@ -563,16 +614,29 @@ class Store:
             drop = unused(mine)[: max(0, len(mine) - self.limits.per_address + 1)]
             if len(mine) - len(drop) >= self.limits.per_address:
                 raise StoreFull(
-                    f"this address already keeps {self.limits.per_address} games used in "
-                    f"the last {duration(grace)}, the most one address may keep: abandon "
-                    "one (New game) or try again later"
+                    ngettext(
+                        "this address already keeps {n} game used in the last {time}, "
+                        "the most one address may keep: abandon it (New game) or try "
+                        "again later",
+                        "this address already keeps {n} games used in the last {time}, "
+                        "the most one address may keep: abandon one (New game) or try "
+                        "again later",
+                        self.limits.per_address,
+                        time=duration(grace),
+                    )
                 )
             others = [g for g in unused(games) if g not in drop]
             drop += others[: max(0, len(games) - len(drop) - self.limits.max_games + 1)]
             if len(games) - len(drop) >= self.limits.max_games:
                 raise StoreFull(
-                    f"the server already keeps {self.limits.max_games} games used in the "
-                    f"last {duration(grace)}, the most it keeps: try again later"
+                    ngettext(
+                        "the server already keeps {n} game used in the last {time}, the "
+                        "most it keeps: try again later",
+                        "the server already keeps {n} games used in the last {time}, the "
+                        "most it keeps: try again later",
+                        self.limits.max_games,
+                        time=duration(grace),
+                    )
                 )
             for old in drop:
                 self._drop(old)
