@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from envs import rules_text
 from envs.rules import HOLD_VARIANTS, OVERSHOOT_VARIANTS, Rules, check_target_bound
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(Rules)}
@@ -112,25 +113,13 @@ def rule_flags(rules: Rules) -> list[str]:
     return out
 
 
-def _words(rules: Rules) -> dict[str, str]:
-    """Each rule of `rules` in a few words, by Rules field."""
-    return {
-        "target": f"exactly {rules.target} wins",
-        "entry": f"{rules.entry} to enter",
-        "bump": "bumps" if rules.bump else "no bumps",
-        "overshoot": f"overshoot {rules.overshoot}",
-        "fifty_rule": "the 50 rule" if rules.fifty_rule else "no 50 rule",
-        "hold": f"hold {rules.hold}",
-    }
-
-
 def describe_rules(rules: Rules) -> str:
     """Every rule of the game in words, the switches that are on or off, e.g.
-    "exactly 1000 wins, 500 to enter, no bumps, overshoot lost, the 50 rule, hold free"."""
-    return ", ".join(_words(rules).values())
+    "exactly 1000 wins, 500 to enter, no bumps, overshoot lost, the 50 rule, hold free"
+    (in the language in use: ``envs.rules_text``)."""
+    return rules_text.describe_rules(rules)
 
 
 def house_rules(rules: Rules) -> list[str]:
     """The rules of `rules` that differ from the seeds' rules, in words (none: [])."""
-    words = _words(rules)
-    return [words[name] for name in words if getattr(rules, name) != DEFAULTS[name]]
+    return rules_text.house_rule_names(rules)

@@ -119,12 +119,19 @@ def N_(message: str) -> str:
 
 def number(n: int, lang: str | None = None) -> str:
     """The integer `n` as `lang` (default: the language in use) writes it."""
-    lang = lang or language.get()
-    if lang == SOURCE_LANGUAGE:
-        return f"{n:,}" if abs(n) >= 10_000 else str(n)
     from babel.numbers import format_decimal
 
-    return format_decimal(n, locale=lang, group_separator=abs(n) >= 10_000)
+    # Grouped from 10,000 only, as the page's Intl.NumberFormat(useGrouping: "min2"):
+    # scores stay "5000", the game's name.
+    return format_decimal(n, locale=lang or language.get(), group_separator=abs(n) >= 10_000)
+
+
+def percent(p: float, lang: str | None = None) -> str:
+    """The probability `p` as a percentage with one decimal, as `lang` (default: the
+    language in use) writes one: "42.3%", "42,3 %"."""
+    from babel.numbers import format_percent
+
+    return format_percent(p, "#,##0.0%", locale=lang or language.get())
 
 
 def _fill(text: str, values: Mapping[str, object]) -> str:

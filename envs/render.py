@@ -3,25 +3,75 @@ array (``"rgb_array"``, e.g. for video recording)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from envs.game import DECIDE, OVER, BankOutcome, Event, Game, Moved, Rolled, format_dice
+from envs.i18n import _, ngettext
+from envs.rules import BANK_BIT
 
 
 def bank_text(outcome: BankOutcome, names: Sequence[str]) -> str:
-    """What banking did (or would do), past tense: "Ann banked 300, now 1200"."""
-    return f"{names[outcome.banker]} {bank_clause(outcome, names)}"
+    """What banking did (or would do), past tense, in the language in use: "Ann banked
+    300, now 1200"."""
+    o, total, who = outcome, outcome.total, names[outcome.banker]
+    if not o.allowed:
+        return _(
+            "{who} could not bank {total}: it {why}", who=who, total=total, why=refusal(o.why_not)
+        )
+    if o.lost:
+        why = lost_reason(o, names)
+        return _(
+            "{who} banked {total}: overshoot, the points are lost ({why})",
+            who=who,
+            total=total,
+            why=why,
+        )
+    if o.overshoot:
+        to, now = names[o.gift_to], o.scores[o.gift_to]
+        if o.winner == o.gift_to:
+            return _(
+                "{who} banked {total}: overshoot, gift of {total} to {to}, who won with "
+                "exactly {now}",
+                who=who,
+                total=total,
+                to=to,
+                now=now,
+            )
+        return _(
+            "{who} banked {total}: overshoot, gift of {total} to {to}, now {now}",
+            who=who,
+            total=total,
+            to=to,
+            now=now,
+        )
+    score = o.scores[o.banker]
+    if o.winner == o.banker:
+        return _(
+            "{who} banked {total} and won with exactly {score}", who=who, total=total, score=score
+        )
+    if o.bumped:
+        bumped = _join([names[p] for p in o.bumped])
+        return _(
+            "{who} banked {total}, now {score}, which bumped {bumped} to 0",
+            who=who,
+            total=total,
+            score=score,
+            bumped=bumped,
+        )
+    return _("{who} banked {total}, now {score}", who=who, total=total, score=score)
 
 
 def bank_clause(outcome: BankOutcome, names: Sequence[str]) -> str:
-    """``bank_text`` without its subject: "banked 300, now 1200"."""
+    """``bank_text`` without its subject, in English: "banked 300, now 1200" (the demo's
+    console lines)."""
     o, total = outcome, outcome.total
     if not o.allowed:
         return f"could not bank {total}: it {o.why_not}"
     if o.lost:
-        return f"banked {total}: overshoot, the points are lost ({lost_reason(o, names)})"
+        return f"banked {total}: overshoot, the points are lost ({o.lost_why})"
     if o.overshoot:
         to, now = names[o.gift_to], o.scores[o.gift_to]
         head = f"banked {total}: overshoot, gift of {total} to {to}"
@@ -34,50 +84,121 @@ def bank_clause(outcome: BankOutcome, names: Sequence[str]) -> str:
     )
 
 
+def _join(parts: Sequence[str]) -> str:
+    """Parts said as a list: "A", "A and B", "A, B and C"."""
+    if len(parts) < 2:
+        return "".join(parts)
+    return _("{first} and {last}", first=_(", ").join(parts[:-1]), last=parts[-1])
+
+
+# The engine says in English why a bank is refused (``Move.why_no_bank``,
+# ``BankOutcome.why_not``: its few reasons joined by " and ") and why an overshoot is
+# lost (``BankOutcome.lost_why``); these are their texts for a player.
+_ENTRY_REASON = re.compile(r"is under the (\d+) needed to enter")
+_PAST_REASON = re.compile(r"it would take (.+) past (\d+)")
+_ENTERED_REASON = re.compile(r"nobody else has (\d+) or more")
+
+
+def refusal(why: str) -> str:
+    """Why a bank is refused (the engine's reason), as a player reads it after "it":
+    "ends in 50", "is under the 500 needed to enter", both, or "nothing to bank"."""
+    parts = []
+    for part in why.split(" and "):
+        if part == "nothing to bank":
+            parts.append(_("nothing to bank"))
+        elif part == "ends in 50":
+            parts.append(_("ends in 50"))
+        elif match := _ENTRY_REASON.fullmatch(part):
+            parts.append(_("is under the {entry} needed to enter", entry=int(match[1])))
+        else:  # a reason this table does not know: as the engine says it
+            parts.append(part)
+    return _join(parts)
+
+
 def lost_reason(outcome: BankOutcome, names: Sequence[str]) -> str:
     """Why an overshoot's points go to nobody (R9), the seats named."""
-    if outcome.lost_candidate is None:
-        return outcome.lost_why
-    return outcome.lost_why.replace("them", names[outcome.lost_candidate])
+    why = outcome.lost_why
+    if why == "overshoots are lost under these rules":
+        return _("overshoots are lost under these rules")
+    if match := _ENTERED_REASON.fullmatch(why):
+        return _("nobody else has {entry} or more", entry=int(match[1]))
+    if (match := _PAST_REASON.fullmatch(why)) and outcome.lost_candidate is not None:
+        who = names[outcome.lost_candidate]
+        return _("it would take {who} past {target}", who=who, target=int(match[2]))
+    return why
 
 
 def event_text(event: Event, names: Sequence[str]) -> str:
     """One event of the game in words, seats named by `names`."""
     who = names[event.seat]
     if isinstance(event, Rolled):
-        text = f"{who} rolled {format_dice(event.dice)}"
-        if event.bust:
-            text += ": bust" + (f", lost {event.turn_total}" if event.turn_total else "")
-        return text
+        dice = format_dice(event.dice)
+        if not event.bust:
+            return _("{who} rolled {dice}", who=who, dice=dice)
+        if event.turn_total:
+            return _(
+                "{who} rolled {dice}: bust, lost {points}",
+                who=who,
+                dice=dice,
+                points=event.turn_total,
+            )
+        return _("{who} rolled {dice}: bust", who=who, dice=dice)
     assert isinstance(event, Moved)
     move = event.move
     if move.bank is not None:
         return bank_text(move.bank, names)
-    return f"{who} held {format_dice(move.held)}, turn total {move.turn_total}"
+    return _(
+        "{who} held {dice}, turn total {total}",
+        who=who,
+        dice=format_dice(move.held),
+        total=move.turn_total,
+    )
+
+
+def action_text(action: int, roll: Sequence[int], advice: bool = False) -> str:
+    """A choice as a player reads it: "hold [1 5] and bank", "hold [1 5] and roll"
+    ("... and roll on" as `advice`). ``envs.rules.describe_action`` is its English for
+    programs (error messages, logs)."""
+    dice = tuple(sorted(roll))
+    held = format_dice([d for i, d in enumerate(dice) if action >> i & 1])
+    if action & BANK_BIT:
+        return _("hold {dice} and bank", dice=held)
+    if advice:
+        return _("hold {dice} and roll on", dice=held)
+    return _("hold {dice} and roll", dice=held)
 
 
 def plural(count: int, noun: str) -> str:
-    """``1 turn``, ``2 turns``."""
+    """``1 turn``, ``2 turns`` (English, for programs' messages)."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def count_dice(count: int) -> str:
-    """``1 die``, ``3 dice``."""
-    return "1 die" if count == 1 else f"{count} dice"
+    """``1 die``, ``3 dice``, in the language in use."""
+    return ngettext("{n} die", "{n} dice", count)
 
 
 def _names(game: Game, names: Sequence[str] | None) -> list[str]:
-    return list(names) if names else [f"player {i}" for i in range(game.n_players)]
+    return list(names) if names else [_("player {seat}", seat=i) for i in range(game.n_players)]
 
 
 def headline(game: Game, names: Sequence[str] | None = None) -> str:
     """Whose turn it is, or who won: the first line of ``render_text``."""
     s, names = game.state, _names(game, names)
     if s.phase == OVER:
-        return f"Game over after {plural(s.turns, 'turn')}: {names[s.winner]} won."
-    return (
-        f"Turn {s.turns + 1}: {names[s.current]} to play, turn total {s.turn_total}, "
-        f"{count_dice(s.dice_left)} in play"
+        return ngettext(
+            "Game over after {n} turn: {winner} won.",
+            "Game over after {n} turns: {winner} won.",
+            s.turns,
+            winner=names[s.winner],
+        )
+    return ngettext(
+        "Turn {turn}: {who} to play, turn total {total}, {n} die in play",
+        "Turn {turn}: {who} to play, turn total {total}, {n} dice in play",
+        s.dice_left,
+        turn=s.turns + 1,
+        who=names[s.current],
+        total=s.turn_total,
     )
 
 
@@ -89,14 +210,15 @@ def board_text(game: Game, names: Sequence[str] | None = None) -> str:
     lines = []
     for i, score in enumerate(s.scores):
         marker = ">" if i == s.current and s.phase != OVER else " "
-        note = "" if score else "  (not entered)"
+        note = "" if score else "  " + _("(not entered)")
         lines.append(f" {marker} {names[i]:<{width}} {score:>5}{note}")
     if s.held:
-        lines.append("   held this turn: " + "  ".join(format_dice(h) for h in s.held))
+        held = "  ".join(format_dice(h) for h in s.held)
+        lines.append("   " + _("held this turn: {dice}", dice=held))
     if s.phase == DECIDE:
-        lines.append("   roll: " + format_dice(s.roll))
+        lines.append("   " + _("roll: {dice}", dice=format_dice(s.roll)))
     if game.last_event is not None:
-        lines.append("   last: " + event_text(game.last_event, names))
+        lines.append("   " + _("last: {event}", event=event_text(game.last_event, names)))
     return "\n".join(lines) + "\n"
 
 

@@ -70,19 +70,28 @@ def banking_lines(rules: Rules) -> list[str]:
     return lines
 
 
-def house_rule_names(rules: Rules) -> list[str]:
-    """The switches of `rules` that differ from the standard rules, each in a few words."""
-    words = {
-        "target": _("target {target}", target=rules.target),
-        "entry": _("entry {entry}", entry=rules.entry),
-        "bump": _("no bumps") if not rules.bump else _("bumps"),
-        "overshoot": _("overshoot lost") if rules.overshoot == "lost" else _("overshoot gift"),
-        "fifty_rule": _("no 50 rule") if not rules.fifty_rule else _("the 50 rule"),
-        "hold": _("hold every scoring die") if rules.hold == "all" else _("hold any scoring dice"),
+def rule_words(rules: Rules) -> dict[str, str]:
+    """Each switch of `rules` in a few words, by Rules field: "exactly 5000 wins", "500 to
+    enter", "bumps", "overshoot gift", "the 50 rule", "hold free"."""
+    return {
+        "target": _("exactly {target} wins", target=rules.target),
+        "entry": _("{entry} to enter", entry=rules.entry),
+        "bump": _("bumps") if rules.bump else _("no bumps"),
+        "overshoot": _("overshoot gift") if rules.overshoot == "gift" else _("overshoot lost"),
+        "fifty_rule": _("the 50 rule") if rules.fifty_rule else _("no 50 rule"),
+        "hold": _("hold free") if rules.hold == "free" else _("hold all"),
     }
-    return [
-        text for name, text in words.items() if getattr(rules, name) != getattr(DEFAULT_RULES, name)
-    ]
+
+
+def describe_rules(rules: Rules) -> str:
+    """Every switch of `rules` in words: "exactly 1000 wins, 500 to enter, no bumps, ..."."""
+    return _(", ").join(rule_words(rules).values())
+
+
+def house_rule_names(rules: Rules) -> list[str]:
+    """The switches of `rules` that differ from the standard rules, in words (none: [])."""
+    words = rule_words(rules)
+    return [words[name] for name in words if getattr(rules, name) != getattr(DEFAULT_RULES, name)]
 
 
 def rules_sections(rules: Rules | None = None) -> list[tuple[str, list[str]]]:

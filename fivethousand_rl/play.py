@@ -16,15 +16,8 @@
 
 Installed, the same program is ``fivethousand play``.
 
-At each of your decisions type a choice number from the list, or:
-  r 115     hold 1, 1 and 5, then roll the dice left      (faces, any order, spaces optional)
-  b 115     hold 1, 1 and 5, then bank
-  r / b     hold the best-scoring set, then roll / bank
-  hint      the optimal player's choice and its win probability (2 players); with
-            3+ players a trained planner's choice and everyone's estimated chances
-  rules     the rules in short, with this game's house rules
-  save F    save the game to file F (resume with --load F)
-  help      this list;  quit  leave (the game log is still written with --log)
+At each of your decisions type a choice number from the list, or a command
+(``help`` lists them: ``COMMAND_HELP``).
 """
 
 from __future__ import annotations
@@ -63,28 +56,39 @@ from envs.game import (
     Game,
     Move,
     Rolled,
-    describe_action,
     format_dice,
     is_int,
     rng_state_problem,
 )
 from envs.game_log import apply_event, check_fields, log_entry, one_line, replay_log
-from envs.i18n import LANGUAGES, language_from_environment, using
+from envs.i18n import LANGUAGES, N_, _, language_from_environment, ngettext, percent, using
 from envs.policy import Policy
 from envs.render import (
+    action_text,
     board_text,
     count_dice,
     event_text,
     headline,
     lost_reason,
     plural,
+    refusal,
     render_text,
 )
 from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, check_target_bound, hold_score
-from envs.rules_text import rules_text
+from envs.rules_text import house_rule_names, rules_text
 
 HUMAN = "you"
-COMMANDS = __doc__[__doc__.index("  r 115") :].rstrip()
+# The commands at a decision, each with what it does (``commands_text``).
+COMMAND_HELP = [
+    ("r 115", N_("hold 1, 1 and 5, then roll the dice left (faces in any order, spaces optional)")),
+    ("b 115", N_("hold 1, 1 and 5, then bank")),
+    ("r / b", N_("hold the best-scoring set, then roll / bank")),
+    ("hint", N_("the best move and its chances (exact with 2 players; with 3+ an estimate)")),
+    ("rules", N_("the rules in short, with this game's house rules")),
+    ("save F", N_("save the game to file F (resume with --load F)")),
+    ("help", N_("this list")),
+    ("quit", N_("leave the game (the game log is still written with --log)")),
+]
 SCRIPT = "python play.py"  # how the command names itself when run as a script
 # "r", "b", "roll" or "bank", then the faces to hold (spaces optional: "r55", "b 1 5").
 MOVE = re.compile(r"(roll|bank|r|b)(?![a-z])(.*)")
@@ -92,6 +96,11 @@ ALIASES = {"?": "help", "h": "help", "exit": "quit", "q": "quit"}  # other words
 ECHO = 40  # an error quotes at most this many characters of what was typed
 # A long game's save or log is tens of kB (the web server caps its saves at 4 MB too).
 MAX_FILE_BYTES = 4 << 20
+
+
+def commands_text() -> str:
+    """The commands at a decision and what each does, in the language in use."""
+    return "\n".join(f"  {keys:<8} {_(text)}" for keys, text in COMMAND_HELP)
 
 
 def cut(text: str, limit: int = ECHO) -> str:
@@ -109,43 +118,68 @@ class Quit(Exception):
     """The player left the game ('quit', end of input, Ctrl-C)."""
 
 
-def bank_preview(outcome: BankOutcome, names: list[str], target: int) -> str:
+def bank_preview(outcome: BankOutcome, names: list[str], target: int, me: int) -> str:
     """What banking would do, in words (the engine's ``BankOutcome``, R8, R9), so that
-    nobody banks into a surprise."""
+    nobody banks into a surprise; `me` is the player's own seat (said "you")."""
     o = outcome
-    me = names[o.banker]
     if o.winner == o.banker:
-        return f"bank: {me} {_verb(me, 'win')} with exactly {o.scores[o.banker]}"
+        if o.banker == me:
+            return _("bank: you win with exactly {score}", score=o.scores[o.banker])
+        return _(
+            "bank: {who} wins with exactly {score}", who=names[o.banker], score=o.scores[o.banker]
+        )
     if o.lost:
         why = lost_reason(o, names)
-        return f"bank: overshoot past {target}, the {o.total} points are lost ({why})"
+        return _(
+            "bank: overshoot past {target}, the {points} points are lost ({why})",
+            target=target,
+            points=o.total,
+            why=why,
+        )
     if o.overshoot:
         to, now = names[o.gift_to], o.scores[o.gift_to]
         if o.winner == o.gift_to:
-            return f"bank: overshoot, gift of {o.total} to {to}, who {_verb(to, 'win')} with {now}"
-        return f"bank: overshoot, gift of {o.total} to {to}, up to {now}"
-    bumps = " and ".join(names[p] for p in o.bumped)
-    return f"bank: score {o.scores[o.banker]}" + (f", bumps {bumps} to 0" if bumps else "")
+            return _(
+                "bank: overshoot, gift of {points} to {to}, who wins with {now}",
+                points=o.total,
+                to=to,
+                now=now,
+            )
+        return _(
+            "bank: overshoot, gift of {points} to {to}, up to {now}", points=o.total, to=to, now=now
+        )
+    if o.bumped:
+        bumped = _join_names([names[p] for p in o.bumped])
+        return _(
+            "bank: score {score}, bumps {bumped} to 0", score=o.scores[o.banker], bumped=bumped
+        )
+    return _("bank: score {score}", score=o.scores[o.banker])
 
 
-def _verb(subject: str, verb: str) -> str:
-    return verb if subject == HUMAN else verb + "s"
+def _join_names(names: list[str]) -> str:
+    return (
+        names[0]
+        if len(names) == 1
+        else _("{first} and {last}", first=_(", ").join(names[:-1]), last=names[-1])
+    )
 
 
 def choices(game: Game, names: list[str] | None = None) -> list[tuple[int, str]]:
     """The legal actions with their descriptions, each hold's roll-on choice first, then
     its banking choice, which says what banking does; a hold that can't be banked says
     why."""
-    names = names or [f"player {i}" for i in range(game.n_players)]
+    names = names or [_("player {seat}", seat=i) for i in range(game.n_players)]
+    me = game.state.current
     out = []
     for move in sorted(game.moves(), key=lambda m: (m.action & ~BANK_BIT, m.banks)):
         if move.bank is not None:
-            what = bank_preview(move.bank, names, game.rules.target)
+            what = bank_preview(move.bank, names, game.rules.target, me)
         else:
-            what = f"roll {count_dice(move.dice_left)}"
+            what = _("roll {dice}", dice=count_dice(move.dice_left))
             if move.why_no_bank:
-                what += f"  (can't bank: {move.turn_total} {move.why_no_bank})"
-        head = f"hold {format_dice(move.held):<11} -> {move.turn_total:>4}"
+                why = refusal(move.why_no_bank)
+                what += "  " + _("(can't bank: {total} {why})", total=move.turn_total, why=why)
+        head = _("hold {dice}", dice=f"{format_dice(move.held):<11}") + f" -> {move.turn_total:>4}"
         out.append((move.action, f"{head}, {what}"))
     return out
 
@@ -155,23 +189,23 @@ def parse_command(text: str, game: Game, menu: list[tuple[int, str]]) -> int | s
     "save F"), or raise ValueError with a message for the player."""
     words = text.strip().lower().split()
     if not words:
-        raise ValueError("type a choice number, or 'help'")
+        raise ValueError(_("type a choice number, or 'help'"))
     head = ALIASES.get(words[0], words[0])
     if head in ("help", "quit", "hint", "rules"):
         return head
     if head == "save":
         if len(words) != 2:
-            raise ValueError("usage: save FILE")
+            raise ValueError(_("usage: save FILE"))
         return "save " + text.strip().split(maxsplit=1)[1]
     # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
     if re.fullmatch(r"[0-9]+", head) and len(words) == 1:
         number = int(head)
         if not 1 <= number <= len(menu):
-            raise ValueError(f"there are choices 1 to {len(menu)}")
+            raise ValueError(_("there are choices 1 to {last}", last=len(menu)))
         return menu[number - 1][0]
     if move := MOVE.fullmatch(head):
         return _parse_move(move.group(1), move.group(2) + "".join(words[1:]), game)
-    raise ValueError(f"unknown command {cut(text.strip())!r}; type 'help'")
+    raise ValueError(_("unknown command {text}; type 'help'", text=repr(cut(text.strip()))))
 
 
 def _parse_move(verb: str, faces: str, game: Game) -> int:
@@ -183,12 +217,16 @@ def _parse_move(verb: str, faces: str, game: Game) -> int:
     elif all(c in "123456" for c in faces):
         held = [int(c) for c in faces]
     else:
-        raise ValueError(f"dice are written as digits 1 to 6, like '{verb} 115'")
+        raise ValueError(
+            _("dice are written as digits 1 to 6, like '{example}'", example=f"{verb} 115")
+        )
     try:
         action = action_for(held, roll, bank)
     except ValueError:
         held_text = cut(format_dice(sorted(held)))
-        raise ValueError(f"the roll {format_dice(roll)} has no {held_text}") from None
+        raise ValueError(
+            _("the roll {roll} has no {dice}", roll=format_dice(roll), dice=held_text)
+        ) from None
     legal = game.legal()[0]
     if action in legal:
         return action
@@ -196,11 +234,17 @@ def _parse_move(verb: str, faces: str, game: Game) -> int:
         if game.rules.hold == "all" and hold_score(held) > 0:
             best = format_dice(ROLL_INFO[roll].best.dice)
             raise ValueError(
-                f"under the hold rule 'all' every scoring die must be held: here {best} (R5)"
+                _(
+                    "under the hold rule 'all' every scoring die must be held: here {dice} (R5)",
+                    dice=best,
+                )
             )
-        raise ValueError(f"{format_dice(sorted(held))} cannot be held: every held die must score")
+        raise ValueError(
+            _("{dice} cannot be held: every held die must score", dice=format_dice(sorted(held)))
+        )
     roll_on = game.move(action & ~BANK_BIT)
-    raise ValueError(f"you can't bank {roll_on.turn_total}: it {roll_on.why_no_bank} (R8)")
+    why = refusal(roll_on.why_no_bank)
+    raise ValueError(_("you can't bank {total}: it {why} (R8)", total=roll_on.turn_total, why=why))
 
 
 def short_rules(rules: Rules | None = None) -> str:
@@ -212,14 +256,16 @@ def short_rules(rules: Rules | None = None) -> str:
 def rules_lines(rules: Rules) -> list[str]:
     """The game's rules, said as a game starts or resumes: every switch, then the house
     rules (those that differ from the seeds' rules), if any."""
-    house = house_rules(rules)
-    lines = [f"Rules: {describe_rules(rules)}."]
-    return lines + [f"House rules: {', '.join(house)}."] * bool(house)
+    house = house_rule_names(rules)
+    lines = [_("Rules: {rules}.", rules=describe_rules(rules))]
+    return lines + [_("House rules: {rules}.", rules=", ".join(house))] * bool(house)
 
 
 def move_text(move: Move) -> str:
     """A decision as a past event: ``held [1 5] and rolled on``."""
-    return f"held {format_dice(move.held)} and {'banked' if move.banks else 'rolled on'}"
+    if move.banks:
+        return _("held {dice} and banked", dice=format_dice(move.held))
+    return _("held {dice} and rolled on", dice=format_dice(move.held))
 
 
 class _Human(Policy):
@@ -265,6 +311,14 @@ class Session:
         self.program = SCRIPT  # the command as the user runs it, for the resume command
 
     def names(self) -> list[str]:
+        """The seats as the player reads them: "you", "smart (seat 1)"."""
+        return [
+            _("you") if i == self.human else _("{bot} (seat {seat})", bot=p, seat=i)
+            for i, p in enumerate(self.players)
+        ]
+
+    def log_names(self) -> list[str]:
+        """The seats as a game log records them (English, whatever the language)."""
         return [HUMAN if i == self.human else f"{p} (seat {i})" for i, p in enumerate(self.players)]
 
     def play(self) -> int | None:
@@ -290,9 +344,16 @@ class Session:
             return
         move = move_text(event.move)
         if event.seat == self.human:
-            self.say(f"You {move}.")
+            self.say(_("You {move}.", move=move))
         else:
-            self.say(f"{names[event.seat]} rolled {format_dice(event.roll)}, {move}.")
+            self.say(
+                _(
+                    "{who} rolled {dice}, {move}.",
+                    who=names[event.seat],
+                    dice=format_dice(event.roll),
+                    move=move,
+                )
+            )
             time.sleep(self.delay)
         if event.move.banks:
             self.say(f"  {event_text(event, names)}")
@@ -303,12 +364,17 @@ class Session:
         game = self.game
         s = game.state
         menu = choices(game, self.names())
-        held = "  ".join(format_dice(h) for h in s.held) or "nothing yet"
+        held = "  ".join(format_dice(h) for h in s.held) or _("nothing yet")
         self.say(
-            f"Your roll: {format_dice(s.roll)}   (held this turn: {held}; "
-            f"turn total {s.turn_total}, score {s.scores[s.current]})"
+            _(
+                "Your roll: {dice}   (held this turn: {held}; turn total {total}, score {score})",
+                dice=format_dice(s.roll),
+                held=held,
+                total=s.turn_total,
+                score=s.scores[s.current],
+            )
         )
-        for i, (_, text) in enumerate(menu, 1):
+        for i, (_action, text) in enumerate(menu, 1):
             self.say(f"  {i:>2}) {text}")
         if self.hint:
             self.say(self.hint_text())
@@ -323,7 +389,7 @@ class Session:
                 self.say(f"  {e}")
                 continue
             if choice == "help":
-                self.say(COMMANDS)
+                self.say(commands_text())
             elif choice == "rules":
                 self.say(short_rules(game.rules))
             elif choice == "quit":
@@ -334,10 +400,14 @@ class Session:
                 path = str(Path(choice[5:]).expanduser())
                 try:
                     save(self, path)
-                    self.say(f"  saved to {path}; resume with: {self.resume_command(path)}")
+                    command = self.resume_command(path)
+                    self.say(
+                        "  "
+                        + _("saved to {path}; resume with: {command}", path=path, command=command)
+                    )
                 except (OSError, ValueError) as e:
                     why = getattr(e, "strerror", None) or e
-                    self.say(f"  could not save to {cut(path)}: {why}")
+                    self.say("  " + _("could not save to {path}: {why}", path=cut(path), why=why))
             else:
                 return choice
 
@@ -360,10 +430,15 @@ class Session:
         try:  # exact under the game's rules: solved the first time (seconds), then cached
             values = self._optimal.action_values(self.game)
         except ValueError as e:  # rules the solver does not take
-            return f"  hint: unavailable under these rules ({one_line(e)})"
+            return "  " + _("hint: unavailable under these rules ({why})", why=one_line(e))
         best = max(values, key=values.__getitem__)
-        advice = describe_action(best, self.game.state.roll, rolling="roll on")
-        return f"  hint: {advice} (win probability {values[best]:.1%} with optimal play)"
+        advice = action_text(best, self.game.state.roll, advice=True)
+        chance = percent(values[best])
+        return "  " + _(
+            "hint: {advice} (win probability {chance} with optimal play)",
+            advice=advice,
+            chance=chance,
+        )
 
     def table_hint(self) -> str | None:
         """The exact hint at a table of bots whose best response was computed before
@@ -381,11 +456,13 @@ class Session:
         if self._table is None:
             return None
         best = self._table.act(game, np.random.default_rng(0))  # a planner draws nothing
-        advice = describe_action(best, game.state.roll, rolling="roll on")
+        advice = action_text(best, game.state.roll, advice=True)
         chances = self._table.win_probabilities(game)
-        odds = ", ".join(f"{n} {p:.1%}" for n, p in zip(self.names(), chances, strict=True))
-        return (
-            f"  hint: {advice}; win chances then: {odds} (exact: the best response to this table)"
+        odds = ", ".join(f"{n} {percent(p)}" for n, p in zip(self.names(), chances, strict=True))
+        return "  " + _(
+            "hint: {advice}; win chances then: {odds} (exact: the best response to this table)",
+            advice=advice,
+            odds=odds,
         )
 
     def planner_hint(self) -> str:
@@ -400,18 +477,26 @@ class Session:
             self._planner = shipped_planner(game.n_players, game.rules)
         planner = self._planner
         if planner is None:
-            house = " under these rules" if house_rules(game.rules) else ""
-            return (
-                f"  hint: unavailable for {game.n_players} players "
-                f"(no shipped planner values such a table{house})"
+            if house_rules(game.rules):
+                return "  " + _(
+                    "hint: unavailable for {players} players (no shipped planner values such "
+                    "a table under these rules)",
+                    players=game.n_players,
+                )
+            return "  " + _(
+                "hint: unavailable for {players} players (no shipped planner values such a table)",
+                players=game.n_players,
             )
         best = planner.act(game, np.random.default_rng(0))  # a planner draws nothing
-        advice = describe_action(best, game.state.roll, rolling="roll on")
+        advice = action_text(best, game.state.roll, advice=True)
         chances = planner.win_probabilities(game)
-        odds = ", ".join(f"{n} {p:.1%}" for n, p in zip(self.names(), chances, strict=True))
-        return (
-            f"  hint: {advice}; win chances then: {odds} "
-            f"(an estimate by the trained planner {planner.name}, not exact)"
+        odds = ", ".join(f"{n} {percent(p)}" for n, p in zip(self.names(), chances, strict=True))
+        return "  " + _(
+            "hint: {advice}; win chances then: {odds} (an estimate by the trained planner "
+            "{planner}, not exact)",
+            advice=advice,
+            odds=odds,
+            planner=planner.name,
         )
 
 
@@ -538,7 +623,7 @@ def write_log(session: Session, path: str) -> None:
         "format": LOG_FORMAT,
         "version": VERSION,
         "rules": session.game.rules.to_dict(),
-        "players": session.names(),
+        "players": session.log_names(),
         "events": session.log,
         "winner": session.game.state.winner,
     }
@@ -579,7 +664,8 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
             raise ValueError(f"{path}: event {number} cannot be replayed ({why})") from None
         if "act" in event:
             move = move_text(game.last_event.move)
-            say(f"{names[event['player']]} rolled {format_dice(roll)}, {move}.")
+            who = names[event["player"]]
+            say(_("{who} rolled {dice}, {move}.", who=who, dice=format_dice(roll), move=move))
         if s.turns > turns or s.phase == OVER:
             say(f"  {event_text(game.last_event, names)}")
         time.sleep(delay)
@@ -591,11 +677,26 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
         say(headline(game, names))
         return s.winner
     say(render_text(game, names).rstrip("\n"))
-    after = f"after {plural(s.turns, 'turn')}, before the end of the game"
     if recorded is not None:
-        say(f"The log was cut short: it stops {after}, though it records a winner.")
+        say(
+            ngettext(
+                "The log was cut short: it stops after {n} turn, before the end of the game, "
+                "though it records a winner.",
+                "The log was cut short: it stops after {n} turns, before the end of the game, "
+                "though it records a winner.",
+                s.turns,
+            )
+        )
     else:
-        say(f"The log stops {after}: the game was left, or the log was cut short.")
+        say(
+            ngettext(
+                "The log stops after {n} turn, before the end of the game: the game was left, "
+                "or the log was cut short.",
+                "The log stops after {n} turns, before the end of the game: the game was left, "
+                "or the log was cut short.",
+                s.turns,
+            )
+        )
     return None
 
 
@@ -643,7 +744,7 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argpars
         prog=prog,
         description="Play 5000 against bots in the terminal.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Commands during the game:\n" + COMMANDS,
+        epilog="Commands during the game:\n" + commands_text(),
     )
     p.add_argument(
         "--opponents",
@@ -735,7 +836,13 @@ def play_in_language(
             game = Game(n, rules, seed=dice)
             session = Session(game, players, seat, seed, args.hint, args.delay, ask, say)
             against = ", ".join(opponents)
-            say(f"5000: you against {against} (seed {seed}). Type 'help' for commands.")
+            say(
+                _(
+                    "5000: you against {bots} (seed {seed}). Type 'help' for commands.",
+                    bots=against,
+                    seed=seed,
+                )
+            )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -743,7 +850,7 @@ def play_in_language(
     try:
         session.play()
     except (Quit, KeyboardInterrupt):
-        say("Left the game.")
+        say(_("Left the game."))
     if args.log:
         try:
             write_log(session, str(Path(args.log).expanduser()))
@@ -752,5 +859,12 @@ def play_in_language(
                 f"error: could not write the game log to {args.log}: {e.strerror}", file=sys.stderr
             )
             return 1
-        say(f"game log written to {args.log} (replay: {prog or SCRIPT} --replay {args.log})")
+        replay_command = f"{prog or SCRIPT} --replay {args.log}"
+        say(
+            _(
+                "game log written to {path} (replay: {command})",
+                path=args.log,
+                command=replay_command,
+            )
+        )
     return 0

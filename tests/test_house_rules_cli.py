@@ -166,7 +166,7 @@ def test_a_house_rules_game_is_played_to_the_end_with_exact_hints_and_replayed(
     out = result.stdout
     assert "Game over after" in out and "Traceback" not in out + result.stderr
     assert f"\nRules: {describe_rules(rules)}.\nHouse rules: {house}.\n" in out  # the header
-    assert f"House rules, which change the rules above: {house}." in out  # 'rules'
+    assert f"House rules in force: {house}." in out  # 'rules'
     data = json.loads(log.read_text())
     assert Rules(**data["rules"]) == rules
     # Every hint shown is the exact best action at that decision (replayed from the log).
