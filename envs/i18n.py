@@ -129,9 +129,12 @@ def number(n: int, lang: str | None = None) -> str:
 def percent(p: float, lang: str | None = None) -> str:
     """The probability `p` as a percentage with one decimal, as `lang` (default: the
     language in use) writes one: "42.3%", "42,3 %"."""
+    from babel import Locale
     from babel.numbers import format_percent
 
-    return format_percent(p, "#,##0.0%", locale=lang or language.get())
+    lang = lang or language.get()
+    pattern = Locale.parse(lang).percent_formats[None].pattern  # "#,##0 %" in French
+    return format_percent(p, pattern.replace("0", "0.0", 1), locale=lang)
 
 
 def _fill(text: str, values: Mapping[str, object]) -> str:
@@ -158,7 +161,7 @@ def accept_language(header: str) -> list[str]:
     wanted = []
     for i, part in enumerate(header.split(",")[:32]):  # a header of thousands: its head
         tag, _, params = part.strip().partition(";")
-        match = re.search(r"q\s*=\s*([0-9.]+)", params)
+        match = re.search(r"q\s*=\s*([^;,\s]*)", params)
         try:
             q = float(match.group(1)) if match else 1.0
         except ValueError:
