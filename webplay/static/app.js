@@ -3,7 +3,191 @@
 // those positions of the sorted roll, bit 5 banks), each with the position it answers
 // (view.at), so that a repeated request is refused rather than played later. No inline
 // script or style: the server's Content-Security-Policy forbids them.
+//
+// Every text a player reads is in their language: this file's own through _(),
+// ngettext() and pgettext() (English msgids, plain string literals with {name}
+// placeholders, so that `make messages` extracts them), the server's in the language
+// each API call names (the X-Language header).
 "use strict";
+
+// ------------------------------------------------------------------ languages
+const LANGUAGE_KEY = "fivethousand.lang";  // the player's choice, remembered
+let languages = { en: "English" };  // /api/languages: code -> the language's own name
+let LANG = "en";
+let MESSAGES = {};  // /api/i18n/LANG: msgid (or "context\u0004msgid") -> text, or forms
+let PLURALS = new Intl.PluralRules("en");
+let NUMBERS = numberFormat("en");
+
+// Integers as the language writes them, grouped only from 10,000 (as envs.i18n.number:
+// a score of 5000 stays "5000").
+function numberFormat(lang) {
+  try {
+    return new Intl.NumberFormat(lang, { useGrouping: "min2", maximumFractionDigits: 0 });
+  } catch (e) {
+    return new Intl.NumberFormat(lang, { maximumFractionDigits: 0 });
+  }
+}
+
+// A probability (0-1) as a percentage with one decimal, as the language writes it.
+function percent(p) {
+  return new Intl.NumberFormat(LANG, {
+    style: "percent", minimumFractionDigits: 1, maximumFractionDigits: 1,
+  }).format(p);
+}
+
+function number(n) { return NUMBERS.format(n); }
+
+// `text` with its {placeholders} filled from `values` (integers as numbers are written).
+function fill(text, values) {
+  if (!values) return text;
+  return text.replace(/\{(\w+)\}/g, (whole, key) => {
+    if (!(key in values)) return whole;
+    const v = values[key];
+    return Number.isInteger(v) ? number(v) : String(v);
+  });
+}
+
+function _(msgid, values) {
+  const text = MESSAGES[msgid];
+  return fill(typeof text === "string" && text ? text : msgid, values);
+}
+
+function pgettext(context, msgid, values) {
+  const text = MESSAGES[context + "\u0004" + msgid];
+  return fill(typeof text === "string" && text ? text : msgid, values);
+}
+
+// The form of one/many for the count n (Intl.PluralRules picks the language's form).
+function ngettext(one, many, n, values) {
+  const forms = MESSAGES[one];
+  let text = n === 1 ? one : many;
+  if (forms && typeof forms === "object") {
+    text = forms[PLURALS.select(n)] || Object.values(forms).at(-1) || text;
+  }
+  return fill(text, { n, ...values });
+}
+
+// The language to show: ?lang=, else the remembered choice, else the browser's first
+// language this page speaks, else English.
+function chooseLanguage() {
+  const wanted = [params.get("lang"), localStorage.getItem(LANGUAGE_KEY),
+    ...(navigator.languages || [navigator.language])];
+  for (const tag of wanted) {
+    const base = String(tag || "").toLowerCase().split(/[-_]/)[0];
+    if (base && base in languages) return base;
+  }
+  return "en";
+}
+
+// Load `lang`'s catalogue (English needs none) and put the page's own texts in it.
+async function useLanguage(lang) {
+  let messages = {};
+  if (lang !== "en") {
+    try {
+      const res = await fetch(`/api/i18n/${encodeURIComponent(lang)}`);
+      if (!res.ok) throw new Error(String(res.status));
+      messages = (await res.json()).messages || {};
+    } catch (e) {
+      lang = "en";  // no catalogue: the page stays readable, in English
+    }
+  }
+  LANG = lang;
+  MESSAGES = messages;
+  PLURALS = new Intl.PluralRules(lang);
+  NUMBERS = numberFormat(lang);
+  document.documentElement.lang = lang;
+  translatePage();
+}
+
+// The page's fixed texts (index.html holds them in English), by their data-i18n key.
+function pageTexts() {
+  return {
+    title: _("5000 - dice against the bots"),
+    language: _("Language"),
+    newGame: _("New game"),
+    newGameKey: _("New game (n)"),
+    keys: _("Keys"),
+    keysTitle: _("Keyboard shortcuts"),
+    keyHold: pgettext("keyboard shortcut", "hold or release a die"),
+    keyRoll: pgettext("keyboard shortcut", "roll"),
+    keyBank: pgettext("keyboard shortcut", "bank"),
+    keyHint: pgettext("keyboard shortcut", "hint"),
+    keyNew: pgettext("keyboard shortcut", "new game"),
+    keyReplay: pgettext("keyboard shortcut", "replay:"),
+    addBot: _("+ add a bot"),
+    yourSeat: _("Your seat"),
+    houseRules: _("House rules"),
+    target: _("Target"),
+    entry: _("Entry"),
+    bumps: _("Bumps: banking onto another player's score sends it to 0"),
+    fifty: _("The 50 rule: no banking a total that ends in 50"),
+    overshoot: _("Going past the target"),
+    gift: _("gives the total to the lowest entered player"),
+    lost: _("loses it"),
+    hold: _("Hold"),
+    holdFree: _("any scoring dice"),
+    holdAll: _("every scoring die"),
+    standardRules: _("Standard rules"),
+    abandonNote: _("Starting abandons the game in progress (reload the page to go back to it)."),
+    start: _("Start"),
+    // Translators: "face × 100": a triple of 4s is 400; "enter": the first bank of a game.
+    rulesSummary: _("1s are 100, 5s are 50, three of a kind is face × 100 (three 1s: 1100). " +
+      "The standard rules: first to bank exactly 5000 wins, you need 500 in one turn to " +
+      "enter, you can't bank a total ending in 50, landing on another player's score sends " +
+      "it to 0, and going past 5000 gives the turn total to the lowest entered player. The " +
+      "house rules change them; a changed rule is highlighted, here and during the game."),
+    rulesOfGame: _("the rules of this game"),
+    dice: _("dice"),
+    roll: _("Roll"),
+    bank: _("Bank"),
+    hint: _("Hint"),
+    rematch: _("Rematch"),
+    replay: _("Replay"),
+    first: pgettext("replay control", "first"),
+    back: pgettext("replay control", "back (←)"),
+    forward: pgettext("replay control", "forward (→)"),
+    last: pgettext("replay control", "last"),
+    step: pgettext("replay control", "step"),
+    backToGame: _("Back to the game"),
+  };
+}
+
+function translatePage() {
+  const texts = pageTexts();
+  for (const el of document.querySelectorAll("[data-i18n]")) {
+    el.textContent = texts[el.dataset.i18n];
+  }
+  for (const el of document.querySelectorAll("[data-i18n-title]")) {
+    el.title = texts[el.dataset.i18nTitle];
+  }
+  for (const el of document.querySelectorAll("[data-i18n-label]")) {
+    el.setAttribute("aria-label", texts[el.dataset.i18nLabel]);
+  }
+  const select = $("lang-select");
+  select.innerHTML = "";
+  for (const [code, name] of Object.entries(languages)) {
+    const o = document.createElement("option");
+    o.value = code;
+    o.lang = code;  // each named in itself
+    o.textContent = name;
+    select.appendChild(o);
+  }
+  select.value = LANG;
+}
+
+// The player picks a language: remembered, and the page redrawn in it at once (the
+// server's texts asked for again).
+async function switchLanguage(lang) {
+  localStorage.setItem(LANGUAGE_KEY, lang);
+  await useLanguage(lang);
+  try {
+    if (!$("replay").hidden && replayFrames) await openReplay(replayFrames.id, replayAt);
+    else if (!$("game").hidden && view && !busy) render(await api("GET", `/api/games/${view.id}`));
+    else if (!$("setup").hidden) await redrawSetup();
+  } catch (e) {
+    showError(e.message);
+  }
+}
 
 const BANK = 32;
 const params = new URLSearchParams(location.search);
@@ -18,10 +202,11 @@ let selected = new Set();
 let busy = false;     // a request or the bots' turn is under way
 let replayFrames = null;
 let replayAt = 0;
+let problems = [];    // /api/problems: saved games the server could not read
 
 // ------------------------------------------------------------------ server
 async function api(method, path, body) {
-  const opts = { method, headers: {} };
+  const opts = { method, headers: { "X-Language": LANG } };
   if (body !== undefined) {
     opts.headers["Content-Type"] = "application/json";
     opts.body = JSON.stringify(body);
@@ -30,7 +215,8 @@ async function api(method, path, body) {
   let data = null;
   try { data = await res.json(); } catch (e) { data = null; }
   if (!res.ok) {
-    const err = new Error((data && data.error) || `${res.status} ${res.statusText}`);
+    const err = new Error((data && data.error) ||
+      _("the server answered {status}", { status: String(res.status) }));
     err.status = res.status;
     throw err;
   }
@@ -75,7 +261,7 @@ function die(face, { clickable = false, classes = [], label = "" } = {}) {
   const el = document.createElement(clickable ? "button" : "span");
   el.className = ["die", ...classes].join(" ");
   el.dataset.face = face;
-  el.setAttribute("aria-label", label || `die showing ${face}`);
+  el.setAttribute("aria-label", label || _("die showing {face}", { face }));
   if (clickable) el.type = "button";
   el.appendChild(dieSvg(face));
   return el;
@@ -153,13 +339,13 @@ function savedRules() {
 // "target 1000 · entry 500 · no bumps · ...": the server's words, the house rules marked.
 function drawRulesLine(el, items) {
   el.innerHTML = "";
-  el.append("Rules: ");
+  el.append(_("Rules:") + " ");
   items.forEach((item, i) => {
     if (i) el.append(" · ");
     const span = document.createElement("span");
     span.className = item.house ? "rule house" : "rule";
     span.textContent = item.text;
-    span.title = item.about + (item.house ? " (a house rule)" : "");
+    span.title = item.house ? _("{about} (a house rule)", { about: item.about }) : item.about;
     el.appendChild(span);
   });
 }
@@ -169,21 +355,41 @@ function botSelect(value) {
   const row = document.createElement("div");
   row.className = "opponent";
   const sel = document.createElement("select");
-  sel.setAttribute("aria-label", "bot");
+  sel.setAttribute("aria-label", _("bot"));
+  fillBots(sel);
+  sel.value = value || (bots[0] && bots[0].key);
+  const rm = document.createElement("button");
+  rm.type = "button";
+  rm.textContent = _("remove");
+  rm.className = "remove-bot";
+  rm.onclick = () => { row.remove(); refreshSetup(); };
+  row.append(sel, rm);
+  return row;
+}
+
+// The bot choices of a select, as /api/bots describes them (in the page's language).
+function fillBots(sel) {
+  const value = sel.value;
+  sel.innerHTML = "";
   for (const b of bots) {
     const o = document.createElement("option");
     o.value = b.key;
     o.textContent = `${b.key} - ${b.about}`;
     sel.appendChild(o);
   }
-  sel.value = value || (bots[0] && bots[0].key);
-  const rm = document.createElement("button");
-  rm.type = "button";
-  rm.textContent = "remove";
-  rm.className = "remove-bot";
-  rm.onclick = () => { row.remove(); refreshSetup(); };
-  row.append(sel, rm);
-  return row;
+  if (value) sel.value = value;
+}
+
+// The setup's texts from the server again (after a change of language).
+async function redrawSetup() {
+  bots = (await api("GET", "/api/bots")).bots;
+  for (const row of $("opponents").children) {
+    fillBots(row.querySelector("select"));
+    row.querySelector("select").setAttribute("aria-label", _("bot"));
+    row.querySelector(".remove-bot").textContent = _("remove");
+  }
+  refreshSetup();
+  drawProblems();
 }
 
 function refreshSetup() {
@@ -196,7 +402,8 @@ function refreshSetup() {
   for (let i = 0; i <= rows.length; i++) {
     const o = document.createElement("option");
     o.value = i;
-    o.textContent = i === 0 ? "seat 1 (you start)" : `seat ${i + 1}`;
+    o.textContent = i === 0 ? _("seat {seat} (you start)", { seat: 1 })
+      : _("seat {seat}", { seat: i + 1 });
     seat.appendChild(o);
   }
   seat.value = Math.min(keep, rows.length);
@@ -219,12 +426,17 @@ async function openSetup() {
     $("opponents").appendChild(botSelect(preferred && preferred.key));
   }
   refreshSetup();
-  const { problems } = await api("GET", "/api/problems");
+  problems = (await api("GET", "/api/problems")).problems;
+  drawProblems();
+}
+
+function drawProblems() {
   const box = $("problems");
   box.hidden = !problems.length;
   box.textContent = problems.length
-    ? `${problems.length} saved game(s) could not be read and were skipped: ` +
-      problems.map((p) => `${p.file}: ${p.error}`).join("; ")
+    ? ngettext("{n} saved game could not be read and was skipped: {list}",
+      "{n} saved games could not be read and were skipped: {list}", problems.length,
+      { list: problems.map((p) => `${p.file}: ${p.error}`).join("; ") })
     : "";
 }
 
@@ -300,9 +512,21 @@ function render(v) {
   const names = v.names;
   // Headline.
   let head;
-  if (v.status === "over") head = `Game over after ${v.turn - 1} turns: ${names[v.winner]} ${v.winner === v.human ? "win" : "won"}.`;
-  else if (v.status === "you") head = `Turn ${v.turn}: your move. Click dice to hold them, then roll or bank.`;
-  else head = `Turn ${v.turn}: ${names[v.current]} ${v.current === v.human ? "roll" : "is playing"}...`;
+  const turns = v.turn - 1;
+  if (v.status === "over" && v.winner === v.human) {
+    head = ngettext("Game over after {n} turn: you win.", "Game over after {n} turns: you win.",
+      turns);
+  } else if (v.status === "over") {
+    head = ngettext("Game over after {n} turn: {name} won.",
+      "Game over after {n} turns: {name} won.", turns, { name: names[v.winner] });
+  } else if (v.status === "you") {
+    head = _("Turn {turn}: your move. Click dice to hold them, then roll or bank.",
+      { turn: v.turn });
+  } else if (v.current === v.human) {
+    head = _("Turn {turn}: you roll...", { turn: v.turn });
+  } else {
+    head = _("Turn {turn}: {name} is playing...", { turn: v.turn, name: names[v.current] });
+  }
   $("headline").textContent = head;
   drawRulesLine($("rules-line"), v.rules_line);
   board($("scoreboard"), v.scores, names, v.status === "over" ? null : v.current, v.winner, v.human,
@@ -311,9 +535,11 @@ function render(v) {
   const info = $("turn-info");
   info.innerHTML = "";
   if (v.status !== "over") {
-    info.append(`turn total ${v.turn_total} · ${v.dice_left} ${v.dice_left === 1 ? "die" : "dice"} in play · held this turn: `);
+    info.append(ngettext("turn total {total} · {n} die in play · held this turn:",
+      "turn total {total} · {n} dice in play · held this turn:", v.dice_left,
+      { total: v.turn_total }) + " ");
     if (v.held.length) v.held.forEach((h) => info.append(miniDice(h)));
-    else info.append("nothing yet");
+    else info.append(_("nothing yet"));
   }
   drawDice(v);
   // The log.
@@ -330,7 +556,8 @@ function render(v) {
   // Game over.
   $("over").hidden = v.status !== "over";
   if (v.status === "over") {
-    $("over-text").textContent = v.winner === v.human ? "You won!" : `${names[v.winner]} won.`;
+    $("over-text").textContent = v.winner === v.human ? _("You won!")
+      : _("{name} won.", { name: names[v.winner] });
   }
   $("hint").hidden = true;
   updateButtons();
@@ -345,8 +572,8 @@ function board(table, scores, names, current, winner, human, turnTotal, target) 
     const cells = [
       ["marker", i === current ? "▶" : i === winner ? "★" : ""],
       ["name", names[i]],
-      ["score", String(score)],
-      ["note", score ? "entered" : "not entered"],
+      ["score", number(score)],
+      ["note", score ? _("entered") : _("not entered")],
     ];
     for (const [cls, text] of cells) {
       const td = document.createElement("td");
@@ -354,7 +581,9 @@ function board(table, scores, names, current, winner, human, turnTotal, target) 
       td.textContent = text;
       tr.appendChild(td);
     }
-    if (i === current && turnTotal) tr.cells[3].textContent = `+${turnTotal} this turn`;
+    if (i === current && turnTotal) {
+      tr.cells[3].textContent = _("+{points} this turn", { points: turnTotal });
+    }
     const bar = document.createElement("td");
     bar.className = "meter-cell";
     const meter = document.createElement("div");
@@ -392,7 +621,7 @@ function drawDice(v) {
     if (holds.size === 1 && !selected.size) {
       // One way to hold (the rule 'all', or a single scoring die): chosen for you.
       const only = [...holds][0];
-      v.roll.forEach((_, i) => { if (only >> i & 1) selected.add(i); });
+      v.roll.forEach((face, i) => { if (only >> i & 1) selected.add(i); });
     }
     const can = holdable(v);
     v.roll.forEach((face, i) => {
@@ -400,7 +629,8 @@ function drawDice(v) {
       const el = die(face, {
         clickable: true,
         classes: selected.has(i) ? ["selected"] : [],
-        label: `die ${i + 1} showing ${face}${ok ? "" : " (does not score)"}`,
+        label: ok ? _("die {position} showing {face}", { position: i + 1, face })
+          : _("die {position} showing {face} (does not score)", { position: i + 1, face }),
       });
       el.disabled = !ok;
       el.dataset.pos = i;
@@ -424,7 +654,8 @@ function drawDice(v) {
 function toggle(i) {
   if (!view || view.status !== "you" || busy) return;
   if (!(holdable(view) >> i & 1)) {
-    $("move-note").textContent = `A ${view.roll[i]} does not score here: it cannot be held.`;
+    $("move-note").textContent = _("A {face} does not score here: it cannot be held.",
+      { face: view.roll[i] });
     return;
   }
   if (selected.has(i)) selected.delete(i); else selected.add(i);
@@ -445,21 +676,26 @@ function updateButtons() {
   $("roll-btn").disabled = !roll;
   $("bank-btn").disabled = !bank;
   $("hint-btn").disabled = !mine || !v.hint;
-  $("hint-btn").title = !v ? "" : v.hint === "estimate" ? "a trained planner's estimate (h)"
-    : v.hint === "exact" ? "exact advice (h)" : "no hint for this table under these rules";
-  $("roll-btn").querySelector("small").textContent = roll ? `${moveFor(bits).turn_total}, ${moveFor(bits).text}` : "";
+  let hintTitle = "";
+  if (v && v.hint === "estimate") hintTitle = _("a trained planner's estimate (h)");
+  else if (v && v.hint === "exact") hintTitle = _("exact advice (h)");
+  else if (v) hintTitle = _("no hint for this table under these rules");
+  $("hint-btn").title = hintTitle;
+  $("roll-btn").querySelector("small").textContent = roll
+    ? _("{total}, {what}", { total: moveFor(bits).turn_total, what: moveFor(bits).text }) : "";
   $("bank-btn").querySelector("small").textContent = bank ? moveFor(bits | BANK).text : "";
   if (!mine) return;
   const note = $("move-note");
-  if (!selected.size) note.textContent = "Click the dice to hold (keys 1-5), then Roll or Bank.";
+  if (!selected.size) note.textContent = _("Click the dice to hold (keys 1-5), then Roll or Bank.");
   else if (!roll && !bank) {
     note.textContent = v.rules.hold === "all"
-      ? "Under the hold rule 'all' every scoring die is held."
-      : "That hold is not allowed: every die held must score.";
+      ? _("Under the hold rule 'all' every scoring die is held.")
+      : _("That hold is not allowed: every die held must score.");
   } else {
     const m = moveFor(roll ? bits : bits | BANK);
-    const why = roll && !bank ? `; ${moveFor(bits).why_no_bank}` : "";
-    note.textContent = `Holding these makes ${m.turn_total}${why}.`;
+    note.textContent = roll && !bank
+      ? _("Holding these makes {total}; {why}.", { total: m.turn_total, why: moveFor(bits).why_no_bank })
+      : _("Holding these makes {total}.", { total: m.turn_total });
   }
 }
 
@@ -483,13 +719,13 @@ async function play(bankIt) {
 async function hint() {
   if (!view || view.status !== "you" || busy || !view.hint) return;
   $("hint").hidden = false;
-  $("hint-text").textContent = "Thinking...";
+  $("hint-text").textContent = _("Thinking...");
   $("hint-bar").style.width = "0";
   $("hint-note").textContent = "";
   try {
     const h = await api("GET", `/api/games/${view.id}/hint`);
     if (!h.available) {
-      $("hint-text").textContent = "No hint here.";
+      $("hint-text").textContent = _("No hint here.");
       $("hint-bar").style.width = "0";
       $("hint-note").textContent = h.note;
       view.hint = null;  // as the next view will say: the button says so from now on
@@ -497,11 +733,13 @@ async function hint() {
       return;
     }
     const mine = h.chances[view.human];
-    $("hint-text").textContent = `Hint: ${h.text}. Your win probability: ${(100 * mine).toFixed(1)}%` +
-      (h.exact ? "" : " (estimate)");
+    const values = { action: h.text, chance: percent(mine) };
+    $("hint-text").textContent = h.exact ? _("Hint: {action}. Your win probability: {chance}", values)
+      : _("Hint: {action}. Your win probability: {chance} (estimate)", values);
     $("hint-bar").style.width = `${(100 * mine).toFixed(1)}%`;
-    const others = h.exact ? "" : " Chances then: " + view.names.map((n, i) => `${n} ${(100 * h.chances[i]).toFixed(1)}%`).join(", ") + ".";
-    $("hint-note").textContent = h.note + "." + others;
+    const list = view.names.map((n, i) => `${n} ${percent(h.chances[i])}`).join(", ");
+    $("hint-note").textContent = h.exact ? _("{note}.", { note: h.note })
+      : _("{note}. Chances then: {list}.", { note: h.note, list });
     selected = new Set(h.marked);
     drawDice(view);
     updateButtons();
@@ -522,11 +760,11 @@ async function rematch() {
 }
 
 // ------------------------------------------------------------------ replay
-async function openReplay(id) {
+async function openReplay(id, at = 0) {
   try {
     const r = await api("GET", `/api/games/${encodeURIComponent(id)}/replay`);
     replayFrames = r;
-    replayAt = 0;
+    replayAt = Math.min(at, r.frames.length - 1);
     show("replay");
     setHash(`#replay=${id}`);
     $("rp-range").max = r.frames.length - 1;
@@ -541,7 +779,8 @@ function stopReplay() { replayFrames = null; }
 function drawReplay() {
   const r = replayFrames;
   const f = r.frames[replayAt];
-  $("replay-step").textContent = `Step ${replayAt} of ${r.frames.length - 1} · turn ${f.turn}`;
+  $("replay-step").textContent = _("Step {step} of {steps} · turn {turn}",
+    { step: replayAt, steps: r.frames.length - 1, turn: f.turn });
   drawRulesLine($("replay-rules"), r.rules_line);
   const current = f.winner === null ? f.current : null;
   board($("replay-board"), f.scores, r.names, current, f.winner, r.human, f.turn_total,
@@ -610,6 +849,12 @@ async function boot() {
   $("rp-range").oninput = (e) => replayGo(Number(e.target.value));
   $("rp-back").onclick = () => { const id = replayFrames && replayFrames.id; stopReplay(); if (id) loadGame(id); else openSetup(); };
   document.addEventListener("keydown", onKey);
+  $("lang-select").onchange = (e) => switchLanguage(e.target.value);
+  try {  // the languages, then the player's catalogue: before anything is drawn
+    const res = await fetch("/api/languages");
+    if (res.ok) languages = (await res.json()).languages;
+  } catch (e) { /* English only */ }
+  await useLanguage(chooseLanguage());
   try {
     bots = (await api("GET", "/api/bots")).bots;
     const hash = new URLSearchParams(location.hash.slice(1));
