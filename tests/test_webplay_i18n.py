@@ -309,3 +309,95 @@ def test_a_save_from_before_still_loads_and_reads_in_any_language(tmp_path, mark
     again = json.loads((tmp_path / f"{data['id']}.json").read_text(encoding="utf-8"))
     assert list(again) == list(data) and again["version"] == data["version"]
     assert again["log"][: len(data["log"])] == data["log"]
+
+
+# ------------------------------------------------------------------ the page
+FAKE_RU = {  # a catalogue for the page's own texts (the real one is the translators')
+    "lang": "ru",
+    "messages": {
+        "New game": "Новая игра",
+        "5000 - dice against the bots": "5000 - кубики против ботов",
+        "Turn {turn}: your move. Click dice to hold them, then roll or bank.": "Ход {turn}: ваш.",
+        "turn total {total} · {n} die in play · held this turn:": {
+            "one": "{total} · {n} кубик",
+            "few": "{total} · {n} кубика",
+            "many": "{total} · {n} кубиков",
+        },
+    },
+}
+
+
+def test_the_page_speaks_the_players_language(tmp_path, marked):
+    """In Chromium: the browser's language (ru-RU) chosen, the page's texts from the
+    catalogue, numbers and plural forms as Russian writes them, the server's texts in
+    the same language; the selector switches at once and is remembered."""
+    pytest.importorskip("uvicorn", reason="the web app needs uvicorn")
+    playwright = pytest.importorskip("playwright.sync_api", reason="needs playwright")
+    import shutil
+    import socket
+    import time
+
+    import uvicorn
+
+    if shutil.which("chromium") is None:
+        pytest.skip("no chromium on PATH")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(tmp_path), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium"))
+            context = browser.new_context(locale="ru-RU")
+            context.route("**/api/i18n/ru", lambda route: route.fulfill(json=FAKE_RU))
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(f"http://127.0.0.1:{port}/?delay=0")
+            page.wait_for_selector("#setup:not([hidden])")
+            assert page.evaluate("document.documentElement.lang") == "ru"
+            assert page.title() == "5000 - кубики против ботов"
+            assert page.inner_text("#setup h2") == "Новая игра"
+            assert page.input_value("#lang-select") == "ru"
+            names = page.locator("#lang-select option").all_inner_texts()
+            assert names == list(i18n.LANGUAGES.values())
+            assert page.evaluate("[number(5000), number(12345)]") == ["5000", "12\u00a0345"]
+            forms = page.evaluate(
+                "[1, 2, 5, 21].map((n) => ngettext("
+                "'turn total {total} · {n} die in play · held this turn:', "
+                "'turn total {total} · {n} dice in play · held this turn:', n, {total: 0}))"
+            )
+            assert forms == ["0 · 1 кубик", "0 · 2 кубика", "0 · 5 кубиков", "0 · 21 кубик"]
+            page.click("#start")
+            page.wait_for_function("() => view && !busy && view.status === 'you'")
+            assert page.inner_text("#headline").startswith("Ход ")
+            assert page.locator("#log li").first.inner_text().startswith("<ru>")  # the server's
+            # English chosen: at once, remembered over the browser's language.
+            page.select_option("#lang-select", "en")
+            page.wait_for_function("() => document.documentElement.lang === 'en'")
+            page.wait_for_function(
+                "() => !document.querySelector('#log li').textContent.startsWith('<')"
+            )
+            assert page.inner_text("#headline").startswith("Turn ")
+            page.reload()
+            page.wait_for_function("() => view && !busy && view.status === 'you'")
+            assert page.evaluate("[LANG, localStorage.getItem('fivethousand.lang')]") == [
+                "en",
+                "en",
+            ]
+            assert page.inner_text("#new-btn") == "New game"
+            browser.close()
+        assert errors == []
+    finally:
+        server.should_exit = True
+        thread.join(10)

@@ -64,14 +64,13 @@ from envs import i18n
 from envs.game import IllegalMoveError, Move
 from envs.game_log import one_line
 from envs.i18n import _, ngettext
-from envs.render import count_dice, refusal
+from envs.render import action_text, count_dice, refusal
 from envs.rules import (
     BANK_BIT,
     DEFAULT_RULES,
     HOLD_VARIANTS,
     OVERSHOOT_VARIANTS,
     Rules,
-    describe_action,
 )
 from webplay.bots import Catalogue
 from webplay.games import (
@@ -624,7 +623,7 @@ def create_app(
             for move in game.moves():
                 mask[move.action] = 1
                 why = move.why_no_bank and _(
-                    "can't bank {total}: {why}",
+                    "can't bank {total}: it {why}",
                     total=move.turn_total,
                     why=refusal(move.why_no_bank),
                 )
@@ -847,7 +846,7 @@ def create_app(
             "action": best,
             "marked": [i for i in range(len(roll)) if best >> i & 1],
             "bank": bool(best & BANK_BIT),
-            "text": describe_action(best, roll, rolling=_("roll on")),
+            "text": action_text(best, roll, advice=True),
             "chances": chances,
             "exact": exact,
             "source": source,
