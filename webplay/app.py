@@ -22,6 +22,13 @@ load, the 2-player solve of the first hint) waits only for requests that need it
 or planner build) runs at most ``max_work`` at once, ``max_work_per_address`` for the
 address that keeps the game: a request over either gets a 503 or a 429 at once.
 
+Every answer is in the request's language (``Language``): the one the page names (its
+``X-Language`` header, or a ``lang`` query parameter), else the best of its
+``Accept-Language``, else English; the texts a player reads (the log, the choices, the
+rules line, hints, errors) are put in words as the answer is made, never stored
+translated, so saves hold what they always held. The page's own texts come from
+``/api/i18n/{lang}`` (``envs.i18n.catalogue_json``); ``/api/languages`` lists them.
+
 Every response carries security headers (a strict Content-Security-Policy: the page
 has no inline script or style; no framing; no referrer; no MIME sniffing), and a request
 whose Host header is not one of the names the server answers to is refused (400, the
@@ -618,6 +625,7 @@ def create_app(
         """Everything the page shows of a game."""
         game, s = web.game, web.game.state
         status = web.status()
+        names = web.names  # in the request's language
         moves, mask = [], [0] * 64
         if status == "you":
             for move in game.moves():
@@ -632,12 +640,11 @@ def create_app(
                         "action": move.action,
                         "banks": move.banks,
                         "turn_total": move.turn_total,
-                        "text": choice_text(move, web.names),
+                        "text": choice_text(move, names),
                         "why_no_bank": why,
                     }
                 )
         last = game.last_event
-        names = web.names
         return {
             "id": web.id,
             "at": len(web.log),  # the steps so far: a move names the position it answers

@@ -160,7 +160,9 @@ def _wake(future: asyncio.Future) -> None:
 
 
 class WebGame:
-    """One game: the engine's Game, who sits where, the bots' generator and the log."""
+    """One game: the engine's Game, who sits where, the bots' generator and the log (the
+    engine's entries, saved, and its events, put in words only when a view is made, in
+    the language of the request that asks)."""
 
     def __init__(self, gid: str, bots: list[str | None], human: int, seed: int, game: Game) -> None:
         self.id, self.human, self.seed, self.game = gid, human, seed, game
@@ -426,8 +428,9 @@ def frame(game: Game, event: Event | None, names: list[str]) -> dict:
 def replay_frames(web: WebGame) -> list[dict]:
     """Every step of `web` from its start, as frames (the replay view)."""
     game = Game(web.game.n_players, web.game.rules)
-    frames = [frame(game, None, web.names)]
-    replay_log(game, web.log, lambda event: frames.append(frame(game, event, web.names)))
+    names = web.names
+    frames = [frame(game, None, names)]
+    replay_log(game, web.log, lambda event: frames.append(frame(game, event, names)))
     return frames
 
 
