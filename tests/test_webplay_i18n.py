@@ -9,6 +9,7 @@ prefixed by its language's mark), so they do not depend on the real translations
 import base64
 import gettext
 import json
+import re
 import threading
 import zlib
 
@@ -142,16 +143,18 @@ def test_request_language_reads_the_scope():
 
 
 def test_accept_language_gives_the_real_catalogue(tmp_path):
-    """Once a catalogue translates a text the API returns, a browser that asks for its
-    language in Accept-Language reads it (skipped while the catalogue lacks it)."""
-    about = "the exact score that wins (V5)"
-    translated = i18n.catalogue_json("ru")["messages"].get(about)
-    if not translated:
-        pytest.skip("the ru catalogue does not translate the rules line yet")
+    """A browser that asks for Russian in Accept-Language reads the texts the ru
+    catalogue translates (here the dice a choice rolls: "roll 5 кубиков")."""
+    if not i18n.catalogue_json("ru")["messages"].get("{n} die"):
+        pytest.skip("the ru catalogue does not translate '{n} die' yet")
     c = client(tmp_path)
-    body = {"bots": ["smart"], "seed": 1}
-    view = c.post("/api/games", json=body, headers={"Accept-Language": "ru-RU"}).json()
-    assert view["rules_line"][0]["about"] == translated
+    view = steps(c, new_game(c), 1)  # the human's first roll
+    assert view["status"] == "you"
+    rolls = [m["text"] for m in view["moves"] if not m["banks"]]
+    assert rolls and not any(re.search("[а-я]", text) for text in rolls)
+    ru = c.get(f"/api/games/{view['id']}", headers={"Accept-Language": "ru-RU,en;q=0.5"})
+    assert ru.headers["content-language"] == "ru"
+    assert all(re.search("[а-я]", m["text"]) for m in ru.json()["moves"] if not m["banks"])
 
 
 # ------------------------------------------------------------------ the texts
