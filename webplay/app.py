@@ -383,15 +383,13 @@ class Language:
 
         async def send_with_language(message: dict) -> None:
             if marked and message["type"] == "http.response.start":
-                headers = [
-                    (k, v)
-                    for k, v in message.get("headers", [])
-                    if k.lower() not in (b"content-language", b"vary")
-                ]
-                headers += [
-                    (b"content-language", lang.encode()),
-                    (b"vary", b"Accept-Language, X-Language"),
-                ]
+                headers, vary = [], [b"Accept-Language", b"X-Language"]
+                for key, value in message.get("headers", []):
+                    if key.lower() == b"vary":  # another's Vary: kept, with ours
+                        vary[:0] = [v.strip() for v in value.split(b",") if v.strip()]
+                    elif key.lower() != b"content-language":
+                        headers.append((key, value))
+                headers += [(b"content-language", lang.encode()), (b"vary", b", ".join(vary))]
                 message = {**message, "headers": headers}
             await send(message)
 
