@@ -61,7 +61,16 @@ from envs.game import (
     rng_state_problem,
 )
 from envs.game_log import apply_event, check_fields, log_entry, one_line, replay_log
-from envs.i18n import LANGUAGES, N_, _, language_from_environment, ngettext, percent, using
+from envs.i18n import (
+    LANGUAGES,
+    N_,
+    _,
+    language_from_environment,
+    ngettext,
+    percent,
+    pgettext,
+    using,
+)
 from envs.policy import Policy
 from envs.render import (
     action_text,
@@ -92,6 +101,8 @@ COMMAND_HELP = [
 SCRIPT = "python play.py"  # how the command names itself when run as a script
 # "r", "b", "roll" or "bank", then the faces to hold (spaces optional: "r55", "b 1 5").
 MOVE = re.compile(r"(roll|bank|r|b)(?![a-z])(.*)")
+TABLE_PACE = 0.4  # s between bot moves at 3+ players on a terminal: one line at a time
+NO_ANSWERS = {"n", "no", "q", "quit", "exit"}  # to "save before leaving?": leave as it is
 ALIASES = {"?": "help", "h": "help", "exit": "quit", "q": "quit"}  # other words for help, quit
 ECHO = 40  # an error quotes at most this many characters of what was typed
 # A long game's save or log is tens of kB (the web server caps its saves at 4 MB too).
@@ -101,6 +112,16 @@ MAX_FILE_BYTES = 4 << 20
 def commands_text() -> str:
     """The commands at a decision and what each does, in the language in use."""
     return "\n".join(f"  {keys:<8} {_(text)}" for keys, text in COMMAND_HELP)
+
+
+def wants_rematch(ask: Callable[[str], str]) -> bool:
+    """Whether the player, asked at the end of a game, wants another (the end of input:
+    no)."""
+    try:
+        answer = ask(_("Play again against the same bots? (y/n) ")).strip().lower()
+    except EOFError:
+        return False
+    return answer in {"y", "yes", pgettext("answer", "y"), pgettext("answer", "yes")}
 
 
 def cut(text: str, limit: int = ECHO) -> str:
@@ -393,23 +414,52 @@ class Session:
             elif choice == "rules":
                 self.say(short_rules(game.rules))
             elif choice == "quit":
+                self.offer_save()
                 raise Quit
             elif choice == "hint":
                 self.say(self.hint_text())
             elif isinstance(choice, str) and choice.startswith("save "):
-                path = str(Path(choice[5:]).expanduser())
-                try:
-                    save(self, path)
-                    command = self.resume_command(path)
-                    self.say(
-                        "  "
-                        + _("saved to {path}; resume with: {command}", path=path, command=command)
-                    )
-                except (OSError, ValueError) as e:
-                    why = getattr(e, "strerror", None) or e
-                    self.say("  " + _("could not save to {path}: {why}", path=cut(path), why=why))
+                self.save_to(choice[5:])
             else:
                 return choice
+
+    def offer_save(self) -> None:
+        """Before the player leaves an unfinished game ('quit'): a file to save it to, or
+        nothing (Enter, 'quit', 'no', or the end of input) to leave without saving."""
+        try:
+            answer = self.ask(_("Save the game before leaving? A file name, or Enter to leave: "))
+        except EOFError:
+            return
+        answer = answer.strip()
+        if answer.lower().split(maxsplit=1)[:1] == ["save"]:  # "save F" typed out of habit
+            answer = answer[4:].strip()
+        if answer and answer.lower() not in NO_ANSWERS:
+            self.save_to(answer)
+
+    def save_to(self, given: str) -> None:
+        """Save the game to the file `given` (as typed), saying where and how to resume,
+        or why not."""
+        path = str(Path(given).expanduser())
+        try:
+            save(self, path)
+        except (OSError, ValueError) as e:
+            why = getattr(e, "strerror", None) or e
+            self.say("  " + _("could not save to {path}: {why}", path=cut(path), why=why))
+            return
+        command = self.resume_command(path)
+        self.say("  " + _("saved to {path}; resume with: {command}", path=path, command=command))
+
+    def rematch(self) -> Session:
+        """A new game at the same table (the same bots and seat, rules, hints and pace),
+        its dice seeded by the next seed: the same rematch for the same seed."""
+        seed = self.seed + 1
+        dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
+        game = Game(self.game.n_players, self.game.rules, seed=dice)
+        again = Session(
+            game, self.players, self.human, seed, self.hint, self.delay, self.ask, self.say
+        )
+        again.program = self.program
+        return again
 
     def resume_command(self, path: str) -> str:
         """The command that resumes this game saved at `path`: a save never opens a model
@@ -763,7 +813,12 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argpars
         help="show advice at each decision: optimal (2 players), a trained planner's "
         "estimate (3+ players)",
     )
-    p.add_argument("--delay", type=seconds, default=0.0, help="pause between bot moves (s)")
+    p.add_argument(
+        "--delay",
+        type=seconds,
+        help=f"pause between bot moves (s; default {TABLE_PACE:g} at 3+ players when the "
+        "game is shown on a terminal, so that bot turns can be read, else 0)",
+    )
     p.add_argument("--load", metavar="FILE", help="resume a saved game")
     p.add_argument("--log", metavar="FILE", help="write the game log here at the end")
     p.add_argument("--replay", metavar="FILE", help="replay a game log and exit")
@@ -811,7 +866,7 @@ def play_in_language(
             if Path(args.log).is_dir() or not log_dir.is_dir():
                 raise ValueError(f"cannot write the game log to {args.log}")
         if args.replay:
-            replay(args.replay, say, args.delay)
+            replay(args.replay, say, args.delay or 0.0)
             return 0
         if args.load:
             # A saved game has its own seats, seed and rules: never silently ignore these.
@@ -819,7 +874,7 @@ def play_in_language(
             given += given_rule_flags(args)
             if given:
                 raise ValueError(f"{given[0]} is for a new game: a saved game has its own")
-            session = load(args.load, args.hint, args.delay, ask, say, args.opponents)
+            session = load(args.load, args.hint, args.delay or 0.0, ask, say, args.opponents)
         else:
             opponents = args.opponents or ["smart"]
             seat = args.seat or 0
@@ -834,7 +889,7 @@ def play_in_language(
             players = [*opponents[:seat], HUMAN, *opponents[seat:]]
             dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
             game = Game(n, rules, seed=dice)
-            session = Session(game, players, seat, seed, args.hint, args.delay, ask, say)
+            session = Session(game, players, seat, seed, args.hint, args.delay or 0.0, ask, say)
             against = ", ".join(opponents)
             say(
                 _(
@@ -847,8 +902,14 @@ def play_in_language(
         print(f"error: {e}", file=sys.stderr)
         return 2
     session.program = prog or SCRIPT
+    if args.delay is None and session.game.n_players >= 3 and say is print and sys.stdout.isatty():
+        session.delay = TABLE_PACE
     try:
         session.play()
+        while session.game.state.phase == OVER and wants_rematch(ask):
+            session = session.rematch()
+            say(_("A new game against the same bots (seed {seed}).", seed=session.seed))
+            session.play()
     except (Quit, KeyboardInterrupt):
         say(_("Left the game."))
     if args.log:

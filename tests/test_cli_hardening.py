@@ -338,7 +338,7 @@ def test_training_refuses_a_target_past_the_solver_limit(script, tmp_path, capsy
 def test_a_save_past_the_solver_limit_is_refused(tmp_path):
     """Issue 42 item 5: a save with target 200,000,000 loaded."""
     saved = tmp_path / "game.json"
-    feed = iter([f"save {saved}", "quit"])
+    feed = iter([f"save {saved}", "quit", ""])  # "": leave without saving
     play.main(["--opponents", "smart", "--seed", "1"], ask=lambda _: next(feed), say=print)
     data = json.loads(saved.read_text())
     data["game"]["rules"]["target"] = 200_000_000

@@ -207,7 +207,7 @@ STANDARD = "exactly 5000 wins, 500 to enter, bumps, overshoot gift, the 50 rule,
 )
 def test_the_game_header_says_the_rules(flags, rules, house):
     lines: list[str] = []
-    answers = iter(["quit"])
+    answers = iter(["quit", ""])  # "": leave without saving
     argv = ["--opponents", "smart", "--seed", "1", *flags]
     assert play.main(argv, ask=lambda _: next(answers), say=lines.append) == 0
     assert lines[1] == f"Rules: {rules}."  # under "5000: you against smart (seed 1). ..."
@@ -219,7 +219,7 @@ def test_the_game_header_says_the_rules(flags, rules, house):
 
 def test_a_saved_house_rules_game_resumes_under_its_rules_and_refuses_others(tmp_path, capsys):
     save = tmp_path / "game.json"
-    answers = iter([f"save {save}", "quit"])
+    answers = iter([f"save {save}", "quit", ""])  # "": leave without saving
     argv = ["--opponents", "smart", "--seed", "2", *HOUSE]
     lines: list[str] = []
     assert play.main(argv, ask=lambda _: next(answers), say=lines.append) == 0
@@ -253,7 +253,7 @@ def test_a_trained_agent_is_refused_under_other_rules_in_one_line(flags, capsys)
 def test_with_3_players_under_house_rules_the_hint_says_none_fits(capsys):
     """No shipped planner values house-rules tables: the hint says so in one line."""
     lines: list[str] = []
-    answers = iter(["quit"])
+    answers = iter(["quit", ""])  # "": leave without saving
     argv = ["--opponents", "smart", "turn-ev", "--hint", "--seed", "1", "--no-bump"]
     assert play.main(argv, ask=lambda _: next(answers), say=lines.append) == 0
     hints = [line for line in lines if "hint:" in line]

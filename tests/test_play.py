@@ -67,7 +67,7 @@ def test_a_whole_game_through_stdin_and_its_replay(tmp_path):
 )
 def test_bad_input_gets_a_message_and_a_new_prompt(typed, message):
     lines = []
-    answers = iter([typed, "quit"])
+    answers = iter([typed, "quit", ""])  # "": leave without saving
     code = play.main(
         ["--opponents", "smart", "--seed", "10"], ask=lambda _: next(answers), say=lines.append
     )
@@ -79,7 +79,7 @@ def test_bad_input_gets_a_message_and_a_new_prompt(typed, message):
 def test_rules_are_enforced_with_reasons():
     # Seed 10: the first roll is [1 2 2 3 4]; only the ace scores.
     lines = []
-    answers = iter(["b 23", "b", "r 1", "quit"])
+    answers = iter(["b 23", "b", "r 1", "quit", ""])  # "": leave without saving
     play.main(
         ["--opponents", "smart", "--seed", "10"], ask=lambda _: next(answers), say=lines.append
     )
@@ -92,7 +92,7 @@ def test_rules_are_enforced_with_reasons():
 
 def test_hint_gives_the_optimal_choice_and_win_probability():
     lines = []
-    answers = iter(["hint", "quit"])
+    answers = iter(["hint", "quit", ""])  # "": leave without saving
     play.main(
         ["--opponents", "optimal", "--seed", "1", "--hint"],
         ask=lambda _: next(answers),
@@ -205,7 +205,7 @@ def test_save_and_resume_continue_the_same_game(tmp_path):
     )
     # Same inputs, saved after 6 answers and resumed.
     first = []
-    feed = iter(moves[:6] + [f"save {saved}", "quit"])
+    feed = iter(moves[:6] + [f"save {saved}", "quit", ""])  # "": leave without saving
     play.main(["--opponents", "turn-ev", "--seed", "5"], ask=lambda _: next(feed), say=first.append)
     assert saved.is_file()
     resumed = []
@@ -291,7 +291,9 @@ def test_corrupt_saves_and_logs_are_refused(tmp_path):
 
 def test_saving_to_a_bad_path_is_a_message(tmp_path):
     lines = []
-    answers = iter(["save /no/such/dir/x.json", "save a\x00b", "quit"])
+    answers = iter(
+        ["save /no/such/dir/x.json", "save a\x00b", "quit", ""]
+    )  # "": leave without saving
     play.main(
         ["--opponents", "smart", "--seed", "1"], ask=lambda _: next(answers), say=lines.append
     )
@@ -489,7 +491,7 @@ def test_rules_command_prints_the_rules_and_this_games_house_rules():
     every scoring combination (R2) and this game's switches (R5's hold rule here),
     pointing at no file the user may not have."""
     lines = []
-    answers = iter(["rules", "quit"])
+    answers = iter(["rules", "quit", ""])  # "": leave without saving
     play.main(
         ["--opponents", "smart", "--seed", "1", "--hold", "all"],
         ask=lambda _: next(answers),
@@ -560,7 +562,7 @@ LONG = 100_000
 def test_a_huge_input_line_is_not_echoed_whole_issue_28(typed, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a save, if one were written, lands here
     lines = []
-    answers = iter([typed, "quit"])
+    answers = iter([typed, "quit", ""])  # "": leave without saving
     play.main(
         ["--opponents", "smart", "--seed", "10"], ask=lambda _: next(answers), say=lines.append
     )
@@ -603,3 +605,38 @@ def test_a_file_nested_too_deeply_is_refused_in_one_line(tmp_path, option, capsy
     assert play.main([option, str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and "nested too deeply" in err
+
+
+# ------------------------------------------------- issue 43 item 5: leaving and again
+def test_quit_offers_to_save_and_the_save_resumes(tmp_path):
+    """'quit' mid-game asks for a file to save to; the game saved there resumes."""
+    saved = tmp_path / "left.json"
+    lines: list[str] = []
+    answers = iter(["r", "quit", str(saved)])
+    assert (
+        play.main(
+            ["--opponents", "smart", "--seed", "5"], ask=lambda _: next(answers), say=lines.append
+        )
+        == 0
+    )
+    assert saved.is_file() and any(f"saved to {saved}" in line for line in lines)
+    resumed: list[str] = []
+    code = play.main(["--load", str(saved)], ask=lambda _: "quit", say=resumed.append)
+    assert code == 0 and "Left the game." in resumed
+
+
+def test_the_end_of_a_game_offers_a_rematch_at_the_same_table_with_the_next_seed():
+    """After the last bank, 'y' starts a new game against the same bots (seed + 1, so
+    the same rematch for the same seed); 'n' ends."""
+    lines: list[str] = []
+    answers = iter(["y", "n"])
+
+    def ask(prompt: str) -> str:
+        if "again" in prompt:
+            return next(answers)
+        return "r"  # never banks: the bot wins each game
+
+    assert play.main(["--opponents", "turn-ev", "--seed", "8"], ask=ask, say=lines.append) == 0
+    text = "\n".join(lines)
+    assert "A new game against the same bots (seed 9)." in text
+    assert text.count("Game over after") == 2

@@ -23,7 +23,7 @@ MOVES = ["b", "r"] * 400
 def valid_save(tmp_path_factory) -> dict:
     """A save made mid-game by play.py itself (seed 4: a few turns in, a decision due)."""
     path = tmp_path_factory.mktemp("saves") / "game.json"
-    feed = iter(MOVES[:9] + [f"save {path}", "quit"])
+    feed = iter(MOVES[:9] + [f"save {path}", "quit", ""])  # "": leave without saving
     play.main(["--opponents", "smart", "--seed", "4"], ask=lambda _: next(feed), say=lambda _: None)
     data = json.loads(path.read_text())
     assert data["game"]["state"]["phase"] == "decide" and data["log"]
