@@ -21,9 +21,21 @@ demo: $(VENV)/.installed
 
 # The browser tests drive Debian's chromium (Playwright cannot download browsers here);
 # installed when missing, where apt-get may (as root), else those tests skip.
-test: $(VENV)/.installed-dev
+# axe-core (npm, pinned) checks the page's accessibility in the browser tests.
+AXE_VERSION := 4.14.1
+AXE := tests/.axe/node_modules/axe-core/axe.min.js
+
+$(AXE):
+	npm install --prefix tests/.axe --no-save --no-package-lock --no-audit --no-fund \
+		axe-core@$(AXE_VERSION) >/dev/null \
+		|| echo "axe-core could not be installed: the accessibility tests will be skipped"
+
+test: $(VENV)/.installed-dev $(AXE)
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) \
 		|| echo "chromium could not be installed: the browser tests will be skipped"
+	@# Hindi needs a Devanagari font (Debian's chromium brings Latin and Cyrillic ones).
+	@fc-list :lang=hi | grep -q . || apt-get install -y -qq --no-install-recommends \
+		fonts-lohit-deva >/dev/null || echo "no Devanagari font: its browser check is skipped"
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n auto  # one test process per CPU (pytest-xdist)

@@ -263,6 +263,7 @@ function die(face, { clickable = false, classes = [], label = "" } = {}) {
   el.dataset.face = face;
   el.setAttribute("aria-label", label || _("die showing {face}", { face }));
   if (clickable) el.type = "button";
+  else el.setAttribute("role", "img"); // a label needs a role on a plain box (axe)
   el.appendChild(dieSvg(face));
   return el;
 }
