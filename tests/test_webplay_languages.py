@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import socket
 import subprocess
+import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -21,10 +24,13 @@ import pytest
 pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 pytest.importorskip("playwright", reason="the browser tests need playwright (dev extras)")
 
+import uvicorn  # noqa: E402
 from babel.messages.pofile import read_po  # noqa: E402
 
 from envs import i18n  # noqa: E402
-from tests.test_webplay_browser import browser, server, settle, shots  # noqa: E402, F401
+from tests.test_webplay_browser import browser, settle, shots  # noqa: E402, F401
+from webplay.app import create_app  # noqa: E402
+from webplay.games import Limits  # noqa: E402
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(
@@ -34,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AXE = ROOT / "tests" / ".axe" / "node_modules" / "axe-core" / "axe.min.js"
 AXE_VERSION = "4.14.1"  # the Makefile's
 LOCALES = {"fr": "fr-FR", "ms": "ms-MY", "ru": "ru-RU", "hi": "hi-IN"}
+PHONE = {"width": 390, "height": 844}
 # What a translated page may still show in Latin letters: the bots' names and kinds of
 # model, and the game's name.
 NAMES = {"smart", "turn-ev", "threshold", "random", "optimal", "expectimax", "planner"}
@@ -46,6 +53,27 @@ VISIBLE_TEXT = """() => {
       if (el.getAttribute(a)) bits.push(el.getAttribute(a));
   return bits.join('\\n');
 }"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The app served on a loopback port for this module's tests, which start many
+    games from one address (the usual limit is 10 kept per address)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    app = create_app(tmp_path_factory.mktemp("webdata"), limits=Limits(per_address=1000))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(10)
 
 
 def english_words(lang: str) -> set[str]:
@@ -214,3 +242,30 @@ def test_the_screenshots_folder_is_the_docs_when_asked():
     assert all((docs / f"webplay-{lang}.png").is_file() for lang in LOCALES), (
         "run WEBPLAY_SCREENSHOTS=docs/screenshots pytest tests/test_webplay_languages.py"
     )
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_rules_panel_opens_at_any_moment_with_this_games_rules(server, browser, lang):  # noqa: F811
+    """Issue 43 item 2: a Rules button (and the key ?) opens the rules in the player's
+    language, every scoring combination (R2) and this game's house rules (V1-V5) named,
+    on a phone-sized screen too; Escape closes it."""
+    house = {"bots": ["smart"], "seed": 2, "target": 3000, "bump": False}
+    game = api(server, "/api/games", house)
+    standard = api(server, "/api/rules/text", {})["sections"]
+    context = browser.new_context(locale=LOCALES.get(lang, "en-US"), viewport=PHONE)
+    page = opened(context, server, lang, game["id"])
+    page.click("#rules-btn")
+    panel = page.locator("#rules-panel")
+    panel.wait_for(state="visible")
+    text = panel.inner_text()
+    for figure in ("1100", "1500", "2200", "4400", "3000"):
+        assert figure in text
+    box = panel.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    shown_lines = [line for s in standard for line in s["lines"]]
+    assert shown_lines and (lang == "en") == (shown_lines[0] in text)  # translated in ru
+    page.keyboard.press("Escape")
+    panel.wait_for(state="hidden")
+    page.keyboard.press("?")
+    panel.wait_for(state="visible")
+    context.close()

@@ -78,7 +78,9 @@ from envs.rules import (
     HOLD_VARIANTS,
     OVERSHOOT_VARIANTS,
     Rules,
+    check_target_bound,
 )
+from envs.rules_text import rules_sections
 from webplay.bots import Catalogue
 from webplay.games import (
     LOG_LINES,
@@ -191,25 +193,31 @@ class Work:
 RULE_FIELDS = [f.name for f in dataclasses.fields(Rules)]
 
 
-class NewGame(BaseModel):
-    """A new game: 1 to 7 bots (keys of /api/bots), the human's seat, and the rules: a
-    field per field of envs.rules.Rules (R5, V1-V5), the seeds' rules when left out.
-    Here only their types are checked; their values by Rules itself (``rules``)."""
+class RulesOnly(BaseModel):
+    """A set of rules, a field per field of envs.rules.Rules, the seeds' rules where left
+    out; checked by Rules itself (``rules``)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    bots: list[Annotated[str, Field(max_length=100)]] = Field(min_length=1, max_length=7)
-    seat: int = Field(0, ge=0, le=7)
     hold: str = Field(DEFAULT_RULES.hold, max_length=20)
     target: int = DEFAULT_RULES.target
     entry: int = DEFAULT_RULES.entry
     bump: bool = DEFAULT_RULES.bump
     overshoot: str = Field(DEFAULT_RULES.overshoot, max_length=20)
     fifty_rule: bool = DEFAULT_RULES.fifty_rule
-    seed: int | None = Field(None, ge=0, lt=2**63)
 
     def rules(self) -> Rules:
-        """The game's rules; a one-line ValueError (Rules's own) for a bad value."""
+        """The rules; a one-line ValueError (Rules's own) for a bad value."""
         return Rules(**{name: getattr(self, name) for name in RULE_FIELDS})
+
+
+class NewGame(RulesOnly):
+    """A new game: 1 to 7 bots (keys of /api/bots), the human's seat, and the rules: a
+    field per field of envs.rules.Rules (R5, V1-V5), the seeds' rules when left out.
+    Here only their types are checked; their values by Rules itself (``rules``)."""
+
+    bots: list[Annotated[str, Field(max_length=100)]] = Field(min_length=1, max_length=7)
+    seat: int = Field(0, ge=0, le=7)
+    seed: int | None = Field(None, ge=0, lt=2**63)
 
 
 class MoveRequest(BaseModel):
@@ -691,6 +699,17 @@ def create_app(
             "choices": {"hold": list(HOLD_VARIANTS), "overshoot": list(OVERSHOOT_VARIANTS)},
             "max_target": MAX_TARGET,
         }
+
+    @app.post("/api/rules/text")
+    def rules_text_of(req: RulesOnly) -> dict:
+        """The rules as a player reads them (``envs.rules_text``), under the rules given
+        (a game's ``rules``; none: the standard rules), in the request's language: titled
+        sections of lines, for the page's rules panel."""
+        try:
+            rules = check_target_bound(req.rules())
+        except ValueError as e:
+            raise HTTPException(422, one_line(e)) from None
+        return {"sections": [{"title": t, "lines": lines} for t, lines in rules_sections(rules)]}
 
     @app.get("/api/languages")
     async def languages() -> dict:

@@ -107,6 +107,11 @@ function pageTexts() {
     newGame: _("New game"),
     newGameKey: _("New game (n)"),
     keys: _("Keys"),
+    rules: _("Rules"),
+    rulesKey: _("The rules (?)"),
+    rulesTitle: _("The rules"),
+    close: _("Close"),
+    keyRules: pgettext("keyboard shortcut", "the rules"),
     keysTitle: _("Keyboard shortcuts"),
     keyHold: pgettext("keyboard shortcut", "hold or release a die"),
     keyRoll: pgettext("keyboard shortcut", "roll"),
@@ -805,10 +810,44 @@ function replayGo(at) {
 }
 
 // ------------------------------------------------------------------ wiring
+// The rules panel: the rules of the game on screen (the standard ones before a game), in
+// the page's language, from the server's one text of them (envs.rules_text).
+async function openRulesPanel() {
+  const inReplay = !$("replay").hidden && replayFrames;
+  const shown = inReplay ? replayFrames.rules : view && !$("game").hidden ? view.rules : null;
+  let data;
+  try {
+    data = await api("POST", "/api/rules/text", shown || {});
+  } catch (err) {
+    showError(err.message);
+    return;
+  }
+  const body = $("rules-body");
+  body.replaceChildren();
+  for (const section of data.sections) {
+    const title = document.createElement("h3");
+    title.textContent = section.title;
+    const list = document.createElement("ul");
+    for (const line of section.lines) {
+      const item = document.createElement("li");
+      item.textContent = line;
+      list.appendChild(item);
+    }
+    body.append(title, list);
+  }
+  if (!$("rules-panel").open) $("rules-panel").showModal();
+}
+
 function onKey(e) {
   if (e.ctrlKey || e.metaKey || e.altKey) return;
+  if ($("rules-panel").open) return; // the dialog has its own keys (Escape closes it)
   const tag = (e.target && e.target.tagName) || "";
   if (["INPUT", "SELECT", "TEXTAREA"].includes(tag)) return;
+  if (e.key === "?") {
+    openRulesPanel();
+    e.preventDefault();
+    return;
+  }
   if (!$("replay").hidden) {
     if (e.key === "ArrowLeft") replayGo(replayAt - 1);
     else if (e.key === "ArrowRight") replayGo(replayAt + 1);
@@ -838,6 +877,7 @@ async function boot() {
   $("new-btn").onclick = openSetup;
   $("again-btn").onclick = openSetup;
   $("keys-btn").onclick = () => { $("keys").hidden = !$("keys").hidden; };
+  $("rules-btn").onclick = openRulesPanel;
   $("roll-btn").onclick = () => play(false);
   $("bank-btn").onclick = () => play(true);
   $("hint-btn").onclick = hint;
