@@ -45,6 +45,8 @@ PHONE = {"width": 390, "height": 844}
 # model, and the game's name.
 NAMES = {"smart", "turn-ev", "threshold", "random", "optimal", "expectimax", "planner"}
 NAMES |= {"ppo", "onnx", "PPO", "ONNX", "multi"}
+# ... and the language selector, which names each language in itself.
+NAMES |= {word.lower() for name in i18n.LANGUAGES.values() for word in name.split()}
 VISIBLE_TEXT = """() => {
   const bits = [document.title, document.body.innerText];
   const named = '[aria-label],[title],[placeholder],[alt]';
