@@ -155,8 +155,8 @@ BOTS_UNDER_HOUSE_RULES = [  # (bots, switches, None if accepted else words of th
     (["optimal"], {"target": 1000, "entry": 350}, None),  # V1
     (["smart", "optimal"], {"overshoot": "lost", "target": 1000}, None),
     # Trained agents (the quick-loading planners; the PPO agents refuse the same way):
-    (["planner-2p"], NO_BUMPS, "planner-2p: planner-2p values games under"),
-    (["smart", "planner-2p"], {"target": 1000}, "planner-2p: "),
+    (["planner-2p"], NO_BUMPS, "planner-2p values games under"),
+    (["smart", "planner-2p"], {"target": 1000}, "planner-2p "),  # named once (issue 43)
 ]
 
 

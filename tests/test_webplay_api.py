@@ -124,7 +124,7 @@ BAD_GAMES = [  # (body, status, words in the error)
     ({"bots": [3]}, 422, "bots.0"),
     ({"bots": ["smart"], "seed": -1}, 422, "seed"),
     ({"bots": ["smart"], "seat": "0"}, 422, "seat"),
-    ({"bots": ["planner-2p"], "hold": "all"}, 422, "planner-2p: planner-2p values games under"),
+    ({"bots": ["planner-2p"], "hold": "all"}, 422, "planner-2p values games under"),
     ({"bots": ["ppo-2p"] * 3}, 422, "ppo-2p: "),  # a 2-player agent at a table of 4
     ([], 422, "object"),
 ]

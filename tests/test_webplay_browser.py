@@ -304,7 +304,8 @@ def test_a_house_rules_game_with_hints(server, browser):
     expect(page.locator("#house-rules .house")).to_have_count(3)  # the changed ones marked
     page.select_option("#opponents select >> nth=0", "planner-2p")
     page.click("#start")  # trained under the seeds' rules: refused in one line
-    expect(page.locator("#error")).to_contain_text("planner-2p: planner-2p values games under")
+    expect(page.locator("#error")).to_contain_text("planner-2p values games under")
+    expect(page.locator("#error")).not_to_contain_text("planner-2p: planner-2p")  # issue 43
     page.select_option("#opponents select >> nth=0", "optimal")
     page.click("#start")
     page.wait_for_function("() => view !== null")

@@ -766,7 +766,8 @@ def create_app(
                     while len(prepared) > MAX_PREPARED:
                         prepared.popitem(last=False)
             except ValueError as e:
-                raise HTTPException(422, f"{key}: {said(e, catalogue.root)}") from None
+                why = said(e, catalogue.root)  # a policy's message often names it already
+                raise HTTPException(422, why if why.startswith(key) else f"{key}: {why}") from None
         try:
             store.add(web, client)
         except StoreFull as e:
