@@ -35,7 +35,9 @@ test: $(VENV)/.installed-dev $(AXE)
 		|| echo "chromium could not be installed: the browser tests will be skipped"
 	@# Hindi needs a Devanagari font (Debian's chromium brings Latin and Cyrillic ones).
 	@fc-list :lang=hi | grep -q . || apt-get install -y -qq --no-install-recommends \
-		fonts-lohit-deva >/dev/null || echo "no Devanagari font: its browser check is skipped"
+		fonts-lohit-deva >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq \
+		--no-install-recommends fonts-lohit-deva >/dev/null) \
+		|| echo "no Devanagari font: its browser check is skipped"
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n auto  # one test process per CPU (pytest-xdist)
