@@ -154,6 +154,7 @@ function pageTexts() {
     last: pgettext("replay control", "last"),
     step: pgettext("replay control", "step"),
     backToGame: _("Back to the game"),
+    goOn: _("Tap, click or press a key to go on."),
   };
 }
 
@@ -198,6 +199,9 @@ const BANK = 32;
 const params = new URLSearchParams(location.search);
 // Pause between the bots' steps (ms); ?delay=0 for tests.
 const DELAY = Math.max(0, Number(params.get("delay") ?? 650) || 0);
+// The player's own bust or bank stays on screen until they tap, click or press a key, or
+// this long (ms), before the bots play on; with ?delay=0 nothing waits.
+const OWN_PAUSE = DELAY ? Math.max(2500, DELAY) : 0;
 const $ = (id) => document.getElementById(id);
 
 let bots = [];        // /api/bots
@@ -208,6 +212,8 @@ let busy = false;     // a request or the bots' turn is under way
 let replayFrames = null;
 let replayAt = 0;
 let problems = [];    // /api/problems: saved games the server could not read
+let shownAt = "";     // "game:at" of the view drawn last: a new roll tumbles in once
+let hintWhy = { key: "", text: "" };  // the server's reason for no hint, by "game:lang"
 
 // ------------------------------------------------------------------ server
 async function api(method, path, body) {
@@ -235,6 +241,35 @@ function showError(message) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Until the player taps, clicks or presses a key, or `ms` pass (a note says so).
+function waitForPlayer(ms) {
+  return new Promise((resolve) => {
+    const events = ["keydown", "pointerdown"];
+    const done = () => {
+      clearTimeout(timer);
+      events.forEach((type) => document.removeEventListener(type, done, true));
+      $("go-on").hidden = true;
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    events.forEach((type) => document.addEventListener(type, done, true));
+    $("go-on").hidden = false;
+  });
+}
+
+// Whether the player's own turn just ended (their bust or bank is on screen).
+function ownTurnEnded(v) {
+  return Boolean(v.last && v.last.seat === v.human && ["bust", "bank"].includes(v.last.kind));
+}
+
+// Whether a roll shown now tumbles in: not with ?delay=0 (the tests' pace, nothing to
+// watch) nor when the player's system asks for less motion.
+function rollMotion() {
+  return DELAY > 0 && !matchMedia("(prefers-reduced-motion: reduce)").matches;
+}
+
+function isRoll(kind) { return kind === "roll" || kind === "bust"; }
 
 // ------------------------------------------------------------------ dice
 const PIPS = {
@@ -368,7 +403,7 @@ function botSelect(value) {
   rm.type = "button";
   rm.textContent = _("remove");
   rm.className = "remove-bot";
-  rm.onclick = () => { row.remove(); refreshSetup(); };
+  rm.onclick = () => { row.remove(); refreshSetup(); formChanged(); };
   row.append(sel, rm);
   return row;
 }
@@ -414,6 +449,9 @@ function refreshSetup() {
   }
   seat.value = Math.min(keep, rows.length);
 }
+
+// The new-game form changed: an error about the last start is stale.
+function formChanged() { showError(""); }
 
 async function openSetup() {
   stopReplay();
@@ -496,9 +534,11 @@ async function runBots() {
   const id = view.id;
   try {
     while (view.id === id && view.status === "wait") {
-      // The human's own rolls need no pause; the bots' steps are watched.
+      // The human's own rolls need no pause; the bots' steps are watched, and the end of
+      // the human's turn is read first.
       const botStep = view.current !== view.human || view.phase !== "roll";
-      if (botStep && DELAY) await sleep(DELAY);
+      if (OWN_PAUSE && ownTurnEnded(view)) await waitForPlayer(OWN_PAUSE);
+      else if (botStep && DELAY) await sleep(DELAY);
       if (view.id !== id) break;
       const v = await api("POST", `/api/games/${id}/step`, { steps: 1, at: view.at });
       if (view.id === id) render(v);
@@ -547,11 +587,15 @@ function render(v) {
     if (v.held.length) v.held.forEach((h) => info.append(miniDice(h)));
     else info.append(_("nothing yet"));
   }
-  drawDice(v);
-  // The log.
+  const fresh = `${v.id}:${v.at}` !== shownAt;
+  shownAt = `${v.id}:${v.at}`;
+  drawDice(v, fresh && v.last !== null && isRoll(v.last.kind) && rollMotion());
+  // The log, its numbers given room for all their digits.
   const log = $("log");
   log.innerHTML = "";
   log.start = v.log_start;
+  const digits = String(v.log_start + Math.max(0, v.log.length - 1)).length;
+  log.style.setProperty("--digits", String(Math.max(2, digits)));  // CSSOM: allowed by the CSP
   for (const line of v.log) {
     const li = document.createElement("li");
     li.textContent = line.text;
@@ -618,9 +662,12 @@ function bitsOf(set) {
   return bits;
 }
 
-function drawDice(v) {
+// The dice of `v`: the player's to hold, or the last step's; `tumble`: a new roll,
+// animated.
+function drawDice(v, tumble = false) {
   const box = $("dice");
   box.innerHTML = "";
+  const rolling = tumble ? ["rolling"] : [];
   if (v.status === "you") {
     const holds = new Set();
     v.mask.forEach((ok, a) => { if (ok) holds.add(a & ~BANK); });
@@ -634,7 +681,7 @@ function drawDice(v) {
       const ok = (can >> i & 1) === 1;
       const el = die(face, {
         clickable: true,
-        classes: selected.has(i) ? ["selected"] : [],
+        classes: selected.has(i) ? ["selected", ...rolling] : rolling,
         label: ok ? _("die {position} showing {face}", { position: i + 1, face })
           : _("die {position} showing {face} (does not score)", { position: i + 1, face }),
       });
@@ -648,7 +695,7 @@ function drawDice(v) {
   const last = v.last;
   if (last && last.dice.length) {
     last.dice.forEach((face, i) => {
-      const classes = [];
+      const classes = [...rolling];
       if (last.marked.includes(i)) classes.push("marked");
       if (last.kind === "bust") classes.push("bust");
       box.appendChild(die(face, { classes }));
@@ -669,6 +716,26 @@ function toggle(i) {
   updateButtons();
 }
 
+// Why the Hint button is disabled for this game (no hint for its table or rules),
+// written under the buttons on every screen: the server's reason once asked (it answers
+// at the player's decision only), the page's own words until then.
+function drawHintWhy(v) {
+  const el = $("hint-why");
+  const none = Boolean(v) && v.status !== "over" && !v.hint;
+  el.hidden = !none;
+  if (!none) return;
+  const key = `${v.id}:${LANG}`;
+  el.textContent = hintWhy.key === key && hintWhy.text ? hintWhy.text
+    : _("no hint for this table under these rules");
+  if (hintWhy.key === key || v.status !== "you") return;
+  hintWhy = { key, text: "" };
+  api("GET", `/api/games/${v.id}/hint`).then((h) => {
+    if (h.available || hintWhy.key !== key) return;
+    hintWhy.text = h.note;
+    if (view && `${view.id}:${LANG}` === key) drawHintWhy(view);
+  }).catch(() => {});  // the page's own words stay
+}
+
 function moveFor(action) {
   return view.moves.find((m) => m.action === action);
 }
@@ -687,6 +754,7 @@ function updateButtons() {
   else if (v && v.hint === "exact") hintTitle = _("exact advice (h)");
   else if (v) hintTitle = _("no hint for this table under these rules");
   $("hint-btn").title = hintTitle;
+  drawHintWhy(v);
   $("roll-btn").querySelector("small").textContent = roll
     ? _("{total}, {what}", { total: moveFor(bits).turn_total, what: moveFor(bits).text }) : "";
   $("bank-btn").querySelector("small").textContent = bank ? moveFor(bits | BANK).text : "";
@@ -734,6 +802,7 @@ async function hint() {
       $("hint-text").textContent = _("No hint here.");
       $("hint-bar").style.width = "0";
       $("hint-note").textContent = h.note;
+      hintWhy = { key: `${view.id}:${LANG}`, text: h.note };
       view.hint = null;  // as the next view will say: the button says so from now on
       updateButtons();
       return;
@@ -774,7 +843,7 @@ async function openReplay(id, at = 0) {
     show("replay");
     setHash(`#replay=${id}`);
     $("rp-range").max = r.frames.length - 1;
-    drawReplay();
+    drawReplay(false);
   } catch (e) {
     showError(e.message);
   }
@@ -782,7 +851,8 @@ async function openReplay(id, at = 0) {
 
 function stopReplay() { replayFrames = null; }
 
-function drawReplay() {
+// The replay's frame replayAt; `tumble`: its roll animated (a step forward onto a roll).
+function drawReplay(tumble) {
   const r = replayFrames;
   const f = r.frames[replayAt];
   $("replay-step").textContent = _("Step {step} of {steps} · turn {turn}",
@@ -794,7 +864,7 @@ function drawReplay() {
   const box = $("replay-dice");
   box.innerHTML = "";
   f.dice.forEach((face, i) => {
-    const classes = [];
+    const classes = tumble ? ["rolling"] : [];
     if (f.marked.includes(i)) classes.push("marked");
     if (f.kind === "bust") classes.push("bust");
     box.appendChild(die(face, { classes }));
@@ -805,8 +875,10 @@ function drawReplay() {
 
 function replayGo(at) {
   if (!replayFrames) return;
+  const before = replayAt;
   replayAt = Math.max(0, Math.min(replayFrames.frames.length - 1, at));
-  drawReplay();
+  drawReplay(replayAt === before + 1 && isRoll(replayFrames.frames[replayAt].kind) &&
+    rollMotion());
 }
 
 // ------------------------------------------------------------------ wiring
@@ -870,10 +942,13 @@ async function boot() {
   $("add-bot").onclick = () => {
     if ($("opponents").children.length < 7) $("opponents").appendChild(botSelect());
     refreshSetup();
+    formChanged();
   };
+  $("setup-form").addEventListener("input", formChanged);
+  $("setup-form").addEventListener("change", formChanged);
   $("house-rules").addEventListener("input", markHouseRules);
   $("house-rules").addEventListener("change", markHouseRules);
-  $("rules-reset").onclick = () => showRules({});
+  $("rules-reset").onclick = () => { showRules({}); formChanged(); };
   $("new-btn").onclick = openSetup;
   $("again-btn").onclick = openSetup;
   $("keys-btn").onclick = () => { $("keys").hidden = !$("keys").hidden; };
