@@ -589,7 +589,7 @@ function render(v) {
   }
   const fresh = `${v.id}:${v.at}` !== shownAt;
   shownAt = `${v.id}:${v.at}`;
-  drawDice(v, fresh && v.last !== null && isRoll(v.last.kind) && rollMotion());
+  drawDice(v, fresh && Boolean(v.last) && isRoll(v.last.kind) && rollMotion());
   // The log, its numbers given room for all their digits.
   const log = $("log");
   log.innerHTML = "";
