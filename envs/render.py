@@ -145,8 +145,9 @@ def event_text(event: Event, names: Sequence[str]) -> str:
         return _("{who} rolled {dice}: bust", who=who, dice=dice)
     assert isinstance(event, Moved)
     move = event.move
-    if move.bank is not None:
-        return bank_text(move.bank, names)
+    if move.bank is not None:  # the dice of the turn's last hold, set aside as it banked
+        bank = bank_text(move.bank, names)
+        return _("{bank} (held {dice})", bank=bank, dice=format_dice(move.held))
     return _(
         "{who} held {dice}, turn total {total}",
         who=who,

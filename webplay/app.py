@@ -767,7 +767,8 @@ def create_app(
                         prepared.popitem(last=False)
             except ValueError as e:
                 why = said(e, catalogue.root)  # a policy's message often names it already
-                raise HTTPException(422, why if why.startswith(key) else f"{key}: {why}") from None
+                named = why if why.startswith(f"{key} ") else f"{key}: {why}"
+                raise HTTPException(422, named) from None
         try:
             store.add(web, client)
         except StoreFull as e:
