@@ -53,7 +53,7 @@ def bank_text(outcome: BankOutcome, names: Sequence[str]) -> str:
             "{who} banked {total} and won with exactly {score}", who=who, total=total, score=score
         )
     if o.bumped:
-        bumped = _join([names[p] for p in o.bumped])
+        bumped = join_words([names[p] for p in o.bumped])
         return _(
             "{who} banked {total}, now {score}, which bumped {bumped} to 0",
             who=who,
@@ -64,27 +64,7 @@ def bank_text(outcome: BankOutcome, names: Sequence[str]) -> str:
     return _("{who} banked {total}, now {score}", who=who, total=total, score=score)
 
 
-def bank_clause(outcome: BankOutcome, names: Sequence[str]) -> str:
-    """``bank_text`` without its subject, in English: "banked 300, now 1200" (the demo's
-    console lines)."""
-    o, total = outcome, outcome.total
-    if not o.allowed:
-        return f"could not bank {total}: it {o.why_not}"
-    if o.lost:
-        return f"banked {total}: overshoot, the points are lost ({o.lost_why})"
-    if o.overshoot:
-        to, now = names[o.gift_to], o.scores[o.gift_to]
-        head = f"banked {total}: overshoot, gift of {total} to {to}"
-        return head + (f", who won with exactly {now}" if o.winner == o.gift_to else f", now {now}")
-    if o.winner == o.banker:
-        return f"banked {total} and won with exactly {o.scores[o.banker]}"
-    bumps = " and ".join(names[p] for p in o.bumped)
-    return f"banked {total}, now {o.scores[o.banker]}" + (
-        f", which bumped {bumps} to 0" if bumps else ""
-    )
-
-
-def _join(parts: Sequence[str]) -> str:
+def join_words(parts: Sequence[str]) -> str:
     """Parts said as a list: "A", "A and B", "A, B and C"."""
     if len(parts) < 2:
         return "".join(parts)
@@ -112,7 +92,7 @@ def refusal(why: str) -> str:
             parts.append(_("is under the {entry} needed to enter", entry=int(match[1])))
         else:  # a reason this table does not know: as the engine says it
             parts.append(part)
-    return _join(parts)
+    return join_words(parts)
 
 
 def lost_reason(outcome: BankOutcome, names: Sequence[str]) -> str:

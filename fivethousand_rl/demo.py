@@ -25,7 +25,7 @@ from agents import make_policy
 from agents.rule_flags import add_rule_flags, house_rules, rules_from_args
 from envs.driver import play
 from envs.game import OVER, Event, Game, Moved, Rolled
-from envs.render import bank_clause, event_text
+from envs.render import event_text
 from envs.rules import Rules, format_dice
 
 RUN_DIR = Path("checkpoints") / "demo_quick"  # the demo's own run, in the current folder
@@ -222,13 +222,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         if isinstance(event, Rolled) and not event.bust:
             return  # shown with the move made on it
         if isinstance(event, Moved):
-            move = event.move
-            held = format_dice(move.held)
-            text = f"{names[event.seat]} rolled {format_dice(event.roll)}, held {held}"
-            if move.banks:
-                text += f" and {bank_clause(move.bank, names)}"
+            move, roll = event.move, format_dice(event.roll)
+            if move.banks:  # envs.render's words for the bank, the held dice included
+                text = f"{event_text(event, names)}, from the roll {roll}"
             else:
-                text += f", turn total {move.turn_total}"
+                held = format_dice(move.held)
+                text = (
+                    f"{names[event.seat]} rolled {roll}, held {held}, turn total {move.turn_total}"
+                )
         else:
             text = event_text(event, names)
         ends_turn = isinstance(event, Rolled) or event.move.banks

@@ -78,6 +78,7 @@ from envs.render import (
     count_dice,
     event_text,
     headline,
+    join_words,
     lost_reason,
     plural,
     refusal,
@@ -170,19 +171,11 @@ def bank_preview(outcome: BankOutcome, names: list[str], target: int, me: int) -
             "bank: overshoot, gift of {points} to {to}, up to {now}", points=o.total, to=to, now=now
         )
     if o.bumped:
-        bumped = _join_names([names[p] for p in o.bumped])
+        bumped = join_words([names[p] for p in o.bumped])
         return _(
             "bank: score {score}, bumps {bumped} to 0", score=o.scores[o.banker], bumped=bumped
         )
     return _("bank: score {score}", score=o.scores[o.banker])
-
-
-def _join_names(names: list[str]) -> str:
-    return (
-        names[0]
-        if len(names) == 1
-        else _("{first} and {last}", first=_(", ").join(names[:-1]), last=names[-1])
-    )
 
 
 def choices(game: Game, names: list[str] | None = None) -> list[tuple[int, str]]:

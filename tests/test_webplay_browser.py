@@ -9,6 +9,7 @@ Screenshots go to $WEBPLAY_SCREENSHOTS if set (``WEBPLAY_SCREENSHOTS=docs/screen
 refreshes the README's picture), else to the test's temporary folder.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,13 +40,14 @@ PHONE = {"width": 390, "height": 844}
 SEED = 4  # the dice of the clicked game (its rolls include an illegal partial hold)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@contextlib.contextmanager
+def serving(app) -> Iterator[str]:
+    """`app` served by uvicorn in a thread on a loopback port: its base URL, until the
+    block ends."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    app = create_app(tmp_path_factory.mktemp("webdata"))
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -52,9 +55,17 @@ def server(tmp_path_factory):
     while not srv.started:
         assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with serving(create_app(tmp_path_factory.mktemp("webdata"))) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

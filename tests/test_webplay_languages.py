@@ -12,10 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
-import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -24,11 +21,10 @@ import pytest
 pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 pytest.importorskip("playwright", reason="the browser tests need playwright (dev extras)")
 
-import uvicorn  # noqa: E402
 from babel.messages.pofile import read_po  # noqa: E402
 
 from envs import i18n  # noqa: E402
-from tests.test_webplay_browser import browser, settle, shots  # noqa: E402, F401
+from tests.test_webplay_browser import browser, serving, settle, shots  # noqa: E402, F401
 from webplay.app import create_app  # noqa: E402
 from webplay.games import Limits  # noqa: E402
 
@@ -59,23 +55,11 @@ VISIBLE_TEXT = """() => {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """The app served on a loopback port for this module's tests, which start many
-    games from one address (the usual limit is 10 kept per address)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    """The app served for this module's tests, which start many games from one address
+    (the usual limit is 10 kept per address)."""
     app = create_app(tmp_path_factory.mktemp("webdata"), limits=Limits(per_address=1000))
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    with serving(app) as base:
+        yield base
 
 
 def english_words(lang: str) -> set[str]:

@@ -71,7 +71,7 @@ from envs import i18n
 from envs.game import IllegalMoveError, Move
 from envs.game_log import one_line
 from envs.i18n import _, ngettext
-from envs.render import action_text, count_dice, refusal
+from envs.render import action_text, count_dice, join_words, refusal
 from envs.rules import (
     BANK_BIT,
     DEFAULT_RULES,
@@ -453,10 +453,8 @@ def choice_text(move: Move, names: list[str]) -> str:
     score = o.scores[o.banker]
     if not o.bumped:
         return _("score {score}", score=score)
-    bumped = [names[p] for p in o.bumped]
-    if len(bumped) > 1:
-        bumped = [_("{first} and {last}", first=", ".join(bumped[:-1]), last=bumped[-1])]
-    return _("score {score}, bumps {names} to 0", score=score, names=bumped[0])
+    bumped = join_words([names[p] for p in o.bumped])
+    return _("score {score}, bumps {names} to 0", score=score, names=bumped)
 
 
 def create_app(
