@@ -112,7 +112,7 @@ def test_the_move_mask_is_the_engines(tmp_path):
 
 
 BAD_GAMES = [  # (body, status, words in the error)
-    ({"bots": []}, 422, "at least 1"),
+    ({"bots": []}, 422, "2 to 8 players"),
     ({"bots": ["smart"] * 8}, 422, "at most 7"),
     ({"bots": ["nobody"]}, 422, "unknown bot 'nobody'"),
     ({"bots": ["checkpoints/ppo-2p/model.zip"]}, 422, "unknown bot"),  # never a path

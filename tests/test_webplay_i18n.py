@@ -20,6 +20,7 @@ pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from envs import i18n  # noqa: E402
+from webplay import games  # noqa: E402
 from webplay.app import create_app, request_language  # noqa: E402
 
 
@@ -307,10 +308,13 @@ def test_a_save_from_before_still_loads_and_reads_in_any_language(tmp_path, mark
     assert view["log_start"] == 1 and view["at"] == len(OLD_LINES)
     french = c.get(f"/api/games/{data['id']}", headers={"X-Language": "fr"}).json()
     assert all(x["text"].startswith("<fr>") for x in french["log"])
-    # Played on, it is saved as before: the same fields, the log as the engine writes it.
+    # Played on, it is saved in today's version (one person: "humans" holds their seat),
+    # the log as the engine writes it.
     steps(c, view, 2)
     again = json.loads((tmp_path / f"{data['id']}.json").read_text(encoding="utf-8"))
-    assert list(again) == list(data) and again["version"] == data["version"]
+    assert data["version"] == 1 and list(data) == list(games.FIELDS_V1)
+    assert list(again) == list(games.FIELDS) and again["version"] == games.VERSION
+    assert again["humans"] == [data["human"]] and again["people"] == [None]
     assert again["log"][: len(data["log"])] == data["log"]
 
 

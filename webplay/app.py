@@ -93,6 +93,7 @@ from webplay.games import (
     Store,
     StoreFull,
     WebGame,
+    check_people,
     check_target,
     frame,
     position,
@@ -211,12 +212,17 @@ class RulesOnly(BaseModel):
 
 
 class NewGame(RulesOnly):
-    """A new game: 1 to 7 bots (keys of /api/bots), the human's seat, and the rules: a
+    """A new game: the bots (keys of /api/bots), the person's seat, and the rules: a
     field per field of envs.rules.Rules (R5, V1-V5), the seeds' rules when left out.
-    Here only their types are checked; their values by Rules itself (``rules``)."""
+    Pass and play: `humans`, the seats of the people taking turns on this device (then
+    not `seat`), and `people`, their names (null: "player N"); the bots sit in the other
+    seats in order. 2 to 8 players in all. Here only the types are checked; the values by
+    Rules itself (``rules``) and by ``start``."""
 
-    bots: list[Annotated[str, Field(max_length=100)]] = Field(min_length=1, max_length=7)
+    bots: list[Annotated[str, Field(max_length=100)]] = Field(max_length=7)
     seat: int = Field(0, ge=0, le=7)
+    humans: list[int] | None = Field(None, min_length=1, max_length=8)
+    people: list[Annotated[str, Field(max_length=100)] | None] | None = Field(None, max_length=8)
     seed: int | None = Field(None, ge=0, lt=2**63)
 
 
@@ -548,9 +554,11 @@ def create_app(
             )
 
     def table_specs(web: WebGame) -> tuple[str, ...]:
-        """The bots after the human in turn order, by their specs: the table a best
-        response is computed for."""
+        """The bots after the person in turn order, by their specs: the table a best
+        response is computed for (none in pass and play: people are no table of bots)."""
         n = web.game.n_players
+        if len(web.humans) > 1:
+            return ()
         seats = [(web.human + i) % n for i in range(1, n)]
         return tuple(catalogue.bots[web.bots[seat]].spec for seat in seats)
 
@@ -576,7 +584,7 @@ def create_app(
             here is kept for every request, whatever its language)."""
             if n > 2:
                 table = table_specs(web)
-                if cached_best_response(table, rules) is not None:  # computed before: exact
+                if table and cached_best_response(table, rules) is not None:  # exact
                     return BestResponseBot(table, make_policy, show_progress=False), ""
                 return shipped_planner(n, rules, planners), ""
             from agents.optimal import OptimalBot
@@ -656,6 +664,8 @@ def create_app(
             "names": names,
             "bots": web.bots,
             "human": web.human,
+            "humans": web.humans,
+            "to_play": web.to_play(),
             "rules": game.rules.to_dict(),
             "rules_line": rules_line(game.rules),
             **position(game),
@@ -736,20 +746,48 @@ def create_app(
         """Saved games that could not be read at start (skipped)."""
         return {"problems": store.problems}
 
-    def start(bots: list[str], seat: int, rules: Rules, seed: int | None, client: str) -> WebGame:
-        """A new game of `client`'s under `rules`, stored."""
+    def start(
+        bots: list[str],
+        seat: int,
+        rules: Rules,
+        seed: int | None,
+        client: str,
+        humans: list[int] | None = None,
+        people: list[str | None] | None = None,
+    ) -> WebGame:
+        """A new game of `client`'s under `rules`, stored: one person at `seat`, or
+        (pass and play) people at the seats `humans`, named `people`."""
         if unknown := [k for k in bots if k not in catalogue]:
             raise HTTPException(422, _("unknown bot {bot}; see /api/bots", bot=repr(unknown[0])))
-        if seat > len(bots):
-            raise HTTPException(
-                422,
-                ngettext(
-                    "seat must be 0..{n} with {n} bot",
-                    "seat must be 0..{n} with {n} bots",
-                    len(bots),
-                ),
-            )
-        web = WebGame.new(bots, seat, rules, seed)
+        if humans is None:
+            if people is not None:
+                raise HTTPException(422, _("people names the people of humans: give both"))
+            if not bots:
+                raise HTTPException(422, _("a game needs 2 to 8 players"))
+            if seat > len(bots):
+                raise HTTPException(
+                    422,
+                    ngettext(
+                        "seat must be 0..{n} with {n} bot",
+                        "seat must be 0..{n} with {n} bots",
+                        len(bots),
+                    ),
+                )
+        else:
+            if seat:
+                raise HTTPException(422, _("give seat or humans, not both"))
+            n = len(bots) + len(humans)
+            if not 2 <= n <= 8:
+                raise HTTPException(422, _("a game needs 2 to 8 players"))
+            people = people if people is not None else [None] * len(humans)
+            if len(people) == len(humans):  # in seat order, each name with its seat
+                order = sorted(range(len(humans)), key=humans.__getitem__)
+                humans, people = [humans[i] for i in order], [people[i] for i in order]
+            try:
+                check_people(humans, people, n)
+            except ValueError as e:
+                raise HTTPException(422, one_line(e)) from None
+        web = WebGame.new(bots, seat, rules, seed, humans, people)
         for key in dict.fromkeys(bots):
             done = (key, web.game.n_players, web.game.rules)
             try:  # a model load or a solve, once: no lock but the bot's own is held
@@ -782,7 +820,7 @@ def create_app(
             check_target(rules)
         except ValueError as e:  # a rule's value (Rules's own checks), or too big a target
             raise HTTPException(422, one_line(e)) from None
-        web = start(req.bots, req.seat, rules, req.seed, address(request))
+        web = start(req.bots, req.seat, rules, req.seed, address(request), req.humans, req.people)
         with web.lock:
             return view(web)
 
@@ -855,7 +893,7 @@ def create_app(
         roll = game.state.roll
         if game.n_players == 2:
             mine = float(values[best])
-            chances = [mine if i == web.human else 1 - mine for i in range(2)]
+            chances = [mine if i == game.state.current else 1 - mine for i in range(2)]
             note, source, exact = _("exact: optimal play from here on"), "optimal", True
         else:
             chances = [float(p) for p in policy.win_probabilities(game)]
@@ -888,7 +926,7 @@ def create_app(
             new = web.rematch and store.get(web.rematch, client)
             if not new:
                 bots = [k for k in web.bots if k is not None]
-                new = start(bots, web.human, web.game.rules, None, client)
+                new = start(bots, 0, web.game.rules, None, client, web.humans, web.people)
                 web.rematch = new.id
             return new
 
@@ -903,6 +941,7 @@ def create_app(
             "id": web.id,
             "names": web.names,
             "human": web.human,
+            "humans": web.humans,
             "rules": web.game.rules.to_dict(),
             "rules_line": rules_line(web.game.rules),
             "frames": replay_frames(web),

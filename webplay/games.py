@@ -68,12 +68,18 @@ from webplay.bots import ROOT, Catalogue
 
 log = logging.getLogger("webplay")
 
-FORMAT, VERSION = "fivethousand-rl web game", 1
+FORMAT, VERSION = "fivethousand-rl web game", 2
 FIELDS = (  # the keys of WebGame.to_dict, in its order
+    "format", "version", "id", "bots", "humans", "people", "seed", "created", "updated", "game",
+    "dice", "bot_rng", "log",
+)  # fmt: skip
+# Version 1 (one person, at seat "human"), still read: its game goes on as version 2.
+FIELDS_V1 = (
     "format", "version", "id", "bots", "human", "seed", "created", "updated", "game", "dice",
     "bot_rng", "log",
 )  # fmt: skip
-HUMAN = N_("you")  # the human's name (translated where shown)
+HUMAN = N_("you")  # the name of the one person at a table of bots (translated where shown)
+MAX_NAME = 24  # characters of a person's name (pass and play)
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{20,64}")
 MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big is no save
 LOG_LINES = 80  # log lines sent with each view
@@ -160,13 +166,25 @@ def _wake(future: asyncio.Future) -> None:
 
 
 class WebGame:
-    """One game: the engine's Game, who sits where, the bots' generator and the log (the
+    """One game: the engine's Game, who sits where (bots, and the people playing on this
+    device: one, or several passing it round), the bots' generator and the log (the
     engine's entries, saved, and its events, put in words only when a view is made, in
     the language of the request that asks)."""
 
-    def __init__(self, gid: str, bots: list[str | None], human: int, seed: int, game: Game) -> None:
-        self.id, self.human, self.seed, self.game = gid, human, seed, game
-        self.bots = bots  # catalogue key per seat; None at the human's seat
+    def __init__(
+        self,
+        gid: str,
+        bots: list[str | None],
+        humans: list[int],
+        seed: int,
+        game: Game,
+        people: list[str | None] | None = None,
+    ) -> None:
+        self.id, self.humans, self.seed, self.game = gid, list(humans), seed, game
+        self.bots = bots  # catalogue key per seat; None at a person's seat
+        # The people's names, one per seat of `humans` (None: "player N" in the language
+        # of the view); a single person is "you".
+        self.people = list(people) if people is not None else [None] * len(self.humans)
         # As play.py: the dice and the bots draw from two streams of the one seed.
         self.bot_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
         self.log: list[dict] = []
@@ -183,38 +201,71 @@ class WebGame:
         self.gone = False  # deleted while a request waited for its lock
 
     @property
+    def human(self) -> int:
+        """The first person's seat (the page's "your seat" with one person)."""
+        return self.humans[0]
+
+    @property
     def names(self) -> list[str]:
         """Who sits where, as the page names them in the language in use: "you" at the
-        human's seat, the bots by key (and seat, where a key sits twice)."""
-        return [
-            _(HUMAN)
-            if key is None
-            else key
-            if self.bots.count(key) == 1
-            else _("{bot} (seat {seat})", bot=key, seat=i)
-            for i, key in enumerate(self.bots)
-        ]
+        seat of the one person at a table of bots, people by their names (or "player 1",
+        "player 2", ...) in pass and play, the bots by key (and seat, where a key sits
+        twice)."""
+        people = dict(zip(self.humans, self.people, strict=True))
+        names = []
+        for i, key in enumerate(self.bots):
+            if key is not None:
+                many = self.bots.count(key) > 1
+                names.append(_("{bot} (seat {seat})", bot=key, seat=i) if many else key)
+            elif len(self.humans) == 1:
+                names.append(_(HUMAN))
+            else:
+                names.append(people[i] or _("player {seat}", seat=self.humans.index(i) + 1))
+        return names
 
     @classmethod
-    def new(cls, bots: list[str], seat: int, rules: Rules, seed: int | None = None) -> WebGame:
-        """A new game under `rules`: `bots` in turn order around the human's `seat`."""
+    def new(
+        cls,
+        bots: list[str],
+        seat: int,
+        rules: Rules,
+        seed: int | None = None,
+        humans: list[int] | None = None,
+        people: list[str | None] | None = None,
+    ) -> WebGame:
+        """A new game under `rules`: one person at `seat` with `bots` in turn order around
+        them, or (pass and play) people at the seats `humans` (named `people`) and `bots`
+        in the other seats in order."""
         seed = secrets.randbits(63) if seed is None else seed
-        seats: list[str | None] = [*bots[:seat], None, *bots[seat:]]
+        humans = sorted(humans) if humans is not None else [seat]
+        n = len(bots) + len(humans)
+        others = iter(bots)
+        seats: list[str | None] = [None if i in humans else next(others) for i in range(n)]
         dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
         gid = secrets.token_urlsafe(32)  # unguessable: 256 random bits
-        return cls(gid, seats, seat, seed, Game(len(seats), rules, seed=dice))
+        return cls(gid, seats, humans, seed, Game(n, rules, seed=dice), people)
 
     # ------------------------------------------------------------- queries
     @property
     def over(self) -> bool:
         return self.game.over
 
+    def to_play(self) -> int | None:
+        """The seat of the person whose decision is due, or None (a roll or a bot's
+        decision is next, or the game is over)."""
+        if self.over:
+            return None
+        current = self.game.state.current
+        if current in self.humans and driver.decision_of(current)(self.game):
+            return current
+        return None
+
     def status(self) -> str:
-        """ "you" (the human's decision is due), "over", or "wait" (a roll or a bot's
-        decision is next: the client asks for a step)."""
+        """ "you" (a person's decision is due: the one at ``to_play``), "over", or
+        "wait" (a roll or a bot's decision is next: the client asks for a step)."""
         if self.over:
             return "over"
-        return "you" if driver.decision_of(self.human)(self.game) else "wait"
+        return "you" if self.to_play() is not None else "wait"
 
     # ------------------------------------------------------------- play
     def record(self, event: Event) -> None:
@@ -238,22 +289,22 @@ class WebGame:
         ]
 
     def act(self, action: int) -> dict:
-        """The human's decision (the engine refuses an illegal one, changing nothing)."""
+        """The decision of the person at ``to_play`` (the engine refuses an illegal one,
+        changing nothing)."""
         self.game.act(action)
         return self.note(self.game.last_event)
 
     def advance(self, policies: dict[int, object], steps: int) -> list[dict]:
         """Up to `steps` rolls and bot decisions, through the game driver; stops early
-        at the human's decision or the end. Returns their frames."""
+        at a person's decision or the end. Returns their frames."""
         frames: list[dict] = []
-        at_human = driver.decision_of(self.human)
         seats = [policies.get(i) for i in range(self.game.n_players)]
         driver.play(
             self.game,
             seats,
             self.bot_rng,
             max_turns=math.inf,  # as play.py: a person's game is not cut off (R11)
-            until=lambda game: len(frames) >= steps or at_human(game),
+            until=lambda game: len(frames) >= steps or self.to_play() is not None,
             on_event=lambda game, event: frames.append(self.note(event)),
         )
         return frames
@@ -272,7 +323,8 @@ class WebGame:
             "version": VERSION,
             "id": self.id,
             "bots": list(self.bots),
-            "human": self.human,
+            "humans": list(self.humans),
+            "people": list(self.people),
             "seed": self.seed,
             "created": self.created,
             "updated": self.updated,
@@ -288,10 +340,11 @@ class WebGame:
         through the engine; a one-line ValueError if anything is off."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("not a saved web game")
-        check_fields(data, FIELDS)
-        if data["version"] != VERSION or not is_int(data["version"]):
-            raise ValueError(f"version {data['version']!r}: this server reads version {VERSION}")
-        gid, bots, human, seed = data["id"], data["bots"], data["human"], data["seed"]
+        version = data.get("version")
+        if version not in (1, VERSION) or not is_int(version):
+            raise ValueError(f"version {version!r}: this server reads versions 1 and {VERSION}")
+        check_fields(data, FIELDS if version == VERSION else FIELDS_V1)
+        gid, bots, seed = data["id"], data["bots"], data["seed"]
         if not isinstance(gid, str) or not ID_PATTERN.fullmatch(gid):
             raise ValueError("id must be a game id")
         # The engine checks the position and the rules (a save made before the house-rule
@@ -299,13 +352,18 @@ class WebGame:
         saved = Game.from_json(json.dumps(data["game"]))
         check_target(saved.rules)
         n = saved.n_players
-        if not is_int(human) or not 0 <= human < n:
-            raise ValueError(f"human must be a seat 0..{n - 1}")
+        if version == 1:  # one person
+            if not is_int(data["human"]) or not 0 <= data["human"] < n:
+                raise ValueError(f"human must be a seat 0..{n - 1}")
+            humans, people = [data["human"]], [None]
+        else:
+            humans, people = data["humans"], data["people"]
+            check_people(humans, people, n)
         if not isinstance(bots, list) or len(bots) != n:
             raise ValueError(f"bots must be a list of {n} entries, one per seat")
         for seat, key in enumerate(bots):
-            if (key is None) != (seat == human):
-                raise ValueError("bots must be null at the human's seat only")
+            if (key is None) != (seat in humans):
+                raise ValueError("bots must be null at the people's seats only")
             if key is not None and key not in catalogue:
                 raise ValueError(f"bot {key!r} is not offered by this server")
         if not is_int(seed) or seed < 0:
@@ -315,7 +373,7 @@ class WebGame:
                 raise ValueError(f"{name} must be a time in seconds")
         if problem := rng_state_problem(np.random.PCG64(), data["bot_rng"]):
             raise ValueError(f"bot_rng: {problem}")
-        web = cls(gid, bots, human, seed, Game(n, saved.rules))
+        web = cls(gid, bots, humans, seed, Game(n, saved.rules), people)
         replay_log(web.game, data["log"], web.record)
         if web.game.state != saved.state:
             raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
@@ -325,6 +383,40 @@ class WebGame:
         for key in set(bots) - {None}:
             catalogue.policy(key).check_game(n, saved.rules)
         return web
+
+
+def check_people(humans: object, people: object, n: int) -> None:
+    """ValueError (one line, in the language in use) unless `humans` are distinct seats
+    of a table of `n` in increasing order and `people` their names, one each: a name is
+    None (said "player N") or 1 to MAX_NAME printable characters without spaces at
+    either end, no two alike (ignoring case)."""
+    if not (isinstance(humans, list) and humans and all(is_int(h) for h in humans)):
+        raise ValueError(_("humans must be a list of seats"))
+    if humans != sorted(set(humans)) or not 0 <= humans[0] <= humans[-1] < n:
+        raise ValueError(_("humans must be different seats 0..{last}", last=n - 1))
+    if not isinstance(people, list) or len(people) != len(humans):
+        raise ValueError(
+            ngettext(
+                "people must be a list of {n} name (or null), one per person",
+                "people must be a list of {n} names (or null), one per person",
+                len(humans),
+            )
+        )
+    for name in people:
+        if name is None:
+            continue
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME:
+            raise ValueError(_("a name has 1 to {most} characters", most=MAX_NAME))
+        if name != name.strip() or not name.isprintable():
+            raise ValueError(
+                _(
+                    "a name is printable characters without spaces at either end: {name}",
+                    name=repr(name),
+                )
+            )
+    given = [name.casefold() for name in people if name is not None]
+    if len(set(given)) != len(given):
+        raise ValueError(_("two people have the same name"))
 
 
 def check_target(rules: Rules) -> None:
