@@ -120,7 +120,11 @@ function pageTexts() {
     keyNew: pgettext("keyboard shortcut", "new game"),
     keyReplay: pgettext("keyboard shortcut", "replay:"),
     addBot: _("+ add a bot"),
+    addPerson: _("+ add a person"),
+    passNote: _("Pass and play: the people take turns on this device, each asked in turn."),
     yourSeat: _("Your seat"),
+    yourName: _("Your name"),
+    ready: _("I'm ready"),
     houseRules: _("House rules"),
     target: _("Target"),
     entry: _("Entry"),
@@ -214,6 +218,10 @@ let replayAt = 0;
 let problems = [];    // /api/problems: saved games the server could not read
 let shownAt = "";     // "game:at" of the view drawn last: a new roll tumbles in once
 let hintWhy = { key: "", text: "" };  // the server's reason for no hint, by "game:lang"
+// Pass and play: the person the device was last handed to, as "game:seat" (the page asks
+// for the device to be passed when another person's decision comes).
+let handedTo = "";
+const PERSON = "@person";  // a seat's choice in the new-game form: a person, not a bot
 
 // ------------------------------------------------------------------ server
 async function api(method, path, body) {
@@ -260,7 +268,27 @@ function waitForPlayer(ms) {
 
 // Whether the player's own turn just ended (their bust or bank is on screen).
 function ownTurnEnded(v) {
-  return Boolean(v.last && v.last.seat === v.human && ["bust", "bank"].includes(v.last.kind));
+  return Boolean(v.last && v.humans.includes(v.last.seat) && ["bust", "bank"].includes(v.last.kind));
+}
+
+// Pass and play: whether the game has several people at this device.
+function passAndPlay(v) { return v.humans.length > 1; }
+
+// Pass and play: when another person's decision comes, a screen asks for the device to
+// be handed to them (it closes on their tap, a key or Escape).
+function askToPass(v) {
+  const panel = $("pass-panel");
+  if (v.status !== "you" || !passAndPlay(v)) {
+    if (panel.open) panel.close();
+    return;
+  }
+  const who = `${v.id}:${v.to_play}`;
+  if (handedTo === who && !panel.open) return;
+  const name = v.names[v.to_play];
+  $("pass-title").textContent = _("Pass the device to {name}.", { name });
+  $("pass-text").textContent = _("Turn {turn}: {name}, your move.", { turn: v.turn, name });
+  handedTo = who;
+  if (!panel.open) panel.showModal();
 }
 
 // Whether a roll shown now tumbles in: not with ?delay=0 (the tests' pace, nothing to
@@ -392,6 +420,7 @@ function drawRulesLine(el, items) {
 }
 
 // ------------------------------------------------------------------ new game
+// A seat of the new-game form: a bot, or (pass and play) a person with a name.
 function botSelect(value) {
   const row = document.createElement("div");
   row.className = "opponent";
@@ -399,16 +428,24 @@ function botSelect(value) {
   sel.setAttribute("aria-label", _("bot"));
   fillBots(sel);
   sel.value = value || (bots[0] && bots[0].key);
+  const name = document.createElement("input");
+  name.type = "text";
+  name.className = "person-name";
+  name.maxLength = 24;
+  name.autocomplete = "off";
+  name.setAttribute("aria-label", _("name"));
   const rm = document.createElement("button");
   rm.type = "button";
   rm.textContent = _("remove");
   rm.className = "remove-bot";
   rm.onclick = () => { row.remove(); refreshSetup(); formChanged(); };
-  row.append(sel, rm);
+  sel.addEventListener("change", refreshSetup);
+  row.append(sel, name, rm);
   return row;
 }
 
-// The bot choices of a select, as /api/bots describes them (in the page's language).
+// The choices of a seat: the bots as /api/bots describes them (in the page's language),
+// then a person.
 function fillBots(sel) {
   const value = sel.value;
   sel.innerHTML = "";
@@ -418,7 +455,22 @@ function fillBots(sel) {
     o.textContent = `${b.key} - ${b.about}`;
     sel.appendChild(o);
   }
+  const person = document.createElement("option");
+  person.value = PERSON;
+  person.textContent = _("a person (pass and play)");
+  sel.appendChild(person);
   if (value) sel.value = value;
+}
+
+// Who sits where, as the form says: a bot key or PERSON per seat, with the people's
+// names ("" for none), "you" at the seat chosen.
+function formTable() {
+  const rows = [...$("opponents").children].map((row) => ({
+    choice: row.querySelector("select").value,
+    name: row.querySelector(".person-name").value.trim(),
+  }));
+  rows.splice(Number($("seat").value || 0), 0, { choice: PERSON, name: $("my-name").value.trim() });
+  return rows;
 }
 
 // The setup's texts from the server again (after a change of language).
@@ -427,6 +479,7 @@ async function redrawSetup() {
   for (const row of $("opponents").children) {
     fillBots(row.querySelector("select"));
     row.querySelector("select").setAttribute("aria-label", _("bot"));
+    row.querySelector(".person-name").setAttribute("aria-label", _("name"));
     row.querySelector(".remove-bot").textContent = _("remove");
   }
   refreshSetup();
@@ -436,6 +489,7 @@ async function redrawSetup() {
 function refreshSetup() {
   const rows = $("opponents").children;
   $("add-bot").disabled = rows.length >= 7;
+  $("add-person").disabled = rows.length >= 7;
   for (const b of $("opponents").querySelectorAll(".remove-bot")) b.disabled = rows.length <= 1;
   const seat = $("seat");
   const keep = Number(seat.value || 0);
@@ -448,6 +502,20 @@ function refreshSetup() {
     seat.appendChild(o);
   }
   seat.value = Math.min(keep, rows.length);
+  // Pass and play: each person's name box, "player N" in it until a name is typed
+  // (N: their order at the table, as the server names them).
+  const table = formTable();
+  const people = table.filter((t) => t.choice === PERSON).length;
+  $("pass-note").hidden = $("my-name-choice").hidden = people < 2;
+  const mine = Number(seat.value);
+  let k = 0;
+  table.forEach((t, i) => {
+    const box = i === mine ? $("my-name")
+      : rows[i < mine ? i : i - 1].querySelector(".person-name");
+    box.hidden = t.choice !== PERSON;
+    if (t.choice === PERSON) box.placeholder = _("player {seat}", { seat: ++k });
+  });
+  $("my-name").hidden = false;  // shown with its label (my-name-choice)
 }
 
 // The new-game form changed: an error about the last start is stale.
@@ -486,12 +554,18 @@ function drawProblems() {
 
 async function startGame(event) {
   event.preventDefault();
-  const keys = [...$("opponents").querySelectorAll("select")].map((s) => s.value);
+  const table = formTable();
+  const bots = table.filter((t) => t.choice !== PERSON).map((t) => t.choice);
+  const people = table.filter((t) => t.choice === PERSON);
+  const body = people.length > 1  // pass and play: the people's seats and names
+    ? { bots, humans: table.flatMap((t, i) => (t.choice === PERSON ? [i] : [])),
+      people: people.map((t) => t.name || null) }
+    : { bots, seat: Number($("seat").value) };
   const rules = chosenRules();
   const left = view && view.status !== "over" ? view.id : null;  // the game given up
   let v;
   try {
-    v = await api("POST", "/api/games", { bots: keys, seat: Number($("seat").value), ...rules });
+    v = await api("POST", "/api/games", { ...body, ...rules });
   } catch (e) {
     showError(e.message);  // the game in progress is kept
     return;
@@ -536,7 +610,7 @@ async function runBots() {
     while (view.id === id && view.status === "wait") {
       // The human's own rolls need no pause; the bots' steps are watched, and the end of
       // the human's turn is read first.
-      const botStep = view.current !== view.human || view.phase !== "roll";
+      const botStep = !view.humans.includes(view.current) || view.phase !== "roll";
       if (OWN_PAUSE && ownTurnEnded(view)) await waitForPlayer(OWN_PAUSE);
       else if (botStep && DELAY) await sleep(DELAY);
       if (view.id !== id) break;
@@ -559,24 +633,28 @@ function render(v) {
   // Headline.
   let head;
   const turns = v.turn - 1;
-  if (v.status === "over" && v.winner === v.human) {
+  const alone = !passAndPlay(v);  // one person: "you"; in pass and play each by name
+  if (v.status === "over" && v.winner === v.human && alone) {
     head = ngettext("Game over after {n} turn: you win.", "Game over after {n} turns: you win.",
       turns);
   } else if (v.status === "over") {
     head = ngettext("Game over after {n} turn: {name} won.",
       "Game over after {n} turns: {name} won.", turns, { name: names[v.winner] });
-  } else if (v.status === "you") {
+  } else if (v.status === "you" && alone) {
     head = _("Turn {turn}: your move. Click dice to hold them, then roll or bank.",
       { turn: v.turn });
-  } else if (v.current === v.human) {
+  } else if (v.status === "you") {
+    head = _("Turn {turn}: {name}, your move. Click dice to hold them, then roll or bank.",
+      { turn: v.turn, name: names[v.to_play] });
+  } else if (v.current === v.human && alone) {
     head = _("Turn {turn}: you roll...", { turn: v.turn });
   } else {
     head = _("Turn {turn}: {name} is playing...", { turn: v.turn, name: names[v.current] });
   }
   $("headline").textContent = head;
   drawRulesLine($("rules-line"), v.rules_line);
-  board($("scoreboard"), v.scores, names, v.status === "over" ? null : v.current, v.winner, v.human,
-        v.turn_total, v.rules.target);
+  board($("scoreboard"), v.scores, names, v.status === "over" ? null : v.current, v.winner,
+        v.humans, v.turn_total, v.rules.target);
   // This turn.
   const info = $("turn-info");
   info.innerHTML = "";
@@ -599,21 +677,23 @@ function render(v) {
   for (const line of v.log) {
     const li = document.createElement("li");
     li.textContent = line.text;
-    li.className = [line.kind, line.seat === v.human ? "you" : ""].join(" ").trim();
+    li.className = [line.kind, v.humans.includes(line.seat) ? "you" : ""].join(" ").trim();
     log.appendChild(li);
   }
   log.scrollTop = log.scrollHeight;
   // Game over.
   $("over").hidden = v.status !== "over";
   if (v.status === "over") {
-    $("over-text").textContent = v.winner === v.human ? _("You won!")
+    $("over-text").textContent = v.winner === v.human && alone ? _("You won!")
       : _("{name} won.", { name: names[v.winner] });
   }
   $("hint").hidden = true;
   updateButtons();
+  askToPass(v);
 }
 
-function board(table, scores, names, current, winner, human, turnTotal, target) {
+// The scoreboard; `humans`: the people's seats, marked.
+function board(table, scores, names, current, winner, humans, turnTotal, target) {
   table.innerHTML = "";
   scores.forEach((score, i) => {
     const tr = document.createElement("tr");
@@ -644,7 +724,7 @@ function board(table, scores, names, current, winner, human, turnTotal, target) 
     bar.appendChild(meter);
     tr.appendChild(bar);
     tr.dataset.seat = i;
-    if (i === human) tr.classList.add("human");
+    if (humans.includes(i)) tr.classList.add("human");
     table.appendChild(tr);
   });
 }
@@ -807,7 +887,7 @@ async function hint() {
       updateButtons();
       return;
     }
-    const mine = h.chances[view.human];
+    const mine = h.chances[view.to_play];  // the seat whose decision it is
     const values = { action: h.text, chance: percent(mine) };
     $("hint-text").textContent = h.exact ? _("Hint: {action}. Your win probability: {chance}", values)
       : _("Hint: {action}. Your win probability: {chance} (estimate)", values);
@@ -859,7 +939,7 @@ function drawReplay(tumble) {
     { step: replayAt, steps: r.frames.length - 1, turn: f.turn });
   drawRulesLine($("replay-rules"), r.rules_line);
   const current = f.winner === null ? f.current : null;
-  board($("replay-board"), f.scores, r.names, current, f.winner, r.human, f.turn_total,
+  board($("replay-board"), f.scores, r.names, current, f.winner, r.humans, f.turn_total,
         r.rules.target);
   const box = $("replay-dice");
   box.innerHTML = "";
@@ -912,7 +992,8 @@ async function openRulesPanel() {
 
 function onKey(e) {
   if (e.ctrlKey || e.metaKey || e.altKey) return;
-  if ($("rules-panel").open) return; // the dialog has its own keys (Escape closes it)
+  // A dialog has its own keys (Escape closes it; Enter its button).
+  if ($("rules-panel").open || $("pass-panel").open) return;
   const tag = (e.target && e.target.tagName) || "";
   if (["INPUT", "SELECT", "TEXTAREA"].includes(tag)) return;
   if (e.key === "?") {
@@ -944,6 +1025,14 @@ async function boot() {
     refreshSetup();
     formChanged();
   };
+  $("add-person").onclick = () => {
+    if ($("opponents").children.length < 7) $("opponents").appendChild(botSelect(PERSON));
+    refreshSetup();
+    formChanged();
+    const rows = $("opponents").children;
+    rows[rows.length - 1].querySelector(".person-name").focus();
+  };
+  $("seat").addEventListener("change", refreshSetup);
   $("setup-form").addEventListener("input", formChanged);
   $("setup-form").addEventListener("change", formChanged);
   $("house-rules").addEventListener("input", markHouseRules);
