@@ -137,6 +137,14 @@ def percent(p: float, lang: str | None = None) -> str:
     return format_percent(p, pattern.replace("0", "0.0", 1), locale=lang)
 
 
+def timespan(seconds: float, lang: str | None = None) -> str:
+    """A length of time as `lang` (default: the language in use) says one, in its
+    largest fitting unit (Babel's ``format_timedelta``): "30 minutes", "30 минут"."""
+    from babel.dates import format_timedelta
+
+    return format_timedelta(seconds, locale=lang or language.get())
+
+
 def _fill(text: str, values: Mapping[str, object]) -> str:
     shown = {k: number(v) if type(v) is int else v for k, v in values.items()}
     return text.format_map(shown)

@@ -22,6 +22,7 @@ from envs.i18n import (
     negotiate,
     number,
     percent,
+    timespan,
     using,
 )
 from envs.rules import Rules
@@ -120,6 +121,14 @@ def test_numbers_and_chances_are_written_as_each_language_writes_them():
     assert number(12345, "fr") == "12\u202f345" and number(12345, "ru") == "12\u00a0345"
     assert number(1234567, "hi") == "12,34,567"  # Latin digits, Indian grouping
     assert percent(0.4234, "en") == "42.3%" and percent(0.4234, "fr") == "42,3\u00a0%"
+
+
+def test_lengths_of_time_are_said_in_each_language():
+    """The server's "try again later" messages say the grace in the player's words."""
+    assert timespan(1800, "en") == "30 minutes" and timespan(1800, "ru") == "30 минут"
+    assert timespan(7 * 86400, "fr") == "1\u00a0semaine"
+    with using("hi"):
+        assert timespan(1800) == "30 मिनट"
 
 
 @pytest.mark.parametrize("lang", TRANSLATED)

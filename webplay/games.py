@@ -61,7 +61,7 @@ from agents.base import atomic_write, duration
 from envs import driver
 from envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
 from envs.game_log import check_fields, log_entry, one_line, replay_log
-from envs.i18n import N_, _, ngettext
+from envs.i18n import N_, _, ngettext, timespan
 from envs.render import event_text
 from envs.rules import DEFAULT_RULES, Rules
 from webplay.bots import ROOT, Catalogue
@@ -717,7 +717,7 @@ class Store:
                         "the most one address may keep: abandon one (New game) or try "
                         "again later",
                         self.limits.per_address,
-                        time=duration(grace),
+                        time=timespan(grace),
                     )
                 )
             others = [g for g in unused(games) if g not in drop]
@@ -730,7 +730,7 @@ class Store:
                         "the server already keeps {n} games used in the last {time}, the "
                         "most it keeps: try again later",
                         self.limits.max_games,
-                        time=duration(grace),
+                        time=timespan(grace),
                     )
                 )
             for old in drop:
