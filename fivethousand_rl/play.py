@@ -1,10 +1,14 @@
-"""Play 5000 in the terminal against 1 to 7 bots.
+"""Play 5000 in the terminal against 1 to 7 bots, alone or as several people at one
+keyboard (pass and play), each at their own seat.
 
     python play.py --opponents smart                 # you against smart
     python play.py --opponents optimal --hint        # with the optimal player's advice
     python play.py --opponents planner-2p --hint     # the strongest shipped agent
     python play.py --opponents smart turn-ev --hint  # 3 players: a planner's estimate if shipped
     python play.py --opponents ppo-2p turn-ev --seat 1
+    python play.py --humans Ann Bob --opponents smart --hint
+                                 # pass and play: Ann (seat 0), Bob (seat 1) and a bot;
+                                 # each decision names whose it is, each hint is theirs
     python play.py --load mygame.json                # resume a saved game
     python play.py --load mygame.json --opponents checkpoints/RUN/best/model.zip turn-ev
                                  # a save never opens a model file: name its bots again
@@ -115,11 +119,15 @@ def commands_text() -> str:
     return "\n".join(f"  {keys:<8} {_(text)}" for keys, text in COMMAND_HELP)
 
 
-def wants_rematch(ask: Callable[[str], str]) -> bool:
-    """Whether the player, asked at the end of a game, wants another (the end of input:
-    no)."""
+def wants_rematch(ask: Callable[[str], str], several: bool = False) -> bool:
+    """Whether the player (the people, if `several`), asked at the end of a game, wants
+    another (the end of input: no)."""
+    if several:
+        question = _("Play again at the same table? (y/n) ")
+    else:
+        question = _("Play again against the same bots? (y/n) ")
     try:
-        answer = ask(_("Play again against the same bots? (y/n) ")).strip().lower()
+        answer = ask(question).strip().lower()
     except EOFError:
         return False
     return answer in {"y", "yes", pgettext("answer", "y"), pgettext("answer", "yes")}
@@ -134,6 +142,63 @@ def cut(text: str, limit: int = ECHO) -> str:
 def is_model(spec: str) -> bool:
     """Whether a player spec names a model file (``make_policy`` opens only such specs)."""
     return spec.strip().endswith(MODEL_SUFFIXES)
+
+
+MAX_NAME = 24  # characters of a person's name (--humans): it fits a line of the board
+
+
+def name_problem(names: list[str]) -> str:
+    """What is wrong with the names of the people at one keyboard ("" if nothing):
+    each 1 to MAX_NAME printable characters once stripped, not "you" (the single
+    player's name), no two alike whatever their case."""
+    seen: set[str] = set()
+    for raw in names:
+        name = raw.strip()
+        if not name:
+            return "a name cannot be empty"
+        if len(name) > MAX_NAME:
+            return f"{cut(name)!r} is longer than {MAX_NAME} characters"
+        if not name.isprintable():
+            return f"{cut(name)!r} has a character that cannot be shown"
+        if name.casefold() == HUMAN:
+            return f"{HUMAN!r} is the single player's name: give each person their own"
+        if name.casefold() in seen:
+            return f"{name!r} is given twice"
+        seen.add(name.casefold())
+    return ""
+
+
+def seat_table(
+    humans: list[str] | None, seats: list[int] | None, opponents: list[str] | None
+) -> tuple[list[str], list[int]]:
+    """The player of each seat of a new game (a bot spec, or a person's name; "you"
+    alone) and the people's seats, from --humans, --seat and --opponents; ValueError
+    (one line) unless they fit. Seats play in seat order (R11: 2 to 8 players), so
+    --seat chooses who plays when; the bots fill the other seats in order."""
+    if humans is not None and len(humans) < 2:
+        raise ValueError("--humans names the people at this keyboard, 2 or more (pass and play)")
+    if humans is not None and (problem := name_problem(humans)):
+        raise ValueError(f"--humans: {problem}")
+    people = [h.strip() for h in humans] if humans is not None else [HUMAN]
+    k = len(people)
+    bots = opponents if opponents is not None else ["smart"] * (k == 1)
+    n = k + len(bots)
+    if k == 1 and not 1 <= len(bots) <= 7:
+        raise ValueError("give 1 to 7 opponents")
+    if n > 8:
+        raise ValueError(f"give at most 8 players in all, not {n} ({k} people, {len(bots)} bots)")
+    seats = list(range(k)) if seats is None else seats
+    if len(seats) != k:
+        who = "one person" if k == 1 else f"{k} people"
+        raise ValueError(f"--seat gives {plural(len(seats), 'seat')} for {who} at the keyboard")
+    if not all(0 <= seat < n for seat in seats):
+        raise ValueError(f"--seat must be 0..{n - 1}")
+    if len(set(seats)) != k:
+        raise ValueError("--seat gives a seat twice: each person has their own")
+    players, others = [""] * n, iter(bots)
+    for seat, person in zip(seats, people, strict=True):
+        players[seat] = person
+    return [p or next(others) for p in players], seats
 
 
 class Quit(Exception):
@@ -301,7 +366,7 @@ class Session:
         self,
         game: Game,
         players: list[str],
-        human: int,
+        humans: int | list[int],
         seed: int,
         hint: bool = False,
         delay: float = 0.0,
@@ -309,9 +374,12 @@ class Session:
         say: Callable[[str], None] = print,
     ) -> None:
         self.game = game
-        self.players = players  # spec per seat; HUMAN for the player
-        self.human = human
-        self.policies = {i: make_policy(p) for i, p in enumerate(players) if i != human}
+        self.players = players  # spec per seat; HUMAN for a single player, else a name
+        self.humans = [humans] if isinstance(humans, int) else list(humans)  # their seats
+        self.several = len(self.humans) > 1  # pass and play: each person by their name
+        self._last_person: int | None = None  # the seat of the last human decision
+        bots = [i for i in range(len(players)) if i not in self.humans]
+        self.policies = {i: make_policy(players[i]) for i in bots}
         for policy in self.policies.values():  # a trained model plays only its own rules
             policy.check_game(game.n_players, game.rules)
             policy.prepare(game.rules)  # optimal: solved (or refused) now, not mid-game
@@ -325,15 +393,19 @@ class Session:
         self.program = SCRIPT  # the command as the user runs it, for the resume command
 
     def names(self) -> list[str]:
-        """The seats as the player reads them: "you", "smart (seat 1)"."""
+        """The seats as the players read them: "you" (or each person's name, in pass
+        and play), "smart (seat 1)"."""
         return [
-            _("you") if i == self.human else _("{bot} (seat {seat})", bot=p, seat=i)
+            self._person(p) if i in self.humans else _("{bot} (seat {seat})", bot=p, seat=i)
             for i, p in enumerate(self.players)
         ]
 
+    def _person(self, name: str) -> str:
+        return name if self.several else _("you")
+
     def log_names(self) -> list[str]:
         """The seats as a game log records them (English, whatever the language)."""
-        return [HUMAN if i == self.human else f"{p} (seat {i})" for i, p in enumerate(self.players)]
+        return [p if i in self.humans else f"{p} (seat {i})" for i, p in enumerate(self.players)]
 
     def play(self) -> int | None:
         game = self.game
@@ -357,7 +429,7 @@ class Session:
                 self.say(render_text(game, names))
             return
         move = move_text(event.move)
-        if event.seat == self.human:
+        if event.seat in self.humans and not self.several:
             self.say(_("You {move}.", move=move))
         else:
             self.say(
@@ -368,15 +440,24 @@ class Session:
                     move=move,
                 )
             )
-            time.sleep(self.delay)
+            if event.seat not in self.humans:
+                time.sleep(self.delay)
         if event.move.banks:
             self.say(f"  {event_text(event, names)}")
             if game.state.phase != OVER:  # the final board comes once, at the end of play()
                 self.say(render_text(game, names))
 
     def human_turn(self) -> int:
+        """The decision of the person whose turn it is (in pass and play, a header
+        names them when the keyboard changes hands, and the prompt names them)."""
         game = self.game
         s = game.state
+        prompt = "> "
+        if self.several:
+            name = self.players[s.current]
+            if self._last_person != s.current:
+                self.say(_("{name}: your turn (pass the keyboard).", name=name))
+            self._last_person, prompt = s.current, f"{name}> "
         menu = choices(game, self.names())
         held = "  ".join(format_dice(h) for h in s.held) or _("nothing yet")
         self.say(
@@ -394,7 +475,7 @@ class Session:
             self.say(self.hint_text())
         while True:
             try:
-                text = self.ask("> ")
+                text = self.ask(prompt)
             except EOFError:
                 raise Quit from None
             try:
@@ -443,13 +524,13 @@ class Session:
         self.say("  " + _("saved to {path}; resume with: {command}", path=path, command=command))
 
     def rematch(self) -> Session:
-        """A new game at the same table (the same bots and seat, rules, hints and pace),
-        its dice seeded by the next seed: the same rematch for the same seed."""
+        """A new game at the same table (the same people, bots and seats, rules, hints
+        and pace), its dice seeded by the next seed: the same rematch for the same seed."""
         seed = self.seed + 1
         dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
         game = Game(self.game.n_players, self.game.rules, seed=dice)
         again = Session(
-            game, self.players, self.human, seed, self.hint, self.delay, self.ask, self.say
+            game, self.players, self.humans, seed, self.hint, self.delay, self.ask, self.say
         )
         again.program = self.program
         return again
@@ -458,12 +539,15 @@ class Session:
         """The command that resumes this game saved at `path`: a save never opens a model
         file by itself, so with a model seated every bot seat is named again."""
         command = [*shlex.split(self.program), "--load", path]
-        bots = [p for i, p in enumerate(self.players) if i != self.human]
+        bots = [p for i, p in enumerate(self.players) if i not in self.humans]
         if any(is_model(p) for p in bots):
             command += ["--opponents", *bots]
         return shlex.join(command)
 
     def hint_text(self) -> str:
+        """The hint for the seat whose decision it is (each person's own, in pass and
+        play): with 2 players the optimal player's move and its exact win probability,
+        from the mover's view; with 3+ ``planner_hint``."""
         if self.game.n_players != 2:
             return self.planner_hint()
         if self._optimal is None:
@@ -491,7 +575,7 @@ class Session:
         if self._table is False:
             from agents.best_response import BestResponseBot, cached_best_response
 
-            n, me = game.n_players, self.human
+            n, me = game.n_players, self.humans[0]
             bots = [self.players[(me + i) % n] for i in range(1, n)]  # after me, in turn order
             self._table = None
             if cached_best_response(bots, game.rules) is not None:
@@ -511,8 +595,10 @@ class Session:
     def planner_hint(self) -> str:
         """With 3+ players no exact solution exists: the exact best response to these
         bots if it was computed (``table_hint``), else a shipped planner's move and every
-        player's win probability if it is played, as the trained network estimates it."""
-        exact = self.table_hint()
+        player's win probability if it is played, as the trained network estimates it.
+        With several people the others are not bots: no best response to them exists, so
+        the planner's estimate it is, for the seat whose decision it is."""
+        exact = None if self.several else self.table_hint()
         if exact is not None:
             return exact
         game = self.game
@@ -545,22 +631,57 @@ class Session:
 
 # ------------------------------------------------------------- save and replay
 SAVE_FORMAT, LOG_FORMAT, VERSION = "fivethousand-rl saved game", "fivethousand-rl game log", 1
-SAVE_FIELDS = ("format", "version", "game", "dice", "players", "human", "seed", "bot_rng", "log")
+# Version 1: one person, "you", at the seat "human". Version 2 (pass and play): the
+# people's seats "humans", and at each of them in "players" that person's name.
+PASS_AND_PLAY = 2
+SAVE_FIELDS = {
+    VERSION: ("format", "version", "game", "dice", "players", "human", "seed", "bot_rng", "log"),
+    PASS_AND_PLAY: (
+        "format", "version", "game", "dice", "players", "humans", "seed", "bot_rng", "log"
+    ),
+}  # fmt: skip
 
 
 def save(session: Session, path: str) -> None:
+    """Write the game to `path`: version 1 for one person (as before, which older
+    play.py reads too), version 2 for several."""
+    version = PASS_AND_PLAY if session.several else VERSION
+    seats = {"humans": session.humans} if session.several else {"human": session.humans[0]}
     data = {
         "format": SAVE_FORMAT,
-        "version": VERSION,
+        "version": version,
         "game": json.loads(session.game.to_json()),
         "dice": session.game.dice_state(),
         "players": session.players,
-        "human": session.human,
+        **seats,
         "seed": session.seed,
         "bot_rng": session.rng.bit_generator.state,
         "log": session.log,
     }
     Path(path).write_text(json.dumps(data))
+
+
+def _saved_humans(data: dict, players: list[str]) -> list[int]:
+    """The people's seats in a save (ValueError saying what is wrong): version 1's one
+    seat "you", or version 2's seats of 2 or more people, each named at their seat."""
+    n = len(players)
+    if data["version"] == VERSION:
+        human = data["human"]
+        if not is_int(human) or not 0 <= human < n or players[human] != HUMAN:
+            raise ValueError(f"human must be the seat (0..{n - 1}) whose player is {HUMAN!r}")
+        if players.count(HUMAN) != 1:
+            raise ValueError(f"exactly one seat is {HUMAN!r}")
+        return [human]
+    humans = data["humans"]
+    seats = isinstance(humans, list) and all(is_int(h) and 0 <= h < n for h in humans)
+    if not seats or len(humans) < 2 or len(set(humans)) != len(humans):
+        raise ValueError(f"humans must be a list of 2 or more distinct seats (0..{n - 1})")
+    people = [players[h] for h in humans]
+    if problem := name_problem(people):
+        raise ValueError(f"the people's names: {problem}")
+    if people != [p.strip() for p in people]:
+        raise ValueError("the people's names: a name has spaces around it")
+    return list(humans)
 
 
 class SeatError(ValueError):
@@ -592,21 +713,23 @@ def load(
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT:
             raise ValueError("not a saved 5000 game")
-        check_fields(data, SAVE_FIELDS)
-        if data["version"] != VERSION or not is_int(data["version"]):
-            raise ValueError(f"version {data['version']!r}: this play.py reads version {VERSION}")
+        version = data.get("version")
+        known = is_int(version) and version in SAVE_FIELDS
+        if "version" in data and not known:
+            raise ValueError(
+                f"version {data['version']!r}: this play.py reads version {VERSION} or "
+                f"{PASS_AND_PLAY}"
+            )
+        check_fields(data, SAVE_FIELDS[version if known else VERSION])
         game = Game.from_json(json.dumps(data["game"]))
         check_target_bound(game.rules)
         game.set_dice_state(data["dice"])
-        players, human, seed = data["players"], data["human"], data["seed"]
+        players, seed = data["players"], data["seed"]
         n = game.n_players
         listed = isinstance(players, list) and all(isinstance(p, str) for p in players)
         if not listed or len(players) != n:
             raise ValueError(f"players must be a list of {n} names, one per seat of its game")
-        if not is_int(human) or not 0 <= human < n or players[human] != HUMAN:
-            raise ValueError(f"human must be the seat (0..{n - 1}) whose player is {HUMAN!r}")
-        if players.count(HUMAN) != 1:
-            raise ValueError(f"exactly one seat is {HUMAN!r}")
+        humans = _saved_humans(data, players)
         if not is_int(seed) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
         if problem := rng_state_problem(np.random.PCG64(), data["bot_rng"]):
@@ -615,9 +738,9 @@ def load(
         replay_log(replayed, data["log"])
         if replayed.state != game.state:
             raise ValueError("its log does not lead to its game (a hand-edited game or log?)")
-        players = _seat_players(players, human, opponents)  # before any model is opened
+        players = _seat_players(players, humans, opponents)  # before any model is opened
         try:
-            session = Session(game, players, human, seed, hint, delay, ask, say)
+            session = Session(game, players, humans, seed, hint, delay, ask, say)
         except ValueError as e:
             if opponents is None:  # a bot name of the save's own: the save is wrong
                 raise
@@ -633,11 +756,11 @@ def load(
         raise ValueError(f"{path} is not a saved game we can resume ({one_line(e)})") from None
 
 
-def _seat_players(players: list[str], human: int, opponents: list[str] | None) -> list[str]:
+def _seat_players(players: list[str], humans: list[int], opponents: list[str] | None) -> list[str]:
     """The player of each seat of a saved game: its own bots, or the `opponents` named
     again (SeatError unless they fit, saying how). No model file is named by the save
     alone: the user's `opponents` must name it, and then it must be one there too."""
-    seats = [i for i in range(len(players)) if i != human]
+    seats = [i for i in range(len(players)) if i not in humans]
     if opponents is None:
         models = [i for i in seats if is_model(players[i])]
         if models:
@@ -648,17 +771,18 @@ def _seat_players(players: list[str], human: int, opponents: list[str] | None) -
             )
         return players
     if len(opponents) != len(seats):
-        saved = ", ".join(cut(players[i]) for i in seats)
+        saved = f" ({', '.join(cut(players[i]) for i in seats)})" if seats else ""
         raise SeatError(
             f"--opponents names {plural(len(opponents), 'player')}, the save has "
-            f"{plural(len(seats), 'bot seat')} ({saved})"
+            f"{plural(len(seats), 'bot seat')}{saved}"
         )
     for seat, given in zip(seats, opponents, strict=True):
         saved = players[seat]
         if is_model(saved) != is_model(given) or (not is_model(saved) and saved != given):
             want = "a model file" if is_model(saved) else repr(cut(saved))
             raise SeatError(f"seat {seat} was {want} in the save, not {cut(given)!r}")
-    return [*opponents[:human], HUMAN, *opponents[human:]]
+    given = iter(opponents)
+    return [p if i in humans else next(given) for i, p in enumerate(players)]
 
 
 def write_log(session: Session, path: str) -> None:
@@ -785,20 +909,38 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argpars
     (``given_rule_flags``: a saved game refuses them)."""
     p = _Parser(
         prog=prog,
-        description="Play 5000 against bots in the terminal.",
+        description="Play 5000 in the terminal against bots, alone or as several people "
+        "at one keyboard (pass and play, e.g. --humans Ann Bob --opponents smart: Ann, "
+        "Bob and a bot, each person asked in turn by name).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Commands during the game:\n" + commands_text(),
     )
     p.add_argument(
         "--opponents",
         nargs="+",
-        help="1 to 7 bots (default: smart): names (bots, or shipped agents such as planner-2p "
+        help="1 to 7 bots (default: smart; with --humans, the bots beside the people, "
+        "default none): names (bots, or shipped agents such as planner-2p "
         "and ppo-2p), checkpoints (.zip, loaded without running its pickles), "
         "value nets (.npz, played by their planner) or exported bots (.onnx); with --load, "
         "the save's bot seats named again in seat order, which a save with a model file "
         "needs (a save never opens a model file by itself)",
     )
-    p.add_argument("--seat", type=int, help="your seat (default 0: first to play)")
+    p.add_argument(
+        "--humans",
+        nargs="+",
+        metavar="NAME",
+        help="pass and play: the names of the 2 or more people at this keyboard (at most "
+        f"{MAX_NAME} characters each), who take turns at it; each decision names whose "
+        "it is, and each hint is for that person's seat (without it you play alone)",
+    )
+    p.add_argument(
+        "--seat",
+        type=int,
+        nargs="+",
+        metavar="S",
+        help="your seat (default 0: first to play); with --humans one seat per person, in "
+        "their order (default 0, 1, ...); seats play in order",
+    )
     p.add_argument("--seed", type=int, help="seed of the dice and bots")
     p.add_argument(
         "--hint",
@@ -842,6 +984,31 @@ def play_command(
         return play_in_language(args, rules, ask, say, prog)
 
 
+def opening(session: Session) -> str:
+    """The line that opens a new game: who plays against whom, and its seed."""
+    players, seed = session.players, session.seed
+    bots = ", ".join(p for i, p in enumerate(players) if i not in session.humans)
+    if not session.several:
+        return _(
+            "5000: you against {bots} (seed {seed}). Type 'help' for commands.",
+            bots=bots,
+            seed=seed,
+        )
+    people = join_words([players[i] for i in sorted(session.humans)])
+    if not bots:
+        return _(
+            "5000: {people} (pass and play, seed {seed}). Type 'help' for commands.",
+            people=people,
+            seed=seed,
+        )
+    return _(
+        "5000: {people} (pass and play) against {bots} (seed {seed}). Type 'help' for commands.",
+        people=people,
+        bots=bots,
+        seed=seed,
+    )
+
+
 def play_in_language(
     args: argparse.Namespace,
     rules: Rules,
@@ -863,34 +1030,20 @@ def play_in_language(
             return 0
         if args.load:
             # A saved game has its own seats, seed and rules: never silently ignore these.
-            given = [f"--{k}" for k in ("seat", "seed") if getattr(args, k) is not None]
+            given = [f"--{k}" for k in ("humans", "seat", "seed") if getattr(args, k) is not None]
             given += given_rule_flags(args)
             if given:
                 raise ValueError(f"{given[0]} is for a new game: a saved game has its own")
             session = load(args.load, args.hint, args.delay or 0.0, ask, say, args.opponents)
         else:
-            opponents = args.opponents or ["smart"]
-            seat = args.seat or 0
-            if not 1 <= len(opponents) <= 7:
-                raise ValueError("give 1 to 7 opponents")
-            n = len(opponents) + 1
-            if not 0 <= seat < n:
-                raise ValueError(f"--seat must be 0..{n - 1}")
+            players, seats = seat_table(args.humans, args.seat, args.opponents)
             seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else args.seed
             if seed < 0:
                 raise ValueError(f"--seed must be >= 0, not {seed}")
-            players = [*opponents[:seat], HUMAN, *opponents[seat:]]
             dice = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
-            game = Game(n, rules, seed=dice)
-            session = Session(game, players, seat, seed, args.hint, args.delay or 0.0, ask, say)
-            against = ", ".join(opponents)
-            say(
-                _(
-                    "5000: you against {bots} (seed {seed}). Type 'help' for commands.",
-                    bots=against,
-                    seed=seed,
-                )
-            )
+            game = Game(len(players), rules, seed=dice)
+            session = Session(game, players, seats, seed, args.hint, args.delay or 0.0, ask, say)
+            say(opening(session))
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -899,9 +1052,12 @@ def play_in_language(
         session.delay = TABLE_PACE
     try:
         session.play()
-        while session.game.state.phase == OVER and wants_rematch(ask):
+        while session.game.state.phase == OVER and wants_rematch(ask, session.several):
             session = session.rematch()
-            say(_("A new game against the same bots (seed {seed}).", seed=session.seed))
+            if session.several:
+                say(_("A new game at the same table (seed {seed}).", seed=session.seed))
+            else:
+                say(_("A new game against the same bots (seed {seed}).", seed=session.seed))
             session.play()
     except (Quit, KeyboardInterrupt):
         say(_("Left the game."))
