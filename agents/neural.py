@@ -48,6 +48,7 @@ from agents.base import MAX_MODEL_BYTES, atomic_write, read_capped
 from envs.batch import BatchGames
 from envs.encoding import ACTION_FEATURES, ENCODINGS, OBS_LOW, ObsSpec, encode_rich
 from envs.game import MAX_PLAYERS, MIN_PLAYERS, Game
+from envs.i18n import _
 from envs.policy import Policy
 from envs.rules import NUM_ACTIONS, Rules
 from envs.vector_env import observe_batch
@@ -526,7 +527,7 @@ class NumpyScorer(Policy):
         """Raise ValueError unless this network reads the observations of such a game."""
         why = spec_problem(self.spec, n_players, rules)
         if why:
-            raise ValueError(f"{self.name} cannot play this game: {why}")
+            raise ValueError(_("{bot} cannot play this game: {why}", bot=self.name, why=why))
 
     def _act_fn(self, x: np.ndarray) -> np.ndarray:
         return np.maximum(x, 0.0) if self.activation == "relu" else np.tanh(x)
@@ -622,7 +623,7 @@ class TrainedModel(Policy):
         """Raise `error` (one line) unless this model reads such a game's observations."""
         why = spec_problem(self.spec, n_players, rules)
         if why:
-            raise self.error(f"{self.path} cannot play this game: {why}")
+            raise self.error(_("{bot} cannot play this game: {why}", bot=self.path, why=why))
 
     def check(self, game: Game) -> None:
         """check_game once per kind of game: one seated without asking is refused too."""

@@ -28,8 +28,10 @@ import numpy as np
 
 from envs.batch import BatchGames
 from envs.game import OVER, ROLL, Game, in_turn_order
+from envs.i18n import _
 from envs.policy import Policy
 from envs.rules import BANK_BIT, Rules
+from envs.rules_text import describe_rules
 from envs.solver import STEP
 from envs.turn_planner import TurnPlan, TurnPlans, ValueFn, exact_two_player_values, plan_turns
 
@@ -197,6 +199,27 @@ class CacheInfo(NamedTuple):
     positions_valued: int  # positions in the value tables
 
 
+def table_sizes(players: tuple[int, ...]) -> str:
+    """Player counts in words, in the language in use: "2", "2 or 4", "2 to 8"."""
+    p = players
+    if len(p) > 2 and p == tuple(range(p[0], p[-1] + 1)):
+        return _("{first} to {last}", first=p[0], last=p[-1])
+    if len(p) == 1:
+        return str(p[0])
+    return _("{some} or {last}", some=", ".join(map(str, p[:-1])), last=p[-1])
+
+
+def rules_refusal(bot: str, own: Rules, given: Rules) -> str:
+    """Why `bot`, which values games under `own` rules only, refuses a game under
+    `given` ones: both said in words (a player may read it)."""
+    return _(
+        "{bot} values games under these rules only: {own}; not under: {given}",
+        bot=bot,
+        own=describe_rules(own),
+        given=describe_rules(given),
+    )
+
+
 class PlannerBot(Policy):
     """Maximizes its win probability within each turn, exactly, against `value_fn`.
 
@@ -232,12 +255,16 @@ class PlannerBot(Policy):
 
     def check_game(self, n_players: int, rules: Rules) -> None:
         if self.players is not None and n_players not in self.players:
-            p = self.players  # in words: "2", "2 or 4", "2 to 8"
-            consecutive = len(p) > 2 and p == tuple(range(p[0], p[-1] + 1))
-            tables = f"{p[0]} to {p[-1]}" if consecutive else " or ".join(map(str, p))
-            raise ValueError(f"{self.name} values games of {tables} players, not {n_players}")
+            raise ValueError(
+                _(
+                    "{bot} values games of {tables} players, not {n}",
+                    bot=self.name,
+                    tables=table_sizes(self.players),
+                    n=n_players,
+                )
+            )
         if self.rules is not None and rules != self.rules:
-            raise ValueError(f"{self.name} values games under {self.rules}, not {rules}")
+            raise ValueError(rules_refusal(self.name, self.rules, rules))
 
     def clear_cache(self) -> None:
         self._caches.clear()

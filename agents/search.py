@@ -29,7 +29,9 @@ from collections.abc import Collection, Hashable
 
 import numpy as np
 
+from agents.planner import rules_refusal, table_sizes
 from envs.game import DECIDE, Game, Move, bank_outcome, in_turn_order
+from envs.i18n import _
 from envs.policy import Policy
 from envs.rules import Rules
 from envs.solver import STEP
@@ -184,13 +186,22 @@ class ExpectimaxBot(Policy):
 
     def check_game(self, n_players: int, rules: Rules) -> None:
         if self.players is not None and n_players not in self.players:
-            source = "the exact 2-player values" if self.value_fn is None else "its value function"
-            tables = " or ".join(map(str, sorted(self.players)))
+            tables = table_sizes(tuple(sorted(self.players)))
+            values = {"bot": self.name, "tables": tables, "n": n_players}
             raise ValueError(
-                f"{self.name} searches against {source}: games of {tables} players, not {n_players}"
+                _(
+                    "{bot} searches against the exact 2-player values: games of {tables} "
+                    "players, not {n}",
+                    **values,
+                )
+                if self.value_fn is None
+                else _(
+                    "{bot} searches against its value function: games of {tables} players, not {n}",
+                    **values,
+                )
             )
         if self.rules is not None and rules != self.rules:
-            raise ValueError(f"{self.name} values games under {self.rules}, not {rules}")
+            raise ValueError(rules_refusal(self.name, self.rules, rules))
 
     def prepare(self, rules: Rules) -> None:
         if self.value_fn is None:

@@ -39,7 +39,9 @@ from typing import Any
 import numpy as np
 
 from envs.game import DECIDE, Game, check_players, in_turn_order
+from envs.i18n import _, ngettext
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
+from envs.rules_text import describe_rules
 from envs.solver import turn_ev_table
 
 # 2: slot 40 of the rich action features holds the turn-EV value (was always 0 in 1).
@@ -326,18 +328,33 @@ class ObsSpec:
         return spec
 
     def mismatch(self, wanted: ObsSpec) -> str:
-        """Why a model reading this spec cannot play where `wanted` is written, or ""."""
+        """Why a model reading this spec cannot play where `wanted` is written, or "" (in
+        the language in use: a player may read it)."""
         if self.version != wanted.version:
-            return (
-                f"it reads observation version {self.version}, this toolkit writes "
-                f"version {wanted.version}"
+            return _(
+                "it reads observation version {have}, this toolkit writes version {want}",
+                have=self.version,
+                want=wanted.version,
             )
         if self.encoding != wanted.encoding:
-            return f"it reads the {self.encoding} observation, not the {wanted.encoding} one"
+            return _(
+                "it reads the {have} observation, not the {want} one",
+                have=self.encoding,
+                want=wanted.encoding,
+            )
         if self.n_players != wanted.n_players:
-            return f"it was trained for {self.n_players} players, this game has {wanted.n_players}"
+            return ngettext(
+                "it was trained for {n} player, this game has {want}",
+                "it was trained for {n} players, this game has {want}",
+                self.n_players,
+                want=wanted.n_players,
+            )
         if self.rules != wanted.rules:
-            return f"it was trained under {self.rules}, this game is played under {wanted.rules}"
+            return _(
+                "it was trained under these rules: {have}; this game is played under: {want}",
+                have=describe_rules(self.rules),
+                want=describe_rules(wanted.rules),
+            )
         return ""
 
 

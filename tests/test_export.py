@@ -15,6 +15,7 @@ from agents.neural import read_obs_spec, read_settings, write_settings
 from envs.encoding import ObsSpec
 from envs.game import ROLL, Game
 from envs.rules import Rules
+from envs.rules_text import describe_rules
 from fivethousand_rl import export
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,7 +117,7 @@ SPEC_2P = ObsSpec("rich", 2, Rules()).to_dict()
 # "load" or when seated in the "game"). Each is one line naming the bot.
 BAD_METADATA = {
     "other players": ({}, 3, "free", "it was trained for 2 players, this game has 3", "game"),
-    "other rules": ({}, 2, "all", "it was trained under Rules(hold='free'", "game"),
+    "other rules": ({}, 2, "all", "it was trained under these rules: exactly 5000 wins", "game"),
     "older observation": (
         {"obs_spec": {**SPEC_2P, "version": 1}},
         2,
@@ -183,7 +184,7 @@ def test_an_exported_bot_refuses_every_house_rule_it_was_not_trained_under(expor
     bot.check_game(2, Rules())
     with pytest.raises(ExportError, match="cannot play this game: it was trained under") as e:
         bot.check_game(2, rules)
-    assert "\n" not in str(e.value) and repr(rules) in str(e.value)
+    assert "\n" not in str(e.value) and describe_rules(rules) in str(e.value)
 
 
 def test_an_export_of_format_version_2_still_plays_as_a_ppo_bot(exported, tmp_path):

@@ -247,7 +247,7 @@ def test_a_trained_agent_is_refused_under_other_rules_in_one_line(flags, capsys)
     ):
         assert main() == 2
         err = capsys.readouterr().err.strip()
-        assert err.startswith("error: planner-2p values games under Rules(") and "\n" not in err
+        assert err.startswith("error: planner-2p values games under these rules only: ") and "\n" not in err
 
 
 def test_with_3_players_under_house_rules_the_hint_says_none_fits(capsys):
@@ -329,7 +329,7 @@ def test_a_planner_trained_under_house_rules_records_them_and_plays_only_them(tm
     assert " ".join(rule_flags(rules)) in printed.splitlines()[-1]  # play against it: ...
     make_policy(str(net)).check_game(2, rules)
     for other in (dataclasses.replace(rules, bump=True), dataclasses.replace(rules, entry=350)):
-        with pytest.raises(ValueError, match="values games under Rules") as refused:
+        with pytest.raises(ValueError, match="values games under these rules only") as refused:
             make_policy(str(net)).check_game(2, other)
         assert "\n" not in str(refused.value)
 

@@ -395,7 +395,7 @@ def test_the_shipped_sb3_model_reads_only_the_seeds_rules(rules):
     """The check SB3Policy.check_game makes, on the shipped checkpoint's spec (read
     without loading torch)."""
     why = spec_problem(read_obs_spec(SHIPPED_2P), 2, rules)
-    assert why.startswith("it was trained under Rules(") and "\n" not in why
+    assert why.startswith("it was trained under these rules: ") and "\n" not in why
 
 
 @pytest.mark.parametrize("maker", ["FiveThousand-v0", "vector"])

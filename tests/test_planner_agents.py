@@ -125,8 +125,8 @@ def test_a_corrupt_or_foreign_npz_is_refused_in_one_line(tmp_path, case, message
 @pytest.mark.parametrize(
     "players, rules, refusal",
     [
-        (3, Rules(target=2000, entry=300, hold="all"), "values games under Rules("),
-        (2, Rules(), "values games under Rules("),
+        (3, Rules(target=2000, entry=300, hold="all"), "values games under these rules only: "),
+        (2, Rules(), "values games under these rules only: "),
         (5, SMALL, "values games of 2 to 4 players, not 5"),
     ],
 )

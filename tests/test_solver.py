@@ -276,7 +276,7 @@ SHIPPED_2P = str(Path(__file__).resolve().parent.parent / "checkpoints/ppo-2p/mo
         (["smart", "--seed", "-1"], "--seed must be 0 or more, got -1"),
         (["smart", "--top", "-2"], "--top must be 0 or more, got -2"),
         (["smart", "--json", "/missing/x.json"], "--json /missing/x.json: folder /missing does"),
-        ([SHIPPED_2P, "--hold", "all"], "it was trained under Rules(hold='free'"),
+        ([SHIPPED_2P, "--hold", "all"], "it was trained under these rules: exactly 5000 wins"),
     ],
 )
 def test_regret_cli_refuses_bad_input_in_one_line(args, message, capsys, monkeypatch):
