@@ -247,7 +247,8 @@ def test_a_trained_agent_is_refused_under_other_rules_in_one_line(flags, capsys)
     ):
         assert main() == 2
         err = capsys.readouterr().err.strip()
-        assert err.startswith("error: planner-2p values games under these rules only: ") and "\n" not in err
+        assert err.startswith("error: planner-2p values games under these rules only: ")
+        assert "\n" not in err
 
 
 def test_with_3_players_under_house_rules_the_hint_says_none_fits(capsys):
