@@ -265,21 +265,29 @@ class BatchedOptimalBot(OptimalBot):
     the leading opponent with 3 or more players, as ``OptimalBot``)."""
 
     def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        table = _optimal_table(self.solution(games.rules))
-        k = len(idx)
-        current = games.current[idx]
-        scores = games.scores[idx]
-        own = scores[np.arange(k), current]
-        others = scores.copy()
-        others[np.arange(k), current] = -1
-        pair = table.score_index(own) * table.pairs + table.score_index(others.max(axis=1))
-        totals, left = games.hold_results(idx)
-        level = np.minimum(totals // STEP, table.levels - 1)
-        cell = pair[:, None] * table.levels + level
-        values = np.concatenate(
-            [table.roll.take(cell * (NUM_DICE + 1) + left), table.bank.take(cell)], axis=1
-        )
-        return _first(np.where(games.legal_mask(idx), values, -np.inf))
+        return _first(optimal_values(self.solution(games.rules), games, idx))
+
+
+def optimal_values(sol: TwoPlayerSolution, games: BatchGames, idx: np.ndarray) -> np.ndarray:
+    """The win probability of each action (k, 64) in the games `idx` (a decision due in
+    each) for the player to move, by the 2-player solution `sol` (against the leading
+    opponent with 3 or more players); -inf for illegal actions. ``BatchedOptimalBot``
+    takes the best; imitation learning (``agents.training.imitation``) learns them."""
+    table = _optimal_table(sol)
+    k = len(idx)
+    current = games.current[idx]
+    scores = games.scores[idx]
+    own = scores[np.arange(k), current]
+    others = scores.copy()
+    others[np.arange(k), current] = -1
+    pair = table.score_index(own) * table.pairs + table.score_index(others.max(axis=1))
+    totals, left = games.hold_results(idx)
+    level = np.minimum(totals // STEP, table.levels - 1)
+    cell = pair[:, None] * table.levels + level
+    values = np.concatenate(
+        [table.roll.take(cell * (NUM_DICE + 1) + left), table.bank.take(cell)], axis=1
+    )
+    return np.where(games.legal_mask(idx), values, -np.inf)
 
 
 class _OptimalTable(NamedTuple):
