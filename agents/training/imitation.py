@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,7 +62,6 @@ class ImitationConfig:
     max_turns: int = 1000
     seed: int = 0
     torch_threads: int = 2
-    extra: dict = field(default_factory=dict)  # room for presets' notes
 
     @property
     def rules(self) -> Rules:
@@ -240,9 +239,14 @@ def make_model(config: ImitationConfig):
     return model
 
 
-def train(config: ImitationConfig, say: Callable[[str], None] = print) -> tuple[object, list[dict]]:
+def train(
+    config: ImitationConfig,
+    say: Callable[[str], None] = print,
+    on_stage: Callable[[object, list[dict]], None] | None = None,
+) -> tuple[object, list[dict]]:
     """Run the stages of the module docstring; the model and each stage's record
-    (decisions seen, win rate against optimal, seconds)."""
+    (decisions seen, win rate against optimal, seconds). `on_stage(model, history)`
+    follows each stage (the program saves the model there)."""
     import torch as th
 
     th.set_num_threads(config.torch_threads)
@@ -269,6 +273,8 @@ def train(config: ImitationConfig, say: Callable[[str], None] = print) -> tuple[
              "seconds": round(time.monotonic() - started, 1)}
         )  # fmt: skip
         say(f"{name}: {rate:.1%} against optimal over {config.eval_games:,} games")
+        if on_stage is not None:
+            on_stage(model, history)
 
     record_games(
         config.first_games, [optimal, optimal], [True, True], sol, spec, data,
