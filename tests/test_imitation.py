@@ -5,6 +5,8 @@ is, and a tiny run gives an ordinary checkpoint that plays legal moves."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,26 @@ def test_a_tiny_run_gives_a_checkpoint_that_plays_legal_moves(tmp_path):
         action = bot.act(game, rng)
         assert action in game.legal()[0]
         game.act(action)
+
+
+def test_the_program_writes_its_run_and_refuses_to_overwrite_one(tmp_path, capsys):
+    from fivethousand_rl import train_policy
+
+    argv = [
+        "--first-games", "30", "--rounds", "1", "--round-games", "10", "--eval-games", "10",
+        "--first-epochs", "1", "--round-epochs", "1", "--state-layers", "8",
+        "--scorer-layers", "8", "8", "--torch-threads", "1",
+        "--checkpoints", str(tmp_path), "--run-name", "tiny",
+    ]  # fmt: skip
+    assert train_policy.main(argv) == 0
+    run = tmp_path / "tiny"
+    evals = json.loads((run / "evals.json").read_text())
+    assert [e["stage"] for e in evals] == ["first fit", "round 1"]
+    config = json.loads((run / "config.json").read_text())
+    assert config["method"] == "imitation" and config["first_games"] == 30
+    assert (run / "best" / "model.zip").is_file() and (run / "latest" / "model.zip").is_file()
+    assert "--run-name tiny" in (run / "command.txt").read_text()
+    capsys.readouterr()
+    assert train_policy.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "exists" in err and "\n" not in err
