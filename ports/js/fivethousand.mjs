@@ -1,0 +1,553 @@
+// A 5000 bot from an exported bundle, in JavaScript with no dependencies at all.
+//
+// The reference port of docs/export.md for JavaScript: everything it knows about the
+// game comes from the bundle folder (`fivethousand export AGENT --out DIR`): the rules
+// and the scoring, the observation and action layouts, the turn-EV table, and the
+// network in its plain form (bundle.json's network.plain: ONNX operators over the
+// float32 weights of weights.bin), whose forward pass is written out below, so no ONNX
+// runtime is needed. It runs in Node (18 or later) and in browsers.
+//
+//   node fivethousand.mjs BUNDLE          # replay the bundle's test vectors
+//
+// In a program:
+//
+//   import { loadBundle } from "./fivethousand.mjs";
+//   const bot = await loadBundle("bots/ppo-2p");        // Node; loadBundleFromUrl in a page
+//   const action = bot.act({ scores: [0, 900], current: 0, turn_total: 0, roll: [1, 1, 4, 5, 6] });
+//
+// A state: `scores` (banked score of each seat), `current` (the seat to move),
+// `turn_total` (points held this turn before this roll), `roll` (the dice awaiting the
+// decision, any order).
+
+export const FORMAT = "fivethousand-rl bot bundle";
+export const FORMAT_VERSION = 1;
+const NUM_DICE = 5;
+const NUM_ACTIONS = 64;
+const BANK_BIT = 32;
+
+export class BundleError extends Error {}
+
+// ------------------------------------------------------------------ scoring (R2)
+/** Points of dice held together from one roll; 0 if any die does not score. */
+export function holdPoints(held, scoring) {
+  if (held.length === 0) return 0;
+  const counts = [0, 0, 0, 0, 0, 0, 0];
+  for (const d of held) counts[d] += 1;
+  if (held.length === NUM_DICE && Math.max(...counts) === 1) {
+    const sorted = [...held].sort((a, b) => a - b).join(",");
+    if (scoring.straights.some((s) => s.join(",") === sorted)) return scoring.straight;
+  }
+  let points = 0;
+  for (let face = 1; face <= 6; face++) {
+    const c = counts[face];
+    if (c >= 3) points += scoring.triple[String(face)] * 2 ** (c - 3);
+    else if (c) {
+      const single = scoring.single[String(face)];
+      if (single === undefined) return 0;
+      points += single * c;
+    }
+  }
+  return points;
+}
+
+/** The legal holds of a sorted roll (R5), by ascending bits: [{bits, held, points}]. */
+export function holds(roll, rules) {
+  const faces = [...new Set(roll)].sort((a, b) => a - b);
+  const runs = faces.map((f) => roll.flatMap((d, i) => (d === f ? [i] : [])));
+  const out = [];
+  const ks = runs.map(() => 0);
+  for (;;) {
+    let bits = 0;
+    runs.forEach((run, r) => run.slice(0, ks[r]).forEach((p) => (bits |= 1 << p)));
+    const held = roll.filter((_, p) => (bits >> p) & 1);
+    const points = holdPoints(held, rules.scoring);
+    if (points > 0) out.push({ bits, held, points });
+    let r = 0; // the next combination of how many of each face's run are held
+    while (r < runs.length && ks[r] === runs[r].length) ks[r++] = 0;
+    if (r === runs.length) break;
+    ks[r] += 1;
+  }
+  out.sort((a, b) => a.bits - b.bits);
+  if (rules.hold === "all" && out.length) {
+    const best = Math.max(...out.map((h) => h.points));
+    return [out.find((h) => h.points === best)]; // the first of equals by bits
+  }
+  return out;
+}
+
+/** R8: a positive total, not ending in 50 under the 50 rule, the entry unless entered. */
+export function canBank(banked, total, rules) {
+  if (total <= 0 || (rules.fifty_rule && total % 100 === 50)) return false;
+  return banked > 0 || total >= rules.entry;
+}
+
+/** What banking `total` does (R9). */
+export function bank(scores, banker, total, rules) {
+  const n = scores.length;
+  const target = rules.target;
+  const next = scores[banker] + total;
+  if (next <= target) {
+    const bumped =
+      next < target && rules.bump
+        ? scores.flatMap((s, p) => (p !== banker && s === next ? [p] : []))
+        : [];
+    const after = scores.map((s, p) => (p === banker ? next : bumped.includes(p) ? 0 : s));
+    return { scores: after, winner: next === target ? banker : null, bumped, overshoot: false };
+  }
+  let receiver = null;
+  if (rules.overshoot === "gift") {
+    for (let k = 1; k < n; k++) {
+      const p = (banker + k) % n;
+      if (scores[p] >= rules.entry && (receiver === null || scores[p] < scores[receiver])) {
+        receiver = p;
+      }
+    }
+    if (receiver !== null && scores[receiver] + total > target) receiver = null;
+  }
+  const after = [...scores];
+  let winner = null;
+  if (receiver !== null) {
+    after[receiver] += total;
+    if (after[receiver] === target) winner = receiver;
+  }
+  return { scores: after, winner, overshoot: true, giftTo: receiver };
+}
+
+/** Every legal action of the pending decision, by ascending action, with where it leads. */
+export function moves(state, rules) {
+  const roll = [...state.roll].sort((a, b) => a - b);
+  const scores = state.scores;
+  const mover = state.current;
+  const entered = scores[mover] > 0 ? 1 : 0;
+  const out = [];
+  for (const { bits, held, points } of holds(roll, rules)) {
+    const total = state.turn_total + points;
+    const diceLeft = roll.length - held.length || NUM_DICE; // hot dice (R6)
+    const mayBank = canBank(entered, total, rules);
+    const move = { points, total, diceLeft, mayBank };
+    out.push({ ...move, action: bits, bank: null });
+    if (mayBank) out.push({ ...move, action: bits | BANK_BIT, bank: bank(scores, mover, total, rules) });
+  }
+  return out.sort((a, b) => a.action - b.action);
+}
+
+/** The 64 legal-action flags of the pending decision. */
+export function legalMask(state, rules) {
+  const mask = new Array(NUM_ACTIONS).fill(false);
+  for (const m of moves(state, rules)) mask[m.action] = true;
+  return mask;
+}
+
+// ------------------------------------------------------------------ the network
+// The forward pass of bundle.json's network.plain: ONNX operators, batch axis first.
+// Tensors are {shape, data}; arithmetic in float64 on the float32 weights.
+
+function size(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+function strides(shape) {
+  const out = new Array(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) out[i] = out[i + 1] * shape[i + 1];
+  return out;
+}
+
+function ints(t) {
+  return Array.from(t.data, Number);
+}
+
+function broadcast(a, b, f) {
+  const rank = Math.max(a.shape.length, b.shape.length);
+  const pad = (s) => [...new Array(rank - s.length).fill(1), ...s];
+  const as = pad(a.shape);
+  const bs = pad(b.shape);
+  const shape = as.map((d, i) => {
+    if (d !== bs[i] && d !== 1 && bs[i] !== 1) throw new BundleError(`cannot broadcast ${as} and ${bs}`);
+    return Math.max(d, bs[i]);
+  });
+  const data = new Float64Array(size(shape));
+  const [na, nb] = [size(as), size(bs)];
+  const tail = (s) => s.every((d, i) => d === shape[i] || s.slice(0, i + 1).every((e) => e === 1));
+  if (tail(as) && tail(bs)) {
+    // the common case (a bias, a row of weights): each operand repeats whole over the output
+    for (let i = 0; i < data.length; i++) data[i] = f(a.data[i % na], b.data[i % nb]);
+    return { shape, data };
+  }
+  const [sa, sb, so] = [strides(as), strides(bs), strides(shape)];
+  for (let i = 0; i < data.length; i++) {
+    let ia = 0;
+    let ib = 0;
+    for (let k = 0; k < rank; k++) {
+      const idx = Math.floor(i / so[k]) % shape[k];
+      if (as[k] !== 1) ia += idx * sa[k];
+      if (bs[k] !== 1) ib += idx * sb[k];
+    }
+    data[i] = f(a.data[ia], b.data[ib]);
+  }
+  return { shape, data };
+}
+
+function elementwise(t, f) {
+  const data = new Float64Array(t.data.length);
+  for (let i = 0; i < data.length; i++) data[i] = f(t.data[i]);
+  return { shape: t.shape, data };
+}
+
+function matmul2d(a, rows, k, b, cols, transB) {
+  // a: rows x k (row-major); b: k x cols, or cols x k when transB
+  const out = new Float64Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    const o = r * cols;
+    if (transB) {
+      for (let c = 0; c < cols; c++) {
+        let sum = 0;
+        for (let i = 0; i < k; i++) sum += a[r * k + i] * b[c * k + i];
+        out[o + c] = sum;
+      }
+      continue;
+    }
+    for (let i = 0; i < k; i++) {
+      const v = a[r * k + i];
+      if (v === 0) continue; // observations and ReLU outputs are mostly 0
+      const w = i * cols;
+      for (let c = 0; c < cols; c++) out[o + c] += v * b[w + c];
+    }
+  }
+  return out;
+}
+
+function normalizeAxes(axes, rank) {
+  return axes.map((a) => (a < 0 ? a + rank : a));
+}
+
+const OPS = {
+  Identity: ([x]) => x,
+  Relu: ([x]) => elementwise(x, (v) => (v > 0 ? v : 0)),
+  Tanh: ([x]) => elementwise(x, Math.tanh),
+  Sigmoid: ([x]) => elementwise(x, (v) => 1 / (1 + Math.exp(-v))),
+  Add: ([a, b]) => broadcast(a, b, (x, y) => x + y),
+  MatMul: ([a, b]) => {
+    if (b.shape.length !== 2) throw new BundleError("MatMul: only a 2-D right operand is supported");
+    const [k, cols] = b.shape;
+    const rows = size(a.shape) / k;
+    return { shape: [...a.shape.slice(0, -1), cols], data: matmul2d(a.data, rows, k, b.data, cols, false) };
+  },
+  Gemm: ([a, b, c], at) => {
+    if (at.transA) throw new BundleError("Gemm: transA is not supported");
+    const alpha = at.alpha ?? 1;
+    const beta = at.beta ?? 1;
+    const [rows, k] = a.shape;
+    const cols = at.transB ? b.shape[0] : b.shape[1];
+    let y = { shape: [rows, cols], data: matmul2d(a.data, rows, k, b.data, cols, Boolean(at.transB)) };
+    if (alpha !== 1) y = elementwise(y, (v) => alpha * v);
+    if (c) y = broadcast(y, c, (x, z) => x + beta * z);
+    return y;
+  },
+  Slice: ([x, starts, ends, axesT, stepsT]) => {
+    const rank = x.shape.length;
+    const axes = axesT ? normalizeAxes(ints(axesT), rank) : ints(starts).map((_, i) => i);
+    const steps = stepsT ? ints(stepsT) : axes.map(() => 1);
+    const lo = x.shape.map(() => 0);
+    const hi = [...x.shape];
+    axes.forEach((axis, i) => {
+      if (steps[i] !== 1) throw new BundleError("Slice: only step 1 is supported");
+      const dim = x.shape[axis];
+      const clamp = (v) => Math.min(Math.max(v < 0 ? v + dim : v, 0), dim);
+      lo[axis] = clamp(Number(ints(starts)[i]));
+      hi[axis] = clamp(Number(ints(ends)[i]));
+    });
+    const shape = hi.map((h, i) => Math.max(h - lo[i], 0));
+    const [sx, so] = [strides(x.shape), strides(shape)];
+    const data = new Float64Array(size(shape));
+    for (let i = 0; i < data.length; i++) {
+      let j = 0;
+      for (let k = 0; k < rank; k++) j += (Math.floor(i / so[k]) % shape[k] + lo[k]) * sx[k];
+      data[i] = x.data[j];
+    }
+    return { shape, data };
+  },
+  Reshape: ([x, shapeT], at) => {
+    const want = ints(shapeT).map((d, i) => (d === 0 && !at.allowzero ? x.shape[i] : d));
+    const known = want.filter((d) => d !== -1).reduce((a, b) => a * b, 1);
+    return { shape: want.map((d) => (d === -1 ? size(x.shape) / known : d)), data: x.data };
+  },
+  Flatten: ([x], at) => {
+    const axis = at.axis ?? 1;
+    return { shape: [size(x.shape.slice(0, axis)), size(x.shape.slice(axis))], data: x.data };
+  },
+  Unsqueeze: ([x, axesT], at) => {
+    const rank = x.shape.length + (axesT ? axesT.data.length : at.axes.length);
+    const axes = normalizeAxes(axesT ? ints(axesT) : at.axes, rank);
+    const shape = [];
+    let j = 0;
+    for (let i = 0; i < rank; i++) shape.push(axes.includes(i) ? 1 : x.shape[j++]);
+    return { shape, data: x.data };
+  },
+  Squeeze: ([x, axesT], at) => {
+    const given = axesT ? ints(axesT) : at.axes;
+    const axes = given ? normalizeAxes(given, x.shape.length) : null;
+    const shape = x.shape.filter((d, i) => (axes ? !axes.includes(i) : d !== 1));
+    return { shape, data: x.data };
+  },
+};
+
+/** The network's output for a batch of one observation (Float32Array). */
+export function forward(plain, weights, input, output, obs) {
+  const values = new Map();
+  for (const [name, t] of Object.entries(plain.tensors)) {
+    const data =
+      t.dtype === "float32"
+        ? new Float32Array(weights, t.offset, t.count)
+        : Float64Array.from(t.values);
+    values.set(name, { shape: t.shape, data });
+  }
+  values.set(input, { shape: [1, obs.length], data: obs });
+  for (const node of plain.nodes) {
+    const op = OPS[node.op];
+    if (!op) throw new BundleError(`the network uses the operator ${node.op}, which this port lacks`);
+    const args = node.inputs.map((name) => (name === "" ? undefined : values.get(name)));
+    values.set(node.outputs[0], op(args, node.attributes || {}));
+  }
+  return values.get(output).data;
+}
+
+// ------------------------------------------------------------------ the bot
+export class Bot {
+  /** From bundle.json (parsed), weights.bin and turn_ev.f64 (ArrayBuffers). */
+  constructor(meta, weights, turnEv) {
+    if (!meta || meta.format !== FORMAT) throw new BundleError("bundle.json is not a 5000 bot bundle");
+    if (meta.format_version !== FORMAT_VERSION) {
+      throw new BundleError(`bundle format_version ${meta.format_version}, this port reads ${FORMAT_VERSION}`);
+    }
+    this.meta = meta;
+    this.rules = meta.rules;
+    const layout = meta.observation;
+    this.encoding = layout.encoding;
+    this.size = layout.size;
+    this.slices = Object.fromEntries(layout.slices.map((s) => [s.name, s.offset]));
+    this.col = Object.fromEntries(layout.action_row.columns.map((c) => [c.name, c.index]));
+    this.rowSize = layout.action_row.size;
+    const table = meta.tables.turn_ev;
+    this.turnEv = new Float64Array(turnEv);
+    this.turnEvShape = table.shape;
+    this.turnEvCap = table.cap;
+    this.turnEvStep = table.step;
+    if (this.turnEv.length !== size(table.shape)) throw new BundleError(`${table.file} has the wrong size`);
+    this.weights = weights;
+  }
+
+  turnEvValue(entered, total, dice) {
+    const [, levels, width] = this.turnEvShape;
+    const i = Math.floor(Math.min(total, this.turnEvCap) / this.turnEvStep);
+    return this.turnEv[((entered ? 1 : 0) * levels + i) * width + dice];
+  }
+
+  /** The Float32Array observation of `state` seen from `seat` (default: the mover). */
+  observe(state, seat = state.current) {
+    const { target, score_step: step } = this.rules;
+    const col = this.col;
+    const scores = state.scores;
+    const mover = state.current;
+    const n = scores.length;
+    const seen = [...scores.slice(seat), ...scores.slice(0, seat)];
+    const total = state.turn_total;
+    const roll = state.roll ? [...state.roll].sort((a, b) => a - b) : null;
+    const obs = new Float32Array(this.size);
+    const at = this.slices;
+    seen.forEach((s, j) => {
+      obs[at.scores + j] = s / target;
+      obs[at.entered + j] = s > 0 ? 1 : 0;
+    });
+    obs[at.to_move + ((mover - seat + n) % n)] = 1;
+    obs[at.turn_total] = Math.min(total / target, 2);
+    obs[at.need_after_bank] = Math.max((target - scores[mover] - total) / target, -1);
+    obs[at.ends_in_50] = total % step !== 0 ? 1 : 0;
+    const legal = roll ? moves(state, this.rules) : [];
+    if (roll) {
+      obs[at.dice_in_roll] = roll.length / NUM_DICE;
+      obs[at.some_action_banks] = legal[legal.length - 1].action >= BANK_BIT ? 1 : 0;
+      const fifth = Math.fround(1 / NUM_DICE); // float32 sums, as the toolkit's numpy
+      roll.forEach((face, i) => {
+        obs[at.roll_one_hot + 6 * i + face - 1] = 1;
+        obs[at.face_counts + face - 1] += fifth;
+      });
+    }
+    if (this.encoding === "compact") return obs;
+    const bins = Math.floor(target / step) + 1;
+    seen.forEach((s, j) => (obs[at.score_one_hot + j * bins + Math.floor(s / step)] = 1));
+    if (!roll || seat !== mover) return obs;
+    const own = scores[mover];
+    for (const m of legal) {
+      const row = at.actions + m.action * this.rowSize;
+      const t = m.total;
+      const need = target - own - t;
+      obs[row + col.LEGAL] = 1;
+      obs[row + col.TURN_TOTAL] = t / target;
+      obs[row + col.DICE_LEFT_AT + m.diceLeft - 1] = 1;
+      obs[row + col.POINTS] = m.points / 1000;
+      obs[row + col.NEED] = Math.min(Math.max(need / target, -1), 1);
+      if (need >= 0 && need <= 1000) obs[row + col.NEED_AT + Math.floor(need / 50)] = 1;
+      else if (need > 1000) obs[row + col.NEED_OVER_1000] = 1;
+      else obs[row + col.OVERSHOOT] = 1;
+      obs[row + col.MAY_BANK] = m.mayBank ? 1 : 0;
+      obs[row + col.ENDS_IN_50] = t % step !== 0 ? 1 : 0;
+      obs[row + col.OWN_SCORE_AFTER] = own / target;
+      const outcome = m.bank;
+      if (outcome === null) {
+        obs[row + col.TURN_EV] = Math.min(this.turnEvValue(own > 0, t, m.diceLeft) / 1000, 5);
+        continue;
+      }
+      obs[row + col.TURN_EV] = Math.min(t / 1000, 5);
+      obs[row + col.BANKS] = 1;
+      if (outcome.winner === mover) {
+        obs[row + col.WINS] = 1;
+        obs[row + col.OWN_SCORE_AFTER] = 1;
+      } else if (!outcome.overshoot) {
+        obs[row + col.BUMPS] = outcome.bumped.length ? 1 : 0;
+        obs[row + col.OWN_SCORE_AFTER] = outcome.scores[mover] / target;
+      } else if (outcome.giftTo === null) {
+        obs[row + col.POINTS_LOST] = 1;
+      } else {
+        obs[row + col.GIFTS] = 1;
+        obs[row + col.GIFT_WINS] = outcome.winner === outcome.giftTo ? 1 : 0;
+      }
+    }
+    return obs;
+  }
+
+  logits(obs) {
+    const net = this.meta.network;
+    return forward(net.plain, this.weights, net.input, net.output, obs);
+  }
+
+  /** The legal action with the highest logit (the first of equals). */
+  choose(obs, mask) {
+    const logits = this.logits(obs);
+    let best = -1;
+    for (let a = 0; a < NUM_ACTIONS; a++) if (mask[a] && (best < 0 || logits[a] > logits[best])) best = a;
+    return best;
+  }
+
+  /** The bot's action in the pending decision of `state` (the mover's). */
+  act(state) {
+    return this.choose(this.observe(state), legalMask(state, this.rules));
+  }
+}
+
+// ------------------------------------------------------------------ loading
+async function sha256Hex(buffer) {
+  const digest = await globalThis.crypto.subtle.digest("SHA-256", buffer);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A Bot from a bundle's files, `read(name)` giving each as an ArrayBuffer (or null if
+ * missing); every file is checked against its SHA-256 in bundle.json. */
+export async function bundleFrom(read, where) {
+  const raw = await read("bundle.json");
+  if (raw === null) throw new BundleError(`${where}: bundle.json is missing`);
+  let meta;
+  try {
+    meta = JSON.parse(new TextDecoder().decode(raw));
+  } catch (e) {
+    throw new BundleError(`${where}: bundle.json is unreadable: ${e.message.split("\n")[0]}`);
+  }
+  if (!meta || meta.format !== FORMAT) throw new BundleError(`${where}: bundle.json is not a 5000 bot bundle`);
+  const files = {};
+  for (const [name, info] of Object.entries(meta.files || {})) {
+    const data = await read(name);
+    if (data === null) throw new BundleError(`${where}: the bundle's ${name} is missing`);
+    if ((await sha256Hex(data)) !== info.sha256) {
+      throw new BundleError(`${where}: ${name} does not match its SHA-256 in bundle.json (corrupt or changed)`);
+    }
+    files[name] = data;
+  }
+  try {
+    const bot = new Bot(meta, files[meta.network.plain.weights], files[meta.tables.turn_ev.file]);
+    bot.files = files;
+    return bot;
+  } catch (e) {
+    if (e instanceof BundleError) throw new BundleError(`${where}: ${e.message}`);
+    throw new BundleError(`${where}: bundle.json lacks or garbles ${e.message.split("\n")[0]}`);
+  }
+}
+
+function arrayBuffer(bytes) {
+  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+}
+
+/** A Bot from a bundle folder on disk (Node). */
+export async function loadBundle(folder) {
+  const { readFile } = await import("node:fs/promises");
+  const read = async (name) => {
+    try {
+      return arrayBuffer(await readFile(`${folder}/${name}`));
+    } catch (e) {
+      if (e.code === "ENOENT" || e.code === "ENOTDIR") return null;
+      throw new BundleError(`${folder}: cannot read ${name}: ${e.message}`);
+    }
+  };
+  return bundleFrom(read, folder);
+}
+
+/** A Bot from a bundle served at `base` (a browser, static files). */
+export async function loadBundleFromUrl(base) {
+  const read = async (name) => {
+    const response = await fetch(new URL(name, base.endsWith("/") ? base : `${base}/`));
+    return response.ok ? response.arrayBuffer() : null;
+  };
+  return bundleFrom(read, base);
+}
+
+// ------------------------------------------------------------------ test vectors
+/** Every test vector recomputed: the vectors whose observation (to float32, and
+ * bit for bit), mask or action differ, and the time a decision took. */
+export function replay(bot) {
+  const cases = JSON.parse(new TextDecoder().decode(bot.files[bot.meta.test_vectors.file]));
+  const diffs = { observation: [], observation_bits: [], mask: [], action: [] };
+  const start = performance.now();
+  cases.vectors.forEach((c, i) => {
+    const obs = bot.observe(c.state, c.seat);
+    const want = new Float32Array(bot.size);
+    c.obs.index.forEach((j, k) => (want[j] = c.obs.value[k]));
+    let close = true;
+    let same = true;
+    for (let j = 0; j < bot.size; j++) {
+      if (obs[j] !== want[j]) same = false;
+      if (Math.abs(obs[j] - want[j]) > 1e-6 * Math.max(1, Math.abs(want[j]))) close = false;
+    }
+    if (!close) diffs.observation.push(i);
+    if (!same) diffs.observation_bits.push(i);
+    const mask = legalMask(c.state, bot.rules);
+    const legal = mask.flatMap((ok, a) => (ok ? [a] : []));
+    if (legal.join(",") !== c.legal.join(",")) diffs.mask.push(i);
+    if (bot.choose(obs, mask) !== c.action) diffs.action.push(i);
+  });
+  const n = cases.vectors.length;
+  return { vectors: n, ms_per_decision: (performance.now() - start) / Math.max(n, 1), differences: diffs };
+}
+
+async function main(argv) {
+  if (argv.length !== 1 || argv[0].startsWith("-")) {
+    console.error("usage: node fivethousand.mjs BUNDLE (replays its test vectors)");
+    return 2;
+  }
+  let result;
+  try {
+    result = replay(await loadBundle(argv[0]));
+  } catch (e) {
+    if (!(e instanceof BundleError)) throw e;
+    console.error(`error: ${e.message}`);
+    return 2;
+  }
+  const d = result.differences;
+  const count = Object.fromEntries(Object.entries(d).map(([k, v]) => [k, v.length]));
+  const first = Object.fromEntries(Object.entries(d).map(([k, v]) => [k, v.slice(0, 5)]));
+  const ms = Math.round(result.ms_per_decision * 1000) / 1000;
+  console.log(JSON.stringify({ vectors: result.vectors, differences: count, first, ms_per_decision: ms }));
+  return d.observation.length || d.mask.length || d.action.length ? 1 : 0;
+}
+
+const invoked = typeof process !== "undefined" && process.argv[1];
+if (invoked && import.meta.url === (await import("node:url")).pathToFileURL(invoked).href) {
+  process.exitCode = await main(process.argv.slice(2));
+}

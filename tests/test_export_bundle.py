@@ -1,0 +1,230 @@
+"""export.py AGENT --out DIR (issue 44 item 2): a self-contained bundle folder, what its
+bundle.json says, its test vectors against the toolkit, its provenance, and refusals."""
+
+import json
+import os
+import re
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents import make_policy
+from agents.exported import ExportedBot
+from envs.encoding import ObsSpec
+from envs.game import Game, GameState
+from envs.rules import Rules
+from envs.solver import turn_ev_table
+from fivethousand_rl import export
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundles") / "ppo-2p"
+    assert export.main(["ppo-2p", "--out", str(out)]) == 0
+    return out
+
+
+def read(bundle: Path, name: str = "bundle.json") -> dict:
+    return json.loads((bundle / name).read_text())
+
+
+def test_the_bundle_holds_its_files_with_their_hashes(bundle):
+    meta = read(bundle)
+    assert meta["format"] == export.BUNDLE_FORMAT and meta["format_version"] == 1
+    names = {"model.onnx", "model.json", "weights.bin", "turn_ev.f64", "test_vectors.json"}
+    assert set(meta["files"]) == names
+    assert {p.name for p in bundle.iterdir()} == names | {"bundle.json"}
+    for name, info in meta["files"].items():
+        assert export.sha256((bundle / name).read_bytes()) == info["sha256"]
+        assert (bundle / name).stat().st_size == info["bytes"]
+    assert not list(bundle.parent.glob(".*"))  # no partial folder left beside it
+
+
+def test_every_rule_field_and_the_scoring_are_recorded(bundle):
+    rules = read(bundle)["rules"]
+    for name, value in asdict(Rules()).items():
+        assert rules[name] == value and name in rules["meanings"]
+    assert rules["score_step"] == 100
+    assert rules["scoring"]["triple"]["1"] == 1100 and rules["scoring"]["straight"] == 1500
+
+
+def test_the_observation_layout_is_the_spec_s(bundle):
+    layout = read(bundle)["observation"]
+    spec = ObsSpec("rich", 2, Rules())
+    assert layout["size"] == spec.size == 2837 and layout["encoding"] == "rich"
+    slices = {s["name"]: (s["offset"], s["offset"] + s["size"]) for s in layout["slices"]}
+    assert slices == {name: (s.start, s.stop) for name, s in spec.slices.items()}
+    assert all(s["meaning"] for s in layout["slices"])
+    columns = layout["action_row"]["columns"]
+    assert layout["action_row"]["size"] == sum(c["size"] for c in columns) == 42
+    assert [c["index"] for c in columns] == sorted(c["index"] for c in columns)
+
+
+def test_the_turn_ev_table_is_the_solver_s_with_its_index(bundle):
+    table = read(bundle)["tables"]["turn_ev"]
+    value = np.frombuffer((bundle / table["file"]).read_bytes(), dtype="<f8")
+    solved = turn_ev_table(Rules())
+    assert value.reshape(table["shape"]).tobytes() == solved.value.astype("<f8").tobytes()
+    assert "min(total, 40000) // 50" in table["index"] and table["cap"] == solved.cap
+    entered, total, dice = 1, 1250, 3
+    flat = (entered * table["shape"][1] + min(total, table["cap"]) // table["step"]) * 6 + dice
+    assert value[flat] == solved.roll_value(True, total, dice)
+
+
+def test_the_actions_and_the_network_are_described(bundle):
+    meta = read(bundle)
+    assert meta["actions"]["count"] == 64 and meta["actions"]["bank_bit"] == 32
+    net = meta["network"]
+    assert net["input"] == "obs" and net["output"] == "logits" and net["file"] == "model.onnx"
+    plain = net["plain"]
+    assert {n["op"] for n in plain["nodes"]} <= set(export.PLAIN_OPS)
+    floats = [t for t in plain["tensors"].values() if t["dtype"] == "float32"]
+    assert sum(t["count"] for t in floats) * 4 == (bundle / "weights.bin").stat().st_size
+
+
+def rebuild(state: dict, rules: Rules) -> Game:
+    game = Game(len(state["scores"]), rules)
+    game.state = GameState.from_dict(state, rules)
+    return game
+
+
+def test_the_test_vectors_are_the_toolkit_s_on_real_games(bundle):
+    """At least 1,000 decisions of games against optimal, smart and turn-ev: each state
+    rebuilt gives the recorded observation and mask, and the exported bot's action."""
+    cases = read(bundle, "test_vectors.json")
+    assert cases["count"] == len(cases["vectors"]) >= 1000
+    assert {g["opponent"] for g in cases["games"]} == {"optimal", "smart", "turn-ev"}
+    spec, rules = ObsSpec("rich", 2, Rules()), Rules()
+    bot = ExportedBot(bundle / "model.onnx")
+    rng = np.random.default_rng(0)
+    for case in cases["vectors"]:
+        game = rebuild(case["state"], rules)
+        obs = spec.encode(game, case["seat"])
+        want = np.zeros(spec.size, dtype=np.float32)
+        want[case["obs"]["index"]] = case["obs"]["value"]
+        assert obs.tobytes() == want.tobytes()
+        assert export.sha256(obs.astype("<f4").tobytes()) == case["obs_sha256"]
+        assert np.flatnonzero(game.action_mask()).tolist() == case["legal"]
+        assert bot.act(game, rng) == case["action"]
+
+
+def absolute_paths(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in absolute_paths(v)]
+    if isinstance(value, list):
+        return [p for v in value for p in absolute_paths(v)]
+    if isinstance(value, str) and (os.path.isabs(value) or re.match(r"^[A-Za-z]:[\\/]", value)):
+        return [value]
+    return []
+
+
+def test_provenance_names_no_local_path(bundle):
+    meta = read(bundle)
+    provenance = meta["provenance"]
+    assert provenance["agent"] == "ppo-2p" and provenance["toolkit"] == "fivethousand-rl"
+    assert provenance["checkpoint_sha256"] and provenance["exported_at"]
+    assert provenance["git_commit"] is None or re.fullmatch(
+        r"[0-9a-f]{40}", provenance["git_commit"]
+    )
+    for name in ("bundle.json", "model.json"):
+        text = (bundle / name).read_text()
+        assert absolute_paths(json.loads(text)) == [] and str(ROOT) not in text
+        assert str(Path.home()) not in text
+
+
+def test_the_toolkit_plays_the_bundle_s_model(bundle):
+    bot = make_policy(str(bundle / "model.onnx"))
+    game = Game(2, seed=3)
+    game.roll()
+    assert bot.act(game, np.random.default_rng(0)) in game.legal_actions()
+
+
+def test_relative_drops_absolute_folders():
+    config = {"init_from": "/home/me/run/model.zip", "runs": ["C:\\runs\\a.zip", "rel/b.zip"]}
+    assert export._relative(config) == {"init_from": "model.zip", "runs": ["a.zip", "rel/b.zip"]}
+
+
+def not_loaded(*_args, **_kwargs):
+    raise AssertionError("a refused bundle must be refused before the checkpoint is loaded")
+
+
+@pytest.mark.parametrize("agent", ["planner-2p", "planner-multi"])
+def test_a_planner_is_refused_in_one_line(agent, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(export, "SB3Policy", not_loaded)
+    assert export.main([agent, "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {agent} is a planner") and "\n" not in err, err
+    assert "-o FILE.onnx" in err and list(tmp_path.iterdir()) == []
+
+
+BAD_FOLDERS = {
+    "a file": (lambda t: t / "a-file", "is a file"),
+    "a folder of other things": (lambda t: t / "other", "is not empty and holds no bundle"),
+    "two folders missing": (lambda t: t / "x" / "y" / "b", "does not exist"),
+    "an exported bot": (lambda t: t / "b", "takes an SB3 checkpoint"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FOLDERS)
+def test_bad_bundle_paths_are_refused_before_any_work(case, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(export, "SB3Policy", not_loaded)
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    (tmp_path / "bot.onnx").write_text("")
+    before = sorted(tmp_path.rglob("*"))
+    where, message = BAD_FOLDERS[case]
+    agent = str(tmp_path / "bot.onnx") if case == "an exported bot" else "ppo-2p"
+    assert export.main([agent, "--out", str(where(tmp_path))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err, err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_out_ending_in_onnx_and_o_export_one_file(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(export, "export", lambda c, o: calls.append(Path(o)) or {"kind": "x"})
+    monkeypatch.setattr(export, "export_bundle", not_loaded)
+    with pytest.raises(KeyError):  # the fake metadata lacks a spec: only the call matters
+        export.main(["ppo-2p", "--out", str(tmp_path / "bot.onnx")])
+    with pytest.raises(KeyError):
+        export.main(["ppo-2p", "-o", str(tmp_path / "other.onnx")])
+    assert calls == [tmp_path / "bot.onnx", tmp_path / "other.onnx"]
+
+
+def test_o_and_out_together_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        export.main(["ppo-2p", "-o", "a.onnx", "--out", "b"])
+    assert "not both" in capsys.readouterr().err
+
+
+def test_a_network_of_other_operators_is_refused(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["obs"], ["logits"])],
+        "g",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 64])],
+    )
+    onnx.save(helper.make_model(graph), str(tmp_path / "m.onnx"))
+    with pytest.raises(export.BundleRefused, match="operators Softmax, which the bundle"):
+        export.plain_network(tmp_path / "m.onnx")
+
+
+def test_a_new_bundle_replaces_an_old_one_whole(tmp_path):
+    out, new = tmp_path / "b", tmp_path / ".b.partial"
+    out.mkdir()
+    (out / "bundle.json").write_text("old")
+    (out / "stale.bin").write_text("old")
+    new.mkdir()
+    (new / "bundle.json").write_text("new")
+    export._put_in_place(new, out)
+    assert [p.name for p in out.iterdir()] == ["bundle.json"]
+    assert (out / "bundle.json").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
