@@ -44,6 +44,7 @@ from agents.exported import (
     exported_planner,
     masked_choice,
     metadata_path,
+    read_metadata,
 )
 from agents.neural import (
     OBS_SPEC_ATTRIBUTE,
@@ -625,13 +626,16 @@ def check_bundle_paths(checkpoint: Path, out: Path, name: str) -> None:
     """CheckpointError (BundleRefused for a planner) or ValueError, in one line, unless
     `checkpoint` is a single network from observation to action and `out` a folder a
     bundle may be written to: checked before any work."""
-    if checkpoint.suffix == ".npz" and npz_kind(checkpoint) == KIND:
+    planner = checkpoint.suffix == ".npz" and npz_kind(checkpoint) == KIND
+    if checkpoint.suffix == ".onnx":  # an exported bot: bundled as it is, without torch
+        planner = read_metadata(checkpoint)["kind"] == "planner"
+    if planner:
         raise BundleRefused(
             f"{name} is a planner: it plans each turn in Python around its value network, "
             "so it is not one network from observation to action, which a bundle holds "
             "(export its value network with -o FILE.onnx)"
         )
-    if checkpoint.suffix != ".zip":
+    if checkpoint.suffix not in (".zip", ".onnx"):
         check_paths(checkpoint, out / MODEL_FILE)  # the words of the .onnx export
     if os.path.lexists(out) and not out.is_dir():
         raise ValueError(f"the bundle folder {out} is a file")
@@ -662,8 +666,12 @@ def export_bundle(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        meta = export(checkpoint, tmp / MODEL_FILE)
-        meta["provenance"] = _relative(meta["provenance"])  # the toolkit's own metadata
+        if checkpoint.suffix == ".onnx":  # exported already: its graph as it is
+            meta = read_metadata(checkpoint)
+            shutil.copyfile(checkpoint, tmp / MODEL_FILE)
+        else:
+            meta = export(checkpoint, tmp / MODEL_FILE)
+        meta["provenance"] = _relative(meta.get("provenance") or {})  # model.json's too
         metadata_path(tmp / MODEL_FILE).write_text(json.dumps(meta, indent=2))
         bot = ExportedBot(tmp / MODEL_FILE)
         network, weights = plain_network(tmp / MODEL_FILE)
@@ -713,11 +721,12 @@ def export_bundle(
             "provenance": {
                 "agent": name,
                 "kind": meta["kind"],
-                "checkpoint_sha256": meta["provenance"]["checkpoint_sha256"],
+                "checkpoint_sha256": meta["provenance"].get("checkpoint_sha256"),
                 "toolkit": "fivethousand-rl",
                 "toolkit_version": toolkit_version(),
                 "git_commit": git_commit(),
-                "exported_at": meta["provenance"]["exported_at"],
+                "exported_at": meta["provenance"].get("exported_at"),
+                "bundled_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 "versions": {
                     k: v for k, v in meta["provenance"].items() if k in ("torch", "sb3_contrib")
                 }
@@ -726,7 +735,7 @@ def export_bundle(
                     "onnxruntime": _version("onnxruntime"),
                     "numpy": np.__version__,
                 },
-                "training_config": meta["provenance"]["training_config"],
+                "training_config": meta["provenance"].get("training_config", {}),
             },
         }
         (tmp / BUNDLE_FILE).write_text(json.dumps(bundle, indent=1))
@@ -769,7 +778,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument(
         "checkpoint",
         help=f"a shipped agent ({', '.join(SHIPPED)}), an SB3 checkpoint (.zip) or a value "
-        "net (.npz)",
+        "net (.npz); for --out DIR also an exported PPO bot (.onnx, its .json beside it)",
     )
     p.add_argument(
         "-o",

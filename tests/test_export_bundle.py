@@ -165,7 +165,8 @@ BAD_FOLDERS = {
     "a file": (lambda t: t / "a-file", "is a file"),
     "a folder of other things": (lambda t: t / "other", "is not empty and holds no bundle"),
     "two folders missing": (lambda t: t / "x" / "y" / "b", "does not exist"),
-    "an exported bot": (lambda t: t / "b", "takes an SB3 checkpoint"),
+    "an exported bot without metadata": (lambda t: t / "b", "has no metadata file"),
+    "another kind of file": (lambda t: t / "b", "takes an SB3 checkpoint (.zip) or a value net"),
 }
 
 
@@ -176,9 +177,14 @@ def test_bad_bundle_paths_are_refused_before_any_work(case, tmp_path, capsys, mo
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     (tmp_path / "bot.onnx").write_text("")
+    (tmp_path / "bot.pt").write_text("")
     before = sorted(tmp_path.rglob("*"))
     where, message = BAD_FOLDERS[case]
-    agent = str(tmp_path / "bot.onnx") if case == "an exported bot" else "ppo-2p"
+    agents = {
+        "an exported bot without metadata": tmp_path / "bot.onnx",
+        "another kind of file": tmp_path / "bot.pt",
+    }
+    agent = str(agents.get(case, "ppo-2p"))
     assert export.main([agent, "--out", str(where(tmp_path))]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err, err
@@ -228,3 +234,28 @@ def test_a_new_bundle_replaces_an_old_one_whole(tmp_path):
     assert [p.name for p in out.iterdir()] == ["bundle.json"]
     assert (out / "bundle.json").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+
+
+def test_an_exported_bot_is_bundled_as_it_is_without_torch(bundle, tmp_path, monkeypatch):
+    """The light install's shipped agents are their .onnx exports: bundled from the graph
+    and its metadata, nothing exported again; the same network gives the same vectors."""
+    monkeypatch.setattr(export, "SB3Policy", not_loaded)
+    monkeypatch.setattr(export, "export", not_loaded)
+    out = tmp_path / "again"
+    assert export.main([str(bundle / "model.onnx"), "--out", str(out), "--vectors", "50"]) == 0
+    assert (out / "model.onnx").read_bytes() == (bundle / "model.onnx").read_bytes()
+    first, again = read(bundle, "test_vectors.json"), read(out, "test_vectors.json")
+    assert again["vectors"] == first["vectors"][: len(again["vectors"])]
+    meta = read(out)
+    assert (
+        meta["provenance"]["checkpoint_sha256"] == read(bundle)["provenance"]["checkpoint_sha256"]
+    )
+    assert absolute_paths(meta) == [] and absolute_paths(read(out, "model.json")) == []
+
+
+def test_an_exported_planner_is_refused_as_a_planner(tmp_path, capsys):
+    assert export.main(["planner-2p", "-o", str(tmp_path / "p.onnx")]) == 0
+    capsys.readouterr()
+    assert export.main([str(tmp_path / "p.onnx"), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is a planner" in err and "\n" not in err and not (tmp_path / "b").exists()
