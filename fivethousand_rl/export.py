@@ -263,6 +263,8 @@ MODEL_FILE = "model.onnx"  # with model.json beside it: the toolkit plays it as 
 WEIGHTS_FILE = "weights.bin"
 TURN_EV_FILE = "turn_ev.f64"
 VECTORS_FILE = "test_vectors.json"
+MESSAGES_FILE = "messages.json"  # the texts of the bundle's web page (ports/web), translated
+MESSAGES_FORMAT = "fivethousand-rl page messages"
 DEFAULT_VECTORS = 1000
 # The ONNX operators the bundle's plain network layout describes (ONNX semantics, batch
 # axis first): what the reference ports' forward passes implement.
@@ -338,6 +340,98 @@ RULE_MEANINGS = {
     "'lost': always lost (R9, V3)",
     "fifty_rule": "a turn total ending in 50 may not be banked (R8, V4)",
 }
+
+
+# The texts of the page that plays a bundle in a browser (ports/web/play.mjs), as
+# msgids of the project's catalogues (envs/locale), every one of them already translated
+# there for the web app or the terminal: a plural one is (singular, plural).
+PAGE_MESSAGES: tuple[str | tuple[str, str], ...] = (
+    "5000 - dice against the bots",
+    "New game",
+    "Roll",
+    "Bank",
+    "dice",
+    "you",
+    "entered",
+    "not entered",
+    "+{points} this turn",
+    "Rules: {rules}.",
+    "exactly {target} wins",
+    "{entry} to enter",
+    "bumps",
+    "no bumps",
+    "overshoot gift",
+    "overshoot lost",
+    "the 50 rule",
+    "no 50 rule",
+    "hold free",
+    "hold all",
+    ", ",
+    "{first} and {last}",
+    "Turn {turn}: your move. Click dice to hold them, then roll or bank.",
+    "Turn {turn}: you roll...",
+    "Turn {turn}: {name} is playing...",
+    ("Game over after {n} turn: you win.", "Game over after {n} turns: you win."),
+    ("Game over after {n} turn: {name} won.", "Game over after {n} turns: {name} won."),
+    "You won!",
+    "{name} won.",
+    (
+        "turn total {total} · {n} die in play · held this turn:",
+        "turn total {total} · {n} dice in play · held this turn:",
+    ),
+    "nothing yet",
+    "die showing {face}",
+    "die {position} showing {face}",
+    "die {position} showing {face} (does not score)",
+    "A {face} does not score here: it cannot be held.",
+    "Click the dice to hold (keys 1-5), then Roll or Bank.",
+    "Under the hold rule 'all' every scoring die is held.",
+    "That hold is not allowed: every die held must score.",
+    "Holding these makes {total}; {why}.",
+    "Holding these makes {total}.",
+    "can't bank {total}: it {why}",
+    "nothing to bank",
+    "ends in 50",
+    "is under the {entry} needed to enter",
+    "{who} rolled {dice}",
+    "{who} rolled {dice}: bust, lost {points}",
+    "{who} rolled {dice}: bust",
+    "{who} held {dice}, turn total {total}",
+    "{bank} (held {dice})",
+    "{who} banked {total}, now {score}",
+    "{who} banked {total}, now {score}, which bumped {bumped} to 0",
+    "{who} banked {total} and won with exactly {score}",
+    "{who} banked {total}: overshoot, gift of {total} to {to}, now {now}",
+    "{who} banked {total}: overshoot, gift of {total} to {to}, who won with exactly {now}",
+    "{who} banked {total}: overshoot, the points are lost ({why})",
+    "overshoots are lost under these rules",
+    "nobody else has {entry} or more",
+    "it would take {who} past {target}",
+)
+
+
+def page_messages() -> dict:
+    """messages.json: the page's texts (``PAGE_MESSAGES``) in each language of the
+    project, from its gettext catalogues (``envs.i18n.catalogue_json``): a msgid to its
+    translation, a plural one to its forms by CLDR category (``Intl.PluralRules`` picks
+    one). English is the msgids themselves; a text a catalogue lacks stays English."""
+    from envs import i18n
+
+    keys = [m if isinstance(m, str) else m[0] for m in PAGE_MESSAGES]
+    languages = {}
+    for lang, name in i18n.LANGUAGES.items():
+        catalogue = i18n.catalogue_json(lang)["messages"]
+        own = {k: catalogue[k] for k in keys if k in catalogue}
+        languages[lang] = {"name": name, "messages": own}
+    return {
+        "format": MESSAGES_FORMAT,
+        "source_language": i18n.SOURCE_LANGUAGE,
+        "msgids": [list(m) if isinstance(m, tuple) else m for m in PAGE_MESSAGES],
+        "placeholders": "{name} is filled in, numbers written as the language writes them",
+        "plurals": "a plural text is its forms by CLDR plural category (one, few, many, "
+        "other), chosen with the language's plural rules",
+        "languages": languages,
+    }
 
 
 class BundleRefused(CheckpointError):
@@ -680,6 +774,8 @@ def export_bundle(
         (tmp / WEIGHTS_FILE).write_bytes(weights)
         (tmp / TURN_EV_FILE).write_bytes(table_bytes)
         (tmp / VECTORS_FILE).write_text(json.dumps(cases, separators=(",", ":")))
+        messages = page_messages()
+        (tmp / MESSAGES_FILE).write_text(json.dumps(messages, ensure_ascii=False))
         files = {
             f: {"sha256": sha256((tmp / f).read_bytes()), "bytes": (tmp / f).stat().st_size}
             for f in (
@@ -688,6 +784,7 @@ def export_bundle(
                 WEIGHTS_FILE,
                 TURN_EV_FILE,
                 VECTORS_FILE,
+                MESSAGES_FILE,
             )
         }
         bundle = {
@@ -717,6 +814,7 @@ def export_bundle(
             },
             "tables": {"turn_ev": table},
             "test_vectors": {"file": VECTORS_FILE, "count": cases["count"], "seed": seed},
+            "messages": {"file": MESSAGES_FILE, "languages": list(messages["languages"])},
             "files": files,
             "provenance": {
                 "agent": name,

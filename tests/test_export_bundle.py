@@ -36,6 +36,7 @@ def test_the_bundle_holds_its_files_with_their_hashes(bundle):
     meta = read(bundle)
     assert meta["format"] == export.BUNDLE_FORMAT and meta["format_version"] == 1
     names = {"model.onnx", "model.json", "weights.bin", "turn_ev.f64", "test_vectors.json"}
+    names.add("messages.json")  # the texts of the page of ports/web, translated
     assert set(meta["files"]) == names
     assert {p.name for p in bundle.iterdir()} == names | {"bundle.json"}
     for name, info in meta["files"].items():

@@ -18,12 +18,19 @@
 // A state: `scores` (banked score of each seat), `current` (the seat to move),
 // `turn_total` (points held this turn before this roll), `roll` (the dice awaiting the
 // decision, any order).
+//
+// The game itself, for a page or a program that plays whole games (envs.game.Game's
+// steps, pure functions on a state as GameState.to_dict writes it):
+//
+//   let state = newGame(2);                            // seat 0 rolls first
+//   ({ state } = rollDice(state, [1, 5, 2, 3, 3], bot.rules));   // the dice: yours to draw
+//   ({ state } = applyAction(state, bot.act(state), bot.rules));
 
 export const FORMAT = "fivethousand-rl bot bundle";
 export const FORMAT_VERSION = 1;
 const NUM_DICE = 5;
 const NUM_ACTIONS = 64;
-const BANK_BIT = 32;
+export const BANK_BIT = 32;
 
 export class BundleError extends Error {}
 
@@ -81,7 +88,10 @@ export function canBank(banked, total, rules) {
   return banked > 0 || total >= rules.entry;
 }
 
-/** What banking `total` does (R9). */
+/** What banking `total` does (R9): every seat's `scores` afterwards, the `winner` (or
+ * null), the seats `bumped` to 0, whether it `overshoot`s the target, and then who it is
+ * a gift to (`giftTo`) or, lost although a player had entered, whom it would have taken
+ * past the target (`lostCandidate`), as envs.game.bank_outcome. */
 export function bank(scores, banker, total, rules) {
   const n = scores.length;
   const target = rules.target;
@@ -92,7 +102,8 @@ export function bank(scores, banker, total, rules) {
         ? scores.flatMap((s, p) => (p !== banker && s === next ? [p] : []))
         : [];
     const after = scores.map((s, p) => (p === banker ? next : bumped.includes(p) ? 0 : s));
-    return { scores: after, winner: next === target ? banker : null, bumped, overshoot: false };
+    const winner = next === target ? banker : null;
+    return { scores: after, winner, bumped, overshoot: false, giftTo: null, lostCandidate: null };
   }
   let receiver = null;
   if (rules.overshoot === "gift") {
@@ -102,18 +113,22 @@ export function bank(scores, banker, total, rules) {
         receiver = p;
       }
     }
-    if (receiver !== null && scores[receiver] + total > target) receiver = null;
   }
+  let lostCandidate = null; // lost although someone had entered: it would take them past
+  if (receiver !== null && scores[receiver] + total > target) [lostCandidate, receiver] = [receiver, null];
   const after = [...scores];
   let winner = null;
   if (receiver !== null) {
     after[receiver] += total;
     if (after[receiver] === target) winner = receiver;
   }
-  return { scores: after, winner, overshoot: true, giftTo: receiver };
+  return { scores: after, winner, bumped: [], overshoot: true, giftTo: receiver, lostCandidate };
 }
 
-/** Every legal action of the pending decision, by ascending action, with where it leads. */
+/** Every legal action of the pending decision, by ascending action, with where it leads:
+ * the dice `held` (sorted), their `points`, the turn `total` after them, the `diceLeft`
+ * to roll (5 after hot dice), whether that total `mayBank`, and a banking action's
+ * outcome (`bank`, else null). */
 export function moves(state, rules) {
   const roll = [...state.roll].sort((a, b) => a - b);
   const scores = state.scores;
@@ -124,7 +139,7 @@ export function moves(state, rules) {
     const total = state.turn_total + points;
     const diceLeft = roll.length - held.length || NUM_DICE; // hot dice (R6)
     const mayBank = canBank(entered, total, rules);
-    const move = { points, total, diceLeft, mayBank };
+    const move = { held, points, total, diceLeft, mayBank };
     out.push({ ...move, action: bits, bank: null });
     if (mayBank) out.push({ ...move, action: bits | BANK_BIT, bank: bank(scores, mover, total, rules) });
   }
@@ -136,6 +151,108 @@ export function legalMask(state, rules) {
   const mask = new Array(NUM_ACTIONS).fill(false);
   for (const m of moves(state, rules)) mask[m.action] = true;
   return mask;
+}
+
+// ------------------------------------------------------------------ the game
+// envs.game.Game's steps as pure functions: each takes a state as GameState.to_dict
+// writes it ({scores, current, turn_total, dice_left, roll, held, phase, winner, turns})
+// and returns {state, event}, a new state and what happened, leaving its argument as it
+// was. A chance step rolls (the caller draws the dice: a page from crypto, a replay from
+// its record), a decision step applies an action; a bust ends the turn at once (R4).
+export const ROLL = "roll";
+export const DECIDE = "decide";
+export const OVER = "over";
+
+export class GameError extends Error {}
+
+/** A new game: `players` seats at 0, seat `first` to roll. */
+export function newGame(players, first = 0) {
+  if (!Number.isInteger(players) || players < 2 || players > 8) {
+    throw new GameError(`a game has 2 to 8 players, not ${players}`);
+  }
+  if (!Number.isInteger(first) || first < 0 || first >= players) {
+    throw new GameError(`first must be a seat 0..${players - 1}, not ${first}`);
+  }
+  return {
+    scores: new Array(players).fill(0),
+    current: first,
+    turn_total: 0,
+    dice_left: NUM_DICE,
+    roll: null,
+    held: [],
+    phase: ROLL,
+    winner: null,
+    turns: 0,
+  };
+}
+
+function endTurn(state, scores) {
+  return {
+    ...state,
+    scores,
+    current: (state.current + 1) % scores.length,
+    turn_total: 0,
+    dice_left: NUM_DICE,
+    roll: null,
+    held: [],
+    phase: ROLL,
+    turns: state.turns + 1,
+  };
+}
+
+/** The chance step: the mover rolls `dice` (the dice not held, any order; R4, R6).
+ * Event {kind: "rolled", seat, dice (sorted), bust, turn_total (held before it)}. */
+export function rollDice(state, dice, rules) {
+  if (state.phase !== ROLL) throw new GameError(`cannot roll now: the game is in the ${state.phase} phase`);
+  const ok = Array.isArray(dice) && dice.every((d) => Number.isInteger(d) && d >= 1 && d <= 6);
+  if (!ok || dice.length !== state.dice_left) {
+    throw new GameError(`the roll must be ${state.dice_left} dice 1..6, got ${JSON.stringify(dice)}`);
+  }
+  const roll = [...dice].sort((a, b) => a - b);
+  const bust = holds(roll, { ...rules, hold: "free" }).length === 0; // nothing scores (R3)
+  const event = { kind: "rolled", seat: state.current, dice: roll, bust, turn_total: state.turn_total };
+  if (bust) return { state: endTurn(state, [...state.scores]), event };
+  return { state: { ...state, roll, phase: DECIDE }, event };
+}
+
+/** The decision step: hold the dice of `action` and bank or roll on (R5-R9). Event
+ * {kind: "moved", seat, roll, move} (`move` as `moves` gives it). A GameError, naming
+ * the legal actions, if the rules do not allow it. */
+export function applyAction(state, action, rules) {
+  if (state.phase !== DECIDE) throw new GameError(`no decision is due: the game is in the ${state.phase} phase`);
+  const legal = moves(state, rules);
+  const move = legal.find((m) => m.action === action);
+  if (!move) {
+    const actions = legal.map((m) => m.action).join(", ");
+    throw new GameError(`illegal action ${action} for roll ${state.roll.join(" ")}; legal: ${actions}`);
+  }
+  const event = { kind: "moved", seat: state.current, roll: state.roll, move };
+  const next = {
+    ...state,
+    turn_total: move.total,
+    dice_left: move.diceLeft,
+    roll: null,
+    held: [...state.held, move.held],
+    phase: ROLL,
+  };
+  if (move.bank === null) return { state: next, event };
+  const ended = endTurn(next, move.bank.scores);
+  if (move.bank.winner === null) return { state: ended, event };
+  return { state: { ...ended, phase: OVER, winner: move.bank.winner }, event };
+}
+
+/** `n` dice from `random` (a function giving a float in [0, 1), e.g. Math.random or a
+ * seeded generator's), or, without it, from the platform's cryptographic generator. */
+export function randomDice(n, random) {
+  if (random) return Array.from({ length: n }, () => 1 + Math.floor(random() * 6));
+  const out = [];
+  const word = new Uint32Array(1);
+  const fair = 2 ** 32 - (2 ** 32 % 6); // rejection keeps the six faces equally likely
+  while (out.length < n) {
+    globalThis.crypto.getRandomValues(word);
+    if (word[0] < fair) out.push(1 + (word[0] % 6));
+  }
+  return out;
 }
 
 // ------------------------------------------------------------------ the network

@@ -1,0 +1,287 @@
+"""The static page of ports/web (issue 44 item 3): a person plays a whole game against
+a bundle's bot in Debian's Chromium (driven by Playwright), the page and the bundle
+served as plain static files by http.server, nothing else. Every decision of the bot
+is legal and is the Python port's for that state; the page logs no error, shows the
+player's language (from the browser's) with no English left, and axe-core finds no
+serious or critical accessibility problem. The page's texts are msgids of the project's
+catalogues, each in the bundle's messages.json."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from envs import i18n
+from envs.game import DECIDE, GameState
+from envs.rules import Rules
+from fivethousand_rl import export
+
+pytest.importorskip("playwright", reason="the browser tests need playwright (dev extras)")
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PORTS = ROOT / "ports"
+PAGE_SCRIPT = PORTS / "web" / "play.mjs"
+AXE = ROOT / "tests" / ".axe" / "node_modules" / "axe-core" / "axe.min.js"
+CHROMIUM = shutil.which("chromium")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium on PATH (as root: apt-get install -y chromium)"
+)
+LOCALES = {"fr": "fr-FR", "ms": "ms-MY", "ru": "ru-RU", "hi": "hi-IN"}
+SEED = 3  # the page's dice (?seed=): any seed plays a whole game
+# What a translated page may show in Latin letters: the bot's name.
+NAMES = {"ppo"}
+VISIBLE_TEXT = """() => {
+  const bits = [document.title, document.body.innerText];
+  for (const el of document.querySelectorAll('[aria-label],[title],[alt]'))
+    for (const a of ['aria-label', 'title', 'alt'])
+      if (el.getAttribute(a)) bits.push(el.getAttribute(a));
+  return bits.join('\\n');
+}"""
+
+
+# ------------------------------------------------------------------ the page's texts
+def page_msgids() -> set[str]:
+    """The msgids play.mjs passes to _() and ngettext() (the singular of a plural)."""
+    source = PAGE_SCRIPT.read_text()
+    return set(re.findall(r"""\b(?:_|ngettext)\(\s*"((?:[^"\\]|\\.)*)\"""", source))
+
+
+def test_the_page_s_texts_are_the_bundle_s_messages_and_the_catalogues():
+    listed = {m if isinstance(m, str) else m[0] for m in export.PAGE_MESSAGES}
+    assert page_msgids() == listed
+    template = i18n.TEMPLATE.read_text()
+    for m in export.PAGE_MESSAGES:
+        for msgid in [m] if isinstance(m, str) else m:
+            assert f"msgid {json.dumps(msgid, ensure_ascii=False)}" in template or (
+                f"msgid_plural {json.dumps(msgid, ensure_ascii=False)}" in template
+            ), f"{msgid!r} is not in envs/locale/messages.pot"
+    messages = export.page_messages()
+    assert set(messages["languages"]) == set(i18n.LANGUAGES)
+    for lang, own in messages["languages"].items():
+        if lang != i18n.SOURCE_LANGUAGE:
+            assert set(own["messages"]) == listed, f"{lang} lacks a text of the page"
+
+
+# ------------------------------------------------------------------ serving
+class Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # no request lines in the test output
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """ports/web and ports/js as they are laid out in a clone, with the ppo-2p bundle
+    exported into web/bundle/, where the page looks by default."""
+    root = tmp_path_factory.mktemp("site")
+    shutil.copytree(PORTS / "web", root / "web", ignore=shutil.ignore_patterns("bundle"))
+    shutil.copytree(PORTS / "js", root / "js")
+    assert export.main(["ppo-2p", "--out", str(root / "web" / "bundle")]) == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    handler = functools.partial(Quiet, directory=str(site))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/web/"
+    finally:
+        httpd.shutdown()
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def opened(browser, server: str, locale: str = "en-US", delay: int = 0):
+    """A page on the game (its dice seeded, the bot without pauses) and the errors it
+    logs, once it waits for the person or shows the end."""
+    context = browser.new_context(locale=locale, viewport={"width": 900, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}index.html?seed={SEED}&delay={delay}")
+    settle(page)
+    return page, errors
+
+
+def settle(page) -> str:
+    page.wait_for_function(
+        "() => ['you', 'over', 'error'].includes(document.body.dataset.status)", timeout=30_000
+    )
+    status = page.evaluate("document.body.dataset.status")
+    assert status != "error", page.inner_text("#headline")
+    return status
+
+
+def hold_every_scoring_die(page) -> None:
+    """Click each die that may be held and is not yet (the page redraws on each click)."""
+    count = page.locator("#dice button.die").count()
+    for i in range(count):
+        die = page.locator(f'#dice button.die[data-pos="{i}"]')
+        if die.is_enabled() and die.get_attribute("aria-pressed") != "true":
+            die.click()
+            assert die.get_attribute("aria-pressed") == "true"
+
+
+def play_one_move(page) -> None:
+    """The person's move: hold every scoring die, bank when allowed, else roll on."""
+    hold_every_scoring_die(page)
+    if page.locator("#bank").is_enabled():
+        page.click("#bank")
+    else:
+        assert page.locator("#roll").is_enabled(), page.inner_text("#note")
+        page.click("#roll")
+
+
+def play_to_the_end(page, moves: int = 2000) -> int:
+    for n in range(moves):
+        if settle(page) == "over":
+            return n
+        play_one_move(page)
+    raise AssertionError("the game did not end")
+
+
+# ------------------------------------------------------------------ language
+def english_words(lang: str) -> set[str]:
+    """Words of the page's English texts that `lang`'s translations of them never use."""
+    catalogue = export.page_messages()["languages"][lang]["messages"]
+    english = " ".join(m if isinstance(m, str) else " ".join(m) for m in export.PAGE_MESSAGES)
+    own = " ".join(v if isinstance(v, str) else " ".join(v.values()) for v in catalogue.values())
+
+    def words(text: str) -> set[str]:
+        return {w.lower() for w in re.findall(r"\b[A-Za-z]{3,}\b", re.sub(r"\{\w+\}", "", text))}
+
+    return words(english) - words(own)
+
+
+def untranslated(page, lang: str) -> list[str]:
+    """The English words the page shows in `lang` (in Cyrillic or Devanagari, any Latin
+    word but the bot's name)."""
+    text = page.evaluate(VISIBLE_TEXT)
+    found = set(re.findall(r"\b[A-Za-z][A-Za-z-]{2,}\b", text))
+    found = {w for w in found if w.split("-")[0].lower() not in NAMES}
+    if lang in ("ru", "hi"):
+        return sorted(found)
+    return sorted(w for w in found if w.lower() in english_words(lang))
+
+
+def serious_violations(page) -> list[dict]:
+    """axe-core's serious and critical violations on the page as it is."""
+    page.evaluate(AXE.read_text())  # not a script tag: the page's CSP allows none inline
+    found = page.evaluate(
+        """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+            .map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join())}))"""
+    )
+    return [v for v in found if v["impact"] in ("serious", "critical")]
+
+
+# ------------------------------------------------------------------ the tests
+def check_decisions(decisions: list[dict], bundle: Path) -> None:
+    """Each decision of the bot: a legal action, the Python port's for that state."""
+    port = load_python_port().Bundle(bundle)
+    rules = Rules()
+    for d in decisions:
+        state = GameState.from_dict(d["state"], rules)  # a valid state of the engine's
+        assert state.phase == DECIDE and state.current == 1
+        legal = [a for a, ok in enumerate(port_mask(d["state"], port)) if ok]
+        assert d["legal"] == legal and d["action"] in legal, d
+        assert port.act(d["state"]) == d["action"], d
+
+
+def load_python_port():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fivethousand_port", PORTS / "python" / "fivethousand_port.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def port_mask(state: dict, port) -> list[bool]:
+    return load_python_port().legal_mask(state, port.rules).tolist()
+
+
+@needs_chromium
+def test_a_whole_game_in_french_by_clicking(browser, server, site):
+    page, errors = opened(browser, server, LOCALES["fr"])
+    assert page.evaluate("document.documentElement.lang") == "fr"
+    assert untranslated(page, "fr") == [], "the first move"
+    if AXE.is_file():
+        assert serious_violations(page) == [], "the person's move"
+    hold_every_scoring_die(page)
+    assert page.inner_text("#note") and untranslated(page, "fr") == [], "a hold chosen"
+    moves = play_to_the_end(page)
+    assert moves > 0
+    state = page.evaluate("fivethousandPage.state")
+    assert state["phase"] == "over" and state["scores"][state["winner"]] == 5000
+    assert page.locator("#over").is_visible() and page.inner_text("#over")
+    assert page.locator("#roll").is_disabled() and page.locator("#bank").is_disabled()
+    decisions = page.evaluate("fivethousandPage.decisions")
+    assert decisions, "the bot made no decision"
+    check_decisions(decisions, site / "web" / "bundle")
+    assert page.locator("#log li").count() > len(decisions)
+    assert untranslated(page, "fr") == [], "the end"
+    if AXE.is_file():
+        assert serious_violations(page) == [], "the end"
+    assert errors == []
+    page.context.close()
+
+
+@needs_chromium
+def test_new_game_and_the_bot_s_turn_step_by_step(browser, server, site):
+    """The bot's turn shown a step at a time (here 300 ms a step), the buttons disabled
+    meanwhile; New game starts again, the bot first this time."""
+    page, errors = opened(browser, server, "en-US", delay=300)
+    assert page.evaluate("document.documentElement.lang") == "en"
+    assert page.inner_text("#roll") == "Roll" and page.inner_text("#bank") == "Bank"
+    page.click("#new-game")
+    page.wait_for_function("() => document.body.dataset.status === 'bot'")
+    assert page.locator("#roll").is_disabled() and page.locator("#bank").is_disabled()
+    assert "is playing" in page.inner_text("#headline")
+    page.wait_for_function("() => document.querySelectorAll('#log li').length >= 2")
+    settle(page)
+    decisions = page.evaluate("fivethousandPage.decisions")
+    check_decisions(decisions, site / "web" / "bundle")
+    assert errors == []
+    page.context.close()
+
+
+@needs_chromium
+@pytest.mark.parametrize("lang", ["ms", "ru", "hi"])
+def test_the_page_speaks_the_browser_s_language(browser, server, lang):
+    page, errors = opened(browser, server, LOCALES[lang])
+    assert page.evaluate("document.documentElement.lang") == lang
+    hold_every_scoring_die(page)
+    assert untranslated(page, lang) == []
+    assert errors == []
+    page.context.close()
+
+
+@needs_chromium
+def test_a_missing_bundle_is_said_in_one_line(browser, server):
+    page = browser.new_page()
+    page.goto(f"{server}index.html?bundle=nowhere/")
+    page.wait_for_function("() => document.body.dataset.status === 'error'")
+    text = page.inner_text("#headline")
+    assert text.startswith("error: ") and "bundle.json is missing" in text and "\n" not in text
+    assert page.locator("#new-game").is_disabled()
+    page.close()
