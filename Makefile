@@ -8,12 +8,14 @@ PY := $(VENV)/bin/python
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# The clone's environment has the training extra (torch, sb3-contrib, matplotlib, onnx);
+# `pip install .` alone is the light install that plays, serves and evaluates.
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e '.[train]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,ray]'
+	$(PY) -m pip install --quiet -e '.[train,dev,ray]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed

@@ -14,7 +14,7 @@ from agents.batched import (
 )
 from agents.function_agent import FunctionAgent, from_function
 from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
-from agents.shipped import SHIPPED, shipped_model
+from agents.shipped import SHIPPED, needs_extra, shipped_model, training_installed
 from envs.policy import Policy
 
 BOT_NAMES = (
@@ -74,6 +74,10 @@ def make_policy(spec: str | Policy) -> Policy:
     if spec.strip().endswith(MODEL_SUFFIXES):  # a device, a FIFO, a bomb: refused unread
         check_model_file(spec.strip())
     if spec.strip().endswith(".zip"):
+        if not training_installed():  # the light install: one line naming the extra
+            from agents.neural import CheckpointError
+
+            raise CheckpointError(needs_extra(f"the MaskablePPO checkpoint {spec.strip()}"))
         from agents.neural import SB3Policy  # torch is imported only when needed
 
         return SB3Policy(spec.strip())
@@ -90,8 +94,12 @@ def make_policy(spec: str | Policy) -> Policy:
     name, _, arg = spec.strip().partition(":")
     if arg == "" and name in _SIMPLE:
         return _SIMPLE[name]()
-    if arg == "" and name in SHIPPED:
-        return make_policy(str(shipped_model(name)))
+    if arg == "" and name in SHIPPED:  # its ONNX export where the training extra is missing
+        path = shipped_model(name)
+        policy = make_policy(str(path))
+        if path.suffix == ".onnx":
+            policy.name = name  # named as its folder, not its file (model.onnx)
+        return policy
     if name == "threshold":
         if arg.isascii() and arg.isdigit():  # not '²', which int() refuses
             return BatchedThresholdBot(int(arg))

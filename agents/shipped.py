@@ -7,10 +7,19 @@ wheel carries the same files inside this package (``agents/checkpoints/``,
 finds them in any working directory. Only the agents of ``SHIPPED`` are reachable by
 name: a name never resolves to a file of the user's (a model file is opened only when
 the user names it), and training runs under ``checkpoints/`` stay out of the wheel.
+
+A PPO agent's model (``model.zip``) needs torch and sb3-contrib, which only the
+``train`` extra installs. Its folder also holds its ONNX export (``model.onnx`` and
+its metadata ``model.json``, written by ``export.py``), which onnxruntime and numpy
+play: without the extra, ``shipped_model`` names that file instead, so every shipped
+agent plays in the light install (``pip install fivethousand-rl``). With the extra the
+checkpoint plays, as it always has.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
@@ -26,6 +35,36 @@ SHIPPED: dict[str, str] = {
     "ppo-2p": "model.zip",
     "ppo-4p": "model.zip",
 }
+# A shipped agent's ONNX export, played where its model needs the training extra that is
+# not installed; its metadata is the .json of the same name (agents.exported).
+EXPORTED = "model.onnx"
+# The training extra (pyproject.toml's `train`): what training, exporting and plotting
+# import, none of which playing, serving or evaluating needs; and how to install it.
+TRAIN_EXTRA = "pip install 'fivethousand-rl[train]'"
+EXTRA_MODULES = ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "matplotlib")
+EXTRA_MODULES += ("onnx", "onnxscript")
+CHECKPOINT_MODULES = ("torch", "sb3_contrib", "stable_baselines3")  # what plays a .zip
+
+
+def importable(module: str) -> bool:
+    """Whether the top-level `module` can be imported here (without importing it)."""
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # an import hook refusing it, a broken install
+        return False
+
+
+def training_installed() -> bool:
+    """Whether torch, Stable-Baselines3 and sb3-contrib (the training extra) are here."""
+    return all(map(importable, CHECKPOINT_MODULES))
+
+
+def needs_extra(what: str, module: str = "torch") -> str:
+    """The one line saying that `what` needs `module`, from the training extra, and the
+    command that installs it."""
+    return f"{what} needs {module}, from the training extra: {TRAIN_EXTRA}"
 
 
 def data_folder(name: str) -> Path:
@@ -43,9 +82,18 @@ def shipped_folder(name: str) -> Path:
 
 
 def shipped_model(name: str) -> Path:
-    """The model file of the shipped agent `name` (a value net's .npz or a PPO .zip);
+    """The model file of the shipped agent `name` (a value net's .npz or a PPO .zip;
+    without the training extra, the agent's ONNX export if it has one: ``EXPORTED``);
     a one-line ValueError if the name is not shipped or its file is missing."""
     path = shipped_folder(name) / SHIPPED[name]
+    exported = path.parent / EXPORTED
+    if (
+        path.suffix == ".zip"
+        and exported.is_file()
+        and exported.with_suffix(".json").is_file()
+        and not training_installed()
+    ):
+        return exported
     if not path.is_file():
         raise ValueError(
             f"the shipped agent {name!r} is missing its model ({path}): reinstall the "
@@ -55,8 +103,12 @@ def shipped_model(name: str) -> Path:
 
 
 def shipped_models() -> list[Path]:
-    """The model files of every shipped agent that is present, in ``SHIPPED`` order."""
-    folder = data_folder("checkpoints")
-    return [
-        folder / name / file for name, file in SHIPPED.items() if (folder / name / file).is_file()
-    ]
+    """The model files of every shipped agent that is present (as ``shipped_model``
+    picks them), in ``SHIPPED`` order."""
+    models = []
+    for name in SHIPPED:
+        try:
+            models.append(shipped_model(name))
+        except ValueError:  # missing: not listed
+            continue
+    return models

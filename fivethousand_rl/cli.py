@@ -4,7 +4,10 @@ and its name for usage lines and errors (``prog="fivethousand evaluate"``); a cl
 scripts (``python evaluate.py``) run the same ``main`` functions.
 
 Only the chosen program's module is imported, so that ``fivethousand --help`` answers
-at once (no torch).
+at once (no torch). The programs that train, export or package agents need the training
+extra (torch, sb3-contrib, matplotlib, onnx: ``pip install 'fivethousand-rl[train]'``);
+without it they, and any other program that reaches for one of those modules (a plot),
+say so in one line with the command that installs it, instead of a traceback.
 """
 
 from __future__ import annotations
@@ -34,6 +37,29 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "exploitability, or the most any agent can win at a table of bots",
     ),
 }
+
+# The programs that cannot start without (part of) the training extra, and the modules
+# of it they need (None: all); the others reach for it only for some options, a plot,
+# and are caught when they do. Export needs onnx for any graph, torch for a checkpoint
+# (a bundle of a shipped PPO agent's export needs no torch: agents.shipped).
+NEEDS_EXTRA: dict[str, tuple[str, ...] | None] = {
+    "train": None,
+    "train-planner": None,
+    "ship": None,
+    "sweep": None,
+    "export": ("onnx",),
+}
+
+
+def missing_extra(name: str) -> str | None:
+    """The first module of the training extra that the subcommand `name` needs and this
+    environment lacks, or None."""
+    if name not in NEEDS_EXTRA:
+        return None
+    from agents.shipped import EXTRA_MODULES, importable
+
+    needed = NEEDS_EXTRA[name] or EXTRA_MODULES
+    return next((module for module in needed if not importable(module)), None)
 
 
 def version() -> str:
@@ -81,5 +107,19 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(SUBCOMMANDS)
         print(f"{COMMAND}: unknown subcommand {name!r}; the subcommands: {known}", file=sys.stderr)
         return 2
-    module = importlib.import_module(SUBCOMMANDS[name][0])
-    return module.main(rest, prog=f"{COMMAND} {name}")
+    from agents.shipped import EXTRA_MODULES, needs_extra  # after --help: at once
+
+    prog = f"{COMMAND} {name}"
+    missing = missing_extra(name)
+    if missing is not None:
+        print(f"error: {needs_extra(prog, missing)}", file=sys.stderr)
+        return 2
+    try:
+        module = importlib.import_module(SUBCOMMANDS[name][0])
+        return module.main(rest, prog=prog)
+    except ModuleNotFoundError as e:  # the light install, reaching for the training extra
+        missing = (e.name or "").partition(".")[0]
+        if missing not in EXTRA_MODULES:
+            raise
+        print(f"error: {needs_extra(prog, missing)}", file=sys.stderr)
+        return 2

@@ -23,6 +23,7 @@ from rich.table import Table
 
 from agents import make_policy
 from agents.rule_flags import add_rule_flags, house_rules, rules_from_args
+from agents.shipped import needs_extra, training_installed
 from envs.driver import play
 from envs.game import OVER, Event, Game, Moved, Rolled
 from envs.render import event_text
@@ -193,6 +194,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             if (value := getattr(args, flag)) < bound:
                 print(f"error: --{flag} must be at least {bound}, got {value}", file=sys.stderr)
                 return 2
+        if not training_installed():  # the light install: --watch plays, training cannot
+            print(f"error: {needs_extra(prog or 'demo.py', 'torch')}", file=sys.stderr)
+            return 2
         return train_and_evaluate(args.seed, args.games, args.workers)
     argv = [a for a in argv if a != "--watch"]
     args = watch_parser(prog).parse_args(argv)
