@@ -248,6 +248,89 @@ def planner_curve(evals: list[dict], path: Path) -> list[dict]:
     return rows
 
 
+def imitation_curve(evals: list[dict], path: Path) -> list[dict]:
+    """Plot an imitation run's stages (train_policy.py): its win rate against optimal
+    after each stage, by the decisions seen so far (with 95% intervals from the number
+    of games). Returns the plotted rows."""
+    rows = []
+    for e in evals:
+        games = max(int(e.get("games", 1)), 1)
+        rate = float(e["win_rate"])
+        half = 1.96 * math.sqrt(max(rate * (1 - rate), 1e-12) / games)
+        rows.append({**e, "ci95": [rate - half, rate + half]})
+    with report.figure(path, figsize=(8, 4.5)) as (_, ax):
+        xs = [r["decisions"] for r in rows]
+        ax.errorbar(
+            xs, [r["win_rate"] for r in rows], marker="o", capsize=3,
+            yerr=[[r["win_rate"] - r["ci95"][0] for r in rows],
+                  [r["ci95"][1] - r["win_rate"] for r in rows]],
+            label="vs optimal",
+        )  # fmt: skip
+        for r in rows:
+            ax.annotate(f" {r['stage']}", (r["decisions"], r["win_rate"]), fontsize=8)
+        ax.axhline(0.5, color="grey", ls="--", lw=1)
+        ax.set_xlabel("decisions seen (optimal's games, then the network's own)")
+        ax.set_ylabel("win rate against optimal (95% interval)")
+        ax.set_title("Learning curve: imitation of optimal with data aggregation")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    return rows
+
+
+def imitation_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
+    """The model card of an imitation run (train_policy.py): the method, its stages, its
+    training time, its exact exploitability and its evaluation."""
+    from agents.best_response import exploitability
+
+    config, history = inputs["config"], inputs["history"][-1]
+    summary, agent = history["summary"], shown(inputs["target"] / "model.zip")
+    [(_, _, evaluation, command)] = evaluations  # 2 players only
+    gap = exploitability(str(inputs["model"]), Rules(hold=config["hold"]), show_progress=False)
+    stages_lines = "".join(
+        f"\n  - {e['stage']}: {e['decisions']:,} decisions, {e['win_rate']:.1%} against "
+        f"optimal over {e.get('games', 0):,} games, at {e['seconds'] / 60:.1f} min"
+        for e in history["evals"]
+    )
+    return f"""# {args.name}
+
+One network for 2-player 5000 (hold rule `{config["hold"]}`) that plays as the exact
+solution does, with no search at play time: a single feed-forward graph from the
+observation and the legal mask to the action (`agents/networks.py`, the action-scoring
+network of the PPO agents, layers {config["state_layers"]} / {config["scorer_layers"]}),
+trained by imitation of `optimal` with data aggregation
+(`agents/training/imitation.py`). Play it anywhere an agent is named
+(`python evaluate.py {agent} optimal`), or export it:
+`python export.py {agent} -o bots/{args.name}.onnx`.
+
+## Training
+
+- first {config["first_games"]:,} games of optimal against itself, both seats recorded
+  ({config["first_deviation"]:.0%} of recorded decisions replaced by a random legal one),
+  then {config["rounds"]} rounds of {config["round_games"]:,} games of the network against
+  optimal, the network's decisions labelled by the exact solution; the loss is the
+  cross-entropy against the softmax of the exact action values at temperature
+  {config["temperature"]} (a mistake weighed by what it costs)
+- stages:{stages_lines}
+- wall-clock time on this 2-core machine: {summary.get("wall_seconds", 0) / 60:.1f} min
+- exact exploitability (`agents.best_response.exploitability`, what its best response
+  wins beyond one half, averaged over both seats): {gap:.4f}
+- command(s), from the run's `command.txt`:
+
+```
+{chr(10).join(history["commands"])}
+```
+
+- configuration: `config.json` beside this card.
+
+![learning curve](learning_curve.png)
+
+## Evaluation
+
+{evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
+{inputs["notes"]}
+"""
+
+
 # ------------------------------------------------------------- timing and evaluation
 def opponents(players: int) -> list[str]:
     """The agent's opponents in the evaluation: with 2 players a round robin with optimal
@@ -316,9 +399,13 @@ def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
         inputs["network"].save(out / model)
     shutil.copy(run / "config.json", out / "config.json")
     png = out / "learning_curve.png"  # from the runs' evals.json, either kind
-    curve = (
-        planner_curve(history[-1]["evals"], png) if inputs["planner"] else ppo_curve(history, png)
-    )
+    imitation = inputs["config"].get("method") == "imitation"  # a run of train_policy.py
+    if inputs["planner"]:
+        curve = planner_curve(history[-1]["evals"], png)
+    elif imitation:
+        curve = imitation_curve(history[-1]["evals"], png)
+    else:
+        curve = ppo_curve(history, png)
     (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
     evaluations = []
     for n in sizes:
@@ -343,7 +430,7 @@ def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
         (out / f"{stem}.md").write_text(report.markdown(evaluation))
         report.plot(evaluation, out / f"{stem}.png")
         evaluations.append((n, stem, evaluation, command))
-    write_card = planner_card if inputs["planner"] else card
+    write_card = planner_card if inputs["planner"] else imitation_card if imitation else card
     (out / "MODEL_CARD.md").write_text(write_card(args, inputs, evaluations))
     return True
 

@@ -270,7 +270,7 @@ def train(
         rate = win_rate(player, rules, config.eval_games, config.seed + 1, config.max_turns)
         history.append(
             {"stage": name, "decisions": data.size, "win_rate": rate,
-             "seconds": round(time.monotonic() - started, 1)}
+             "games": config.eval_games, "seconds": round(time.monotonic() - started, 1)}
         )  # fmt: skip
         say(f"{name}: {rate:.1%} against optimal over {config.eval_games:,} games")
         if on_stage is not None:
