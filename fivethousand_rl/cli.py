@@ -26,6 +26,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("fivethousand_rl.evaluate", "play a tournament between agents"),
     "train": ("fivethousand_rl.train", "train a MaskablePPO agent"),
     "train-planner": ("fivethousand_rl.train_planner", "train a planner agent's value network"),
+    "train-policy": (
+        "fivethousand_rl.train_policy",
+        "train one network to play like the exact solver (2 players)",
+    ),
     "export": ("fivethousand_rl.export", "export an agent as a portable ONNX bot"),
     "ship": ("fivethousand_rl.ship", "package a training run as a shipped agent"),
     "sweep": ("fivethousand_rl.sweep", "sweep training settings on Ray Tune"),
@@ -45,6 +49,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 NEEDS_EXTRA: dict[str, tuple[str, ...] | None] = {
     "train": None,
     "train-planner": None,
+    "train-policy": None,
     "ship": None,
     "sweep": None,
     "export": ("onnx",),

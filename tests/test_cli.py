@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "evaluate": "--games",
     "train": "--n-timesteps",
     "train-planner": "--iterations",
+    "train-policy": "--rounds",
     "export": "--out",
     "ship": "--name",
     "sweep": "--grid",

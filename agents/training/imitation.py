@@ -45,23 +45,23 @@ from envs.vector_env import observe_batch
 class ImitationConfig:
     """What one run does (the defaults: the preset ``policy_2p``)."""
 
-    hold: str = "free"
+    hold: str = "free"  # the hold rule (R5): free, or all (every scoring die)
     first_games: int = 8000  # games of optimal against itself, both seats recorded
     first_deviation: float = 0.15  # share of recorded decisions replaced by a random one
     rounds: int = 3  # aggregation rounds
     round_games: int = 4000  # games of the network against optimal per round
-    round_deviation: float = 0.05
-    first_epochs: int = 8
-    round_epochs: int = 4
-    batch_size: int = 1024
-    learning_rate: float = 1e-3
+    round_deviation: float = 0.05  # the same share in the aggregation rounds
+    first_epochs: int = 8  # passes over the data after the first games
+    round_epochs: int = 4  # passes over all the data after each round
+    batch_size: int = 1024  # decisions per gradient step
+    learning_rate: float = 1e-3  # Adam's
     temperature: float = 0.002  # of the soft targets, in win probability
-    state_layers: tuple[int, ...] = (256,)
-    scorer_layers: tuple[int, ...] = (256, 256)
+    state_layers: tuple[int, ...] = (256,)  # the state embedding's hidden layers
+    scorer_layers: tuple[int, ...] = (256, 256)  # the action scorer's hidden layers
     eval_games: int = 2000  # against optimal after each stage
-    max_turns: int = 1000
-    seed: int = 0
-    torch_threads: int = 2
+    max_turns: int = 1000  # a game's turn limit
+    seed: int = 0  # every game, deviation and batch order follows from it
+    torch_threads: int = 2  # torch's CPU threads while fitting
 
     @property
     def rules(self) -> Rules:
