@@ -35,6 +35,11 @@ $(AXE):
 test: $(VENV)/.installed-dev $(AXE)
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) \
 		|| echo "chromium could not be installed: the browser tests will be skipped"
+	@# The JavaScript port (ports/js) replays the export bundle's test vectors under Node.
+	@command -v node >/dev/null || apt-get install -y -qq --no-install-recommends nodejs \
+		>/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq \
+		--no-install-recommends nodejs >/dev/null) \
+		|| echo "nodejs could not be installed: the JavaScript port's tests will be skipped"
 	@# Hindi needs a Devanagari font (Debian's chromium brings Latin and Cyrillic ones).
 	@fc-list :lang=hi | grep -q . || apt-get install -y -qq --no-install-recommends \
 		fonts-lohit-deva >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq \

@@ -285,7 +285,9 @@ def imitation_card(args: argparse.Namespace, inputs: dict, evaluations: list) ->
     config, history = inputs["config"], inputs["history"][-1]
     summary, agent = history["summary"], shown(inputs["target"] / "model.zip")
     [(_, _, evaluation, command)] = evaluations  # 2 players only
-    gap = exploitability(str(inputs["model"]), Rules(hold=config["hold"]), show_progress=False)
+    gap = exploitability(  # every turn start of the game: the longest step of shipping
+        str(inputs["model"]), Rules(hold=config["hold"]), workers=args.workers
+    )
     stages_lines = "".join(
         f"\n  - {e['stage']}: {e['decisions']:,} decisions, {e['win_rate']:.1%} against "
         f"optimal over {e.get('games', 0):,} games, at {e['seconds'] / 60:.1f} min"

@@ -43,7 +43,7 @@ from envs.vector_env import observe_batch
 
 @dataclass
 class ImitationConfig:
-    """What one run does (the defaults: the preset ``policy_2p``)."""
+    """What one run does (the defaults: the recipe of the shipped ``policy-2p``)."""
 
     hold: str = "free"  # the hold rule (R5): free, or all (every scoring die)
     first_games: int = 8000  # games of optimal against itself, both seats recorded
