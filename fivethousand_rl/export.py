@@ -244,12 +244,22 @@ def provenance(source: str, path: Path, config: dict, **versions: str) -> dict:
     """Where an export came from: the file and its hash, its training config, when, and
     the versions of the tools that made it."""
     return {
-        source: str(path),
+        source: _shown(path),
         f"{source}_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "training_config": config,
         "exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **versions,
     }
+
+
+def _shown(path: Path) -> str:
+    """`path` as provenance records it, never with the exporting machine's folders:
+    relative to the current folder when inside it (a shipped agent named in a clone:
+    checkpoints/NAME/model.zip), else its folder and file."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(*Path(path).resolve().parts[-2:]).as_posix()
 
 
 # ------------------------------------------------------------------------ bundles

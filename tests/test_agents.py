@@ -311,6 +311,7 @@ def test_the_shipped_models_carry_the_spec_of_their_run():
         p for p in committed if p.suffix == ".npz" and npz_kind(p) != KIND
     )  # value nets carry their own feature spec (agents.value_net), not an ObsSpec
     assert [p.relative_to(ROOT).as_posix() for p in files] == [
+        "checkpoints/policy-2p/model.zip",
         "checkpoints/ppo-2p/model.zip",
         "checkpoints/ppo-4p/model.zip",
     ]

@@ -37,7 +37,7 @@ needs_chromium = pytest.mark.skipif(
 LOCALES = {"fr": "fr-FR", "ms": "ms-MY", "ru": "ru-RU", "hi": "hi-IN"}
 SEED = 3  # the page's dice (?seed=): any seed plays a whole game
 # What a translated page may show in Latin letters: the bot's name.
-NAMES = {"ppo"}
+NAMES = {"ppo", "policy"}  # the first word of a bundled bot's name (ppo-2p, policy-2p)
 VISIBLE_TEXT = """() => {
   const bits = [document.title, document.body.innerText];
   for (const el of document.querySelectorAll('[aria-label],[title],[alt]'))
@@ -78,12 +78,12 @@ class Quiet(SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    """ports/web and ports/js as they are laid out in a clone, with the ppo-2p bundle
+    """ports/web and ports/js as they are laid out in a clone, with the policy-2p bundle
     exported into web/bundle/, where the page looks by default."""
     root = tmp_path_factory.mktemp("site")
     shutil.copytree(PORTS / "web", root / "web", ignore=shutil.ignore_patterns("bundle"))
     shutil.copytree(PORTS / "js", root / "js")
-    assert export.main(["ppo-2p", "--out", str(root / "web" / "bundle")]) == 0
+    assert export.main(["policy-2p", "--out", str(root / "web" / "bundle")]) == 0
     return root
 
 

@@ -574,10 +574,11 @@ RUN_RECORDS = [
     "planner_table_4p_finetune",
     "planner_table_6p_free_seed0",
     "planner_table_6p_finetune",
+    "policy_2p_free_seed0",
 ]
 RECORD_FILES = {"config.json", "command.txt", "evals.json", "summary.json", "best/eval.json"}
 SHIPPED = ["ppo-2p", "ppo-4p", "planner-2p", "planner-multi", "planner-3p", "planner-4p"]
-SHIPPED += ["planner-6p"]
+SHIPPED += ["planner-6p", "policy-2p"]
 
 
 def test_the_committed_checkpoints_are_agents_and_run_records_only():

@@ -476,7 +476,10 @@ def parallel_turn_ends(
     live = live_levels(positions, rules)
     keys = view_keys(policy, positions, rules, live)
     ordered = positions[np.lexsort(keys.T[::-1])]
-    parts = [ordered[i : i + chunk] for i in range(0, len(ordered), chunk)]
+    # Parts small enough that every worker stays busy to the end: turns from low scores
+    # are far longer than those near the target, so a few big parts leave workers idle.
+    size = min(chunk, max(1, -(-len(ordered) // (8 * workers))))
+    parts = [ordered[i : i + size] for i in range(0, len(ordered), size)]
     results = []
     with ProcessPoolExecutor(
         workers,
