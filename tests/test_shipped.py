@@ -21,6 +21,7 @@ PLAYS = {
     "planner-3p": 3,
     "planner-4p": 4,
     "planner-6p": 6,
+    "policy-2p": 2,
     "ppo-2p": 2,
     "ppo-4p": 4,
 }

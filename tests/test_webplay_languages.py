@@ -40,7 +40,7 @@ PHONE = {"width": 390, "height": 844}
 # What a translated page may still show in Latin letters: the bots' names and kinds of
 # model, and the game's name.
 NAMES = {"smart", "turn-ev", "threshold", "random", "optimal", "expectimax", "planner"}
-NAMES |= {"ppo", "onnx", "PPO", "ONNX", "multi"}
+NAMES |= {"ppo", "policy", "onnx", "PPO", "ONNX", "multi"}
 # ... and the language selector, which names each language in itself.
 NAMES |= {word.lower() for name in i18n.LANGUAGES.values() for word in name.split()}
 VISIBLE_TEXT = """() => {
