@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "fivethousand_rl.train_policy",
         "train one network to play like the exact solver (2 players)",
     ),
+    "train-jax": ("fivethousand_rl.train_jax", "train a PPO agent end to end in JAX"),
     "export": ("fivethousand_rl.export", "export an agent as a portable ONNX bot"),
     "ship": ("fivethousand_rl.ship", "package a training run as a shipped agent"),
     "sweep": ("fivethousand_rl.sweep", "sweep training settings on Ray Tune"),

@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "train": "--n-timesteps",
     "train-planner": "--iterations",
     "train-policy": "--rounds",
+    "train-jax": "--num-envs",
     "export": "--out",
     "ship": "--name",
     "sweep": "--grid",

@@ -1,0 +1,116 @@
+"""PPO in JAX (agents/training/jax_ppo.py, train_jax.py; issue 45 item 5): a tiny run
+trains, stops, resumes to exactly the state of an unbroken run, and exports a bot that
+the toolkit plays choosing as the JAX network does; bad settings are refused in one
+line. One small config, compiled once for the whole file."""
+
+import json
+
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("optax")
+pytest.importorskip("onnx")
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from agents.exported import ExportedBot  # noqa: E402
+from agents.training import jax_ppo  # noqa: E402
+from envs.encoding import ObsSpec  # noqa: E402
+from envs.rules import Rules  # noqa: E402
+from fivethousand_rl import train_jax  # noqa: E402
+
+TINY = [
+    "--num-envs", "64", "--num-steps", "16", "--total-steps", "2048",
+    "--update-epochs", "2", "--num-minibatches", "4", "--chunk-updates", "1",
+    "--actor-layers", "32", "--critic-layers", "32", "--opponents", "self", "random",
+]  # fmt: skip
+
+
+def tiny_config() -> jax_ppo.JaxPPOConfig:
+    return jax_ppo.JaxPPOConfig(
+        num_envs=64,
+        num_steps=16,
+        total_steps=2048,
+        update_epochs=2,
+        num_minibatches=4,
+        chunk_updates=1,
+        actor_layers=[32],
+        critic_layers=[32],
+        opponents=["self", "random"],
+    )
+
+
+def test_a_tiny_run_stops_resumes_exactly_and_exports_what_it_plays(tmp_path, capsys):
+    args = [*TINY, "--checkpoints", str(tmp_path), "--run-name", "run"]
+    assert train_jax.main([*args, "--stop-after", "1"]) == 0
+    folder = tmp_path / "run"
+    history = json.loads((folder / "history.json").read_text())
+    assert [r["update"] for r in history] == [1]
+    assert (folder / "model.onnx").is_file() and (folder / "checkpoint.npz").is_file()
+    assert not json.loads((folder / "summary.json").read_text())["complete"]
+
+    assert train_jax.main(["--resume", str(folder)]) == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["complete"] and summary["updates"] == 2 and summary["steps"] == 2048
+    out = capsys.readouterr().out
+    assert "steps/s" in out and "win: self" in out and "(resumed)" in out
+
+    config = tiny_config()
+    trainer = jax_ppo.make_train(config)
+    resumed, meta = jax_ppo.load_checkpoint(folder / "checkpoint.npz", trainer)
+    assert meta["update"] == 2 and len(meta["history"]) == 2
+    unbroken, history, complete = jax_ppo.train(config, tmp_path / "straight.npz", say=print)
+    assert complete and [r["update"] for r in history] == [1, 2]
+    same = jax.tree_util.tree_map(np.array_equal, resumed.params, unbroken.params)
+    assert all(jax.tree_util.tree_leaves(same))  # the resumed run is the unbroken one
+
+    # Training moved the network: not the initial weights any more, and PPO measured a
+    # change of policy (its approximate KL) in every update.
+    first = trainer.init(jax.random.PRNGKey(config.seed)).params
+    moved = jax.tree_util.tree_map(lambda a, b: not np.allclose(a, b), first, unbroken.params)
+    assert all(jax.tree_util.tree_leaves(moved))
+    assert all(r["approx_kl"] > 0 for r in history)
+
+    # The export: the project's "ppo" metadata and the JAX network's greedy choices.
+    meta = json.loads((folder / "model.json").read_text())
+    assert meta["kind"] == "ppo" and meta["obs_spec"] == ObsSpec("compact", 2, Rules()).to_dict()
+    assert meta["provenance"]["training_config"]["num_envs"] == 64
+    bot = ExportedBot(folder / "model.onnx")
+    states = resumed.env_state
+    obs, mask = np.asarray(states.observation), np.asarray(states.legal_action_mask)
+    rng = np.random.default_rng(0)
+    obs = np.concatenate([obs, obs + rng.normal(0, 0.3, obs.shape).astype(np.float32)])
+    mask = np.concatenate([mask, mask])
+    choices = bot.choose(obs, mask, rng)
+    greedy = jax_ppo.greedy_policy(resumed.params, config.activation)(obs, mask)
+    assert np.array_equal(choices, greedy) and mask[np.arange(len(mask)), greedy].all()
+    logits = bot.session.run(None, {bot.input_name: obs})[0]
+    jax_logits = jax_ppo.mlp(resumed.params["actor"], obs, config.activation)
+    np.testing.assert_allclose(logits, np.asarray(jax_logits), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--num-minibatches", "3"], "multiple of num_minibatches"),
+        (["--opponents", "nobody"], "unknown JAX bot"),
+        (["--opponents", "self@0"], "positive weight"),
+        (["--activation", "sigmoid"], "activation"),
+        (["--actor-layers", "0"], "actor_layers"),
+        (["--stop-after", "-1"], "--stop-after"),
+        (["--resume", "no/such/run"], "--resume"),
+    ],
+)
+def test_bad_settings_are_refused_in_one_line(tmp_path, capsys, argv, says):
+    assert train_jax.main([*argv, "--checkpoints", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and says in err
+    assert not any(tmp_path.iterdir())  # refused before any folder is made
+
+
+def test_lanes_are_shared_out_by_weight():
+    names, lanes = jax_ppo.lane_opponents(["self@3", "turn-ev"], 10)
+    assert names == ["self", "turn-ev"] and np.bincount(lanes).tolist() == [8, 2]
+    with pytest.raises(ValueError, match="each of 2 one"):
+        jax_ppo.lane_opponents(["self@100", "random"], 4)
