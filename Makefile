@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[train,dev,ray]'
+	$(PY) -m pip install --quiet -e '.[train,dev,ray,jax]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed

@@ -1,0 +1,569 @@
+"""The game of 5000 in JAX: pure ``init`` / ``step`` functions over a pytree state, in
+the style of pgx, for training and search on an accelerator (``pip install .[jax]``).
+
+Overview
+--------
+``FiveThousandJax(n_players, rules, max_turns)`` is the game for one table size and one
+set of rules (``envs.rules.Rules``: R1-R12 and the house switches V1-V5 as static
+configuration; each combination compiles once). Its functions take and return a
+``State`` for *one* game; ``jax.vmap`` them for many and ``jax.jit`` them for speed::
+
+    env = FiveThousandJax(2)
+    init, step = jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
+    state = init(jax.random.split(key, 4096))
+    state = step(state, actions, jax.random.split(key2, 4096))
+
+A state returned by ``init`` or ``step`` is always a decision of ``current_player`` or an
+ended game: the rolls between decisions (and a bust's end of turn, R4) happen inside.
+
+Chance, made explicit
+---------------------
+A decision first makes an *afterstate* (``decide``): the dice are held, the turn total
+grows, and the turn either ends (bank, R9) or waits for a roll (``is_chance``). A roll
+is then applied by ``stochastic_step(state, roll_id)``, the outcome given from outside
+(what tree search over chance nodes needs, pgx issue #1308), or drawn from a key by
+``resolve(state, key)``, which rolls until a decision is due (a bust ends the turn and
+the next player rolls at once). ``chance_probs(state)`` gives the probability of every
+roll id, equal to ``Game.chance_outcomes``. ``step(state, action, key)`` is
+``resolve(decide(state, action), key)``.
+
+A roll is named by its roll id (``envs.batch.ROLLS``, ``NO_ROLL`` for none); rolls are
+drawn as one uniform code in 0..7775 mapped by ``envs.batch.CODE_TO_ROLL``, exactly as
+``envs.game.Game`` and ``envs.batch.BatchGames`` draw them, so the three engines fed the
+same codes play the same game (``benchmarks/jax_parity.py`` checks it decision by
+decision). Key schedule: ``resolve`` splits its key once per roll (``key, sub =
+split(key)``; the roll's code is ``randint(sub, (), 0, 7776)``).
+
+State
+-----
+``current_player`` (int32), ``observation`` (float32, the compact layout of
+``envs.encoding`` seen from ``current_player``: a policy trained here reads the numpy
+environments' observations too, bit for bit), ``legal_action_mask`` (bool, 64; all True
+once the game has ended, as pgx does, so that a masked softmax never divides by zero),
+``rewards`` (float32, one per seat: +1 to the winner and -1 to every other seat on the
+step that ends the game, else 0; a cut-off game pays 0), ``terminated``, ``truncated``
+(the turn limit, R11), ``is_chance`` and the game itself (``scores``, ``turn_total``,
+``dice_left``, ``roll``, ``turns``, ``winner`` (-1: none), ``step_count``).
+
+An illegal action (outside the mask, or outside 0..63) ends the game: the actor gets -1,
+every other seat 0 (PettingZoo's ``TerminateIllegalWrapper`` with ``illegal_reward=-1``,
+as ``envs.pettingzoo_env``). A step on an ended game changes nothing and pays 0.
+
+Numbers
+-------
+Everything is int32 and bool except the observation. Its fractions (score / target
+and the like) are read from tables computed by numpy in float64 and rounded once to
+float32, because XLA's float32 division can differ from numpy's in the last bit.
+Targets up to ``MAX_TARGET`` keep every total inside int32.
+
+``LearnerEnv`` is the ``FiveThousand-v0`` view of it: one learning seat, the others
+played by a JAX policy function, auto-reset, for PPO (``agents/training/jax_ppo.py``)
+and the speed benchmark (``benchmarks/jax_speed.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from functools import cache
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from envs.batch import CODE_TO_ROLL, NO_ROLL, NUM_CODES, ROLL_BUST, ROLLS, move_tables
+from envs.encoding import _ROLL_FEATURE_TABLE, OBS_HIGH, OBS_LOW, compact_slices
+from envs.game import check_players
+from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
+
+MAX_TARGET = 1_000_000  # scores and turn totals stay far inside int32
+HOLD_BITS = BANK_BIT - 1
+
+Array = jax.Array
+# An opponent of ``LearnerEnv``: (state of one game with a decision due, key) -> action.
+JaxPolicy = Callable[["State", Array], Array]
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class State:
+    """One game (vmap for many); see the module docstring."""
+
+    current_player: Array  # int32 ()
+    observation: Array  # float32 (obs_size,) from current_player
+    legal_action_mask: Array  # bool (64,)
+    rewards: Array  # float32 (P,)
+    terminated: Array  # bool ()
+    truncated: Array  # bool ()
+    is_chance: Array  # bool (): a roll is due
+    scores: Array  # int32 (P,)
+    turn_total: Array  # int32 ()
+    dice_left: Array  # int32 (): dice the next roll throws
+    roll: Array  # int32 (): the roll id awaiting a decision, or NO_ROLL
+    turns: Array  # int32 (): turns completed
+    winner: Array  # int32 (): -1 while nobody has won
+    step_count: Array  # int32 (): decisions taken
+
+    def replace(self, **changes: Any) -> State:
+        return dataclasses.replace(self, **changes)
+
+
+def _where(cond: Array, a: State, b: State) -> State:
+    """`a` where `cond` else `b`, field by field (cond a scalar bool of one game)."""
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(cond, x, y), a, b)
+
+
+# ------------------------------------------------------------------ tables
+class Tables(NamedTuple):
+    """The numpy tables the JAX functions gather from (built once per rules)."""
+
+    code_to_roll: np.ndarray  # int32 (6, 7776)
+    roll_bust: np.ndarray  # bool (462,)
+    roll_prob: np.ndarray  # float32 (6, 462): chance of each roll id for n dice
+    move_legal: np.ndarray  # bool (462, 32)
+    move_points: np.ndarray  # int32 (462, 32)
+    move_left: np.ndarray  # int32 (462, 32); 5 for holds that are not legal (never 0)
+    best_bits: np.ndarray  # int32 (462,)
+    best_points: np.ndarray  # int32 (462,)
+    roll_part: np.ndarray  # float32 (462, 38): observation from "dice_in_roll" on
+    score_frac: np.ndarray  # float32: score / target by score // 50
+    total_frac: np.ndarray  # float32: min(total / target, 2) by min(total // 50, 2T / 50)
+    need_frac: np.ndarray  # float32: max(need / target, -1) by (clip(need, ±T) + T) // 50
+
+
+@cache
+def jax_tables(rules: Rules) -> Tables:
+    """The tables of `rules`, from the numpy engine's own (``envs.batch``)."""
+    moves = move_tables(rules.hold)
+    t = rules.target
+    steps = np.arange(2 * t // 50 + 1, dtype=np.int64) * 50
+    counts = np.zeros((NUM_DICE + 1, NO_ROLL + 1), dtype=np.int64)
+    for n in range(1, NUM_DICE + 1):
+        counts[n] = np.bincount(CODE_TO_ROLL[n], minlength=NO_ROLL + 1)
+    at = compact_slices(2)
+    start = at["dice_in_roll"].start
+    roll_part = np.zeros((NO_ROLL + 1, at["face_counts"].stop - start), dtype=np.float32)
+    for i, roll in enumerate(ROLLS):
+        roll_part[i, 0] = len(roll) / NUM_DICE
+        roll_part[i, at["roll_one_hot"].start - start :] = _ROLL_FEATURE_TABLE[roll]
+    return Tables(
+        code_to_roll=CODE_TO_ROLL.astype(np.int32),
+        roll_bust=ROLL_BUST.copy(),
+        roll_prob=(counts / NUM_CODES).astype(np.float32),
+        move_legal=moves.legal.copy(),
+        move_points=moves.points.astype(np.int32),
+        # An illegal hold leaves five dice, so that no state ever rolls zero dice.
+        move_left=np.where(moves.legal, moves.dice_left, NUM_DICE).astype(np.int32),
+        best_bits=moves.best_bits.astype(np.int32),
+        best_points=moves.best_points.astype(np.int32),
+        roll_part=roll_part,
+        score_frac=(steps[: t // 50 + 1] / t).astype(np.float32),
+        total_frac=np.minimum(steps / t, OBS_HIGH).astype(np.float32),
+        need_frac=np.maximum((steps - t) / t, OBS_LOW).astype(np.float32),
+    )
+
+
+def draw_roll(key: Array, dice_left: Array) -> Array:
+    """A roll of `dice_left` dice drawn from `key`: one uniform code in 0..7775, mapped
+    as the numpy engine maps it (``envs.batch.CODE_TO_ROLL``)."""
+    code = jax.random.randint(key, (), 0, NUM_CODES, dtype=jnp.int32)
+    return jnp.asarray(CODE_TO_ROLL.astype(np.int32))[dice_left, code]
+
+
+# ------------------------------------------------------------------ the game
+@dataclasses.dataclass(frozen=True)
+class FiveThousandJax:
+    """5000 for `n_players` seats under `rules`, cut off after `max_turns` turns (R11;
+    ``envs.driver.DEFAULT_MAX_TURNS`` in the other environments). Hashable: pass it to
+    ``jax.jit`` as a static argument, or close over it."""
+
+    n_players: int
+    rules: Rules = Rules()
+    max_turns: int = 1000
+
+    def __post_init__(self) -> None:
+        check_players(self.n_players)
+        if not isinstance(self.rules, Rules):
+            raise ValueError(f"rules must be an envs.rules.Rules, got {self.rules!r}")
+        if self.rules.target > MAX_TARGET:
+            raise ValueError(
+                f"the JAX game takes targets up to {MAX_TARGET}, got {self.rules.target}"
+            )
+        mt = self.max_turns
+        if not isinstance(mt, int) or isinstance(mt, bool) or not self.n_players <= mt < 2**30:
+            raise ValueError(f"max_turns must be an integer >= n_players, got {mt!r}")
+
+    # ------------------------------------------------------------- sizes
+    @property
+    def num_actions(self) -> int:
+        return NUM_ACTIONS
+
+    @property
+    def observation_size(self) -> int:
+        return compact_slices(self.n_players)["face_counts"].stop
+
+    @property
+    def tables(self) -> Tables:
+        return jax_tables(self.rules)
+
+    # ------------------------------------------------------------- starts
+    def new_game(self) -> State:
+        """A new game before its first roll: every score 0, seat 0 to throw five dice."""
+        p = self.n_players
+        zero = jnp.int32(0)
+        state = State(
+            current_player=zero,
+            observation=jnp.zeros(self.observation_size, jnp.float32),
+            legal_action_mask=jnp.zeros(NUM_ACTIONS, bool),
+            rewards=jnp.zeros(p, jnp.float32),
+            terminated=jnp.bool_(False),
+            truncated=jnp.bool_(False),
+            is_chance=jnp.bool_(True),
+            scores=jnp.zeros(p, jnp.int32),
+            turn_total=zero,
+            dice_left=jnp.int32(NUM_DICE),
+            roll=jnp.int32(NO_ROLL),
+            turns=zero,
+            winner=jnp.int32(-1),
+            step_count=zero,
+        )
+        return self._finish(state)
+
+    def from_arrays(
+        self,
+        scores: Any,
+        current: Any,
+        turn_total: Any = 0,
+        dice_left: Any = NUM_DICE,
+        roll: Any = NO_ROLL,
+        turns: Any = 0,
+        winner: Any = -1,
+    ) -> State:
+        """A state of one game written from its numbers (as ``BatchGames`` holds them):
+        for tests and for search from a given position. Trusted, not checked."""
+        state = self.new_game().replace(
+            scores=jnp.asarray(scores, jnp.int32),
+            current_player=jnp.asarray(current, jnp.int32),
+            turn_total=jnp.asarray(turn_total, jnp.int32),
+            dice_left=jnp.asarray(dice_left, jnp.int32),
+            roll=jnp.asarray(roll, jnp.int32),
+            turns=jnp.asarray(turns, jnp.int32),
+            winner=jnp.asarray(winner, jnp.int32),
+        )
+        return self._finish(state)
+
+    def init(self, key: Array) -> State:
+        """A new game rolled on to its first decision (seat 0, or a later seat if seat 0
+        busts)."""
+        return self.resolve(self.new_game(), key)
+
+    # ------------------------------------------------------------- transitions
+    def step(self, state: State, action: Array, key: Array) -> State:
+        """The player to move takes `action`; the dice are then rolled from `key` until
+        the next decision or the end (``resolve``). Illegal: the game ends, the actor
+        gets -1. Ended already: nothing changes, rewards 0."""
+        action = jnp.asarray(action, jnp.int32)
+        ended = state.terminated | state.truncated
+        inside = (action >= 0) & (action < NUM_ACTIONS)
+        legal = inside & state.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
+        # Both branches are computed (vmap): the refused one plays a legal action instead.
+        fallback = jnp.argmax(state.legal_action_mask).astype(jnp.int32)
+        played = self._resolve_raw(self._decide_raw(state, jnp.where(legal, action, fallback)), key)
+        actor = jnp.arange(self.n_players) == state.current_player
+        refused = state.replace(
+            terminated=jnp.bool_(True),
+            is_chance=jnp.bool_(False),
+            rewards=jnp.where(actor, -1.0, 0.0).astype(jnp.float32),
+            step_count=state.step_count + 1,
+        )
+        refused = refused.replace(legal_action_mask=jnp.ones(NUM_ACTIONS, bool))
+        out = _where(legal, self._finish(played), refused)
+        return _where(ended, state.replace(rewards=jnp.zeros_like(state.rewards)), out)
+
+    def decide(self, state: State, action: Array) -> State:
+        """The afterstate of a legal `action` (trusted: check the mask first): the hold
+        and, if it banks, the bank (R9) and the end of the turn. The rolls to come are
+        left to ``stochastic_step`` or ``resolve``."""
+        return self._finish(self._decide_raw(state, jnp.asarray(action, jnp.int32)))
+
+    def stochastic_step(self, state: State, roll_id: Array) -> State:
+        """The roll `roll_id` (of ``state.dice_left`` dice) lands; a bust (R3) ends the
+        turn (R4). Nothing changes unless a roll is due (``is_chance``)."""
+        out = _where(state.is_chance, self._roll_raw(state, jnp.asarray(roll_id, jnp.int32)), state)
+        return self._finish(out.replace(rewards=jnp.zeros_like(state.rewards)))
+
+    def resolve(self, state: State, key: Array) -> State:
+        """Roll from `key` until a decision is due or the game has ended."""
+        return self._finish(self._resolve_raw(state, key))
+
+    def chance_probs(self, state: State) -> Array:
+        """(462,) float32: the chance of each roll id at this chance node (the roll ids
+        of ``dice_left`` dice; all 0 unless a roll is due)."""
+        probs = jnp.asarray(self.tables.roll_prob)[state.dice_left]
+        return jnp.where(state.is_chance, probs, 0.0)
+
+    def observe(self, state: State, seat: Array) -> Array:
+        """The compact observation of the game from `seat` (``envs.encoding.encode``,
+        bit for bit)."""
+        return self._observe(state, jnp.asarray(seat, jnp.int32), self._real_mask(state))
+
+    # ------------------------------------------------------------- internals
+    def _decide_raw(self, s: State, action: Array) -> State:
+        tab = self.tables
+        bits = action & HOLD_BITS
+        roll = s.roll
+        total = s.turn_total + jnp.asarray(tab.move_points)[roll, bits]
+        held = s.replace(
+            turn_total=total,
+            dice_left=jnp.asarray(tab.move_left)[roll, bits],
+            roll=jnp.int32(NO_ROLL),
+            step_count=s.step_count + 1,
+        )
+        scores, winner = self._bank(s.scores, s.current_player, total)
+        banked = self._end_turn(held.replace(scores=scores, winner=winner))
+        out = _where(action >= BANK_BIT, banked, held)
+        return self._status(out)
+
+    def _bank(self, scores: Array, banker: Array, total: Array) -> tuple[Array, Array]:
+        """``envs.batch.bank_batch`` for one game: R9 with V2 (bump) and V3 (overshoot)."""
+        r, p = self.rules, self.n_players
+        new = scores[banker] + total
+        fits = new <= r.target
+        win = new == r.target
+        after = jnp.where(fits, scores.at[banker].set(new), scores)
+        if r.bump:  # the banker's own column never matches: new > own
+            after = jnp.where((scores == new) & fits & ~win, 0, after)
+        winner = jnp.where(win, banker, -1)
+        if r.overshoot == "gift":
+            order = (jnp.arange(p) - banker) % p
+            eligible = (scores >= r.entry) & (order > 0)
+            candidate = jnp.argmin(jnp.where(eligible, scores * p + order, 2**30))
+            received = scores[candidate] + total
+            gets = ~fits & eligible.any() & (received <= r.target)
+            after = jnp.where(gets, after.at[candidate].set(received), after)
+            winner = jnp.where(gets & (received == r.target), candidate, winner)
+        return after.astype(jnp.int32), winner.astype(jnp.int32)
+
+    def _end_turn(self, s: State) -> State:
+        return s.replace(
+            turns=s.turns + 1,
+            turn_total=jnp.int32(0),
+            dice_left=jnp.int32(NUM_DICE),
+            roll=jnp.int32(NO_ROLL),
+            current_player=(s.current_player + 1) % self.n_players,
+        )
+
+    def _roll_raw(self, s: State, roll_id: Array) -> State:
+        bust = jnp.asarray(self.tables.roll_bust)[roll_id]
+        out = _where(bust, self._end_turn(s), s.replace(roll=roll_id))
+        return self._status(out)
+
+    def _resolve_raw(self, state: State, key: Array) -> State:
+        def body(carry: tuple[State, Array]) -> tuple[State, Array]:
+            s, k = carry
+            k, sub = jax.random.split(k)
+            return self._roll_raw(s, draw_roll(sub, s.dice_left)), k
+
+        return jax.lax.while_loop(lambda c: c[0].is_chance, body, (state, key))[0]
+
+    def _status(self, s: State) -> State:
+        """The flags that follow from the numbers: ended, cut off, a roll due."""
+        over = s.winner >= 0
+        cut = ~over & (s.turns >= self.max_turns)
+        chance = (s.roll == NO_ROLL) & ~over & ~cut
+        return s.replace(terminated=over, truncated=cut, is_chance=chance)
+
+    def _real_mask(self, s: State) -> Array:
+        """R5-R8, as ``envs.game._legal_moves``: the holds of the roll, each also as a
+        bank where ``can_bank`` allows the total it makes. All False unless a decision
+        is due."""
+        r, tab = self.rules, self.tables
+        legal = jnp.asarray(tab.move_legal)[s.roll]
+        after = s.turn_total + jnp.asarray(tab.move_points)[s.roll]
+        entered = s.scores[s.current_player] > 0
+        may_bank = (after > 0) & (entered | (after >= r.entry))
+        if r.fifty_rule:
+            may_bank &= after % 100 != 50
+        live = (s.roll != NO_ROLL) & (s.winner < 0)
+        return jnp.concatenate([legal, legal & may_bank]) & live
+
+    def _observe(self, s: State, seat: Array, mask: Array) -> Array:
+        r, tab, p = self.rules, self.tables, self.n_players
+        t = r.target
+        own_first = s.scores[(seat + jnp.arange(p)) % p]
+        total = s.turn_total
+        need = t - s.scores[s.current_player] - total
+        head = [
+            jnp.asarray(tab.score_frac)[own_first // 50],
+            (own_first > 0).astype(jnp.float32),
+            (jnp.arange(p) == (s.current_player - seat) % p).astype(jnp.float32),
+            jnp.asarray(tab.total_frac)[jnp.minimum(total // 50, 2 * t // 50)][None],
+            jnp.asarray(tab.need_frac)[(jnp.clip(need, -t, t) + t) // 50][None],
+            (total % r.score_step != 0).astype(jnp.float32)[None],
+        ]
+        part = jnp.asarray(tab.roll_part)[s.roll]
+        banks = (s.roll != NO_ROLL) & mask[BANK_BIT:].any()
+        part = part.at[1].set(banks.astype(jnp.float32))
+        return jnp.concatenate([*head, part])
+
+    def _finish(self, s: State) -> State:
+        """Rewards, mask and observation of a state whose numbers are set."""
+        s = self._status(s)
+        mask = self._real_mask(s)
+        ended = s.terminated | s.truncated
+        seat = jnp.arange(self.n_players)
+        rewards = jnp.where(s.terminated, jnp.where(seat == s.winner, 1.0, -1.0), 0.0)
+        return s.replace(
+            observation=self._observe(s, s.current_player, mask),
+            legal_action_mask=mask | ended,
+            rewards=rewards.astype(jnp.float32),
+        )
+
+
+# ------------------------------------------------------------------ one learner
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class LearnerState:
+    """One game seen by the learning seat (``LearnerEnv``). After a step that ended the
+    game, ``reward`` / ``terminated`` / ``truncated`` / ``winner`` / ``turns`` describe
+    that game and ``final_observation`` is its last observation, while ``game``,
+    ``observation`` and ``legal_action_mask`` already belong to the next deal (Gymnasium's
+    same-step auto-reset, as ``FiveThousand-v0``'s vector environment)."""
+
+    game: State
+    learner_seat: Array  # int32 ()
+    observation: Array  # float32: from the learner's seat
+    legal_action_mask: Array  # bool (64,): the learner's legal actions
+    reward: Array  # float32 ()
+    terminated: Array  # bool ()
+    truncated: Array  # bool ()
+    final_observation: Array  # float32
+    winner: Array  # int32 (): the ended game's winner (-1: none or not ended)
+    turns: Array  # int32 (): the ended game's turns
+
+    def replace(self, **changes: Any) -> LearnerState:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerEnv:
+    """One learning seat against `opponent` (a ``JaxPolicy``: one game's state and a key
+    to an action, e.g. ``agents.jax_bots.jax_bot("random", game)``) in every other seat.
+    The learner's seat is drawn at each deal (`learner_seat` None) or fixed. A deal that
+    ends before the learner has a decision is dealt again, as ``FiveThousand-v0`` does.
+    Reward +1 / -1 when the learner wins / loses, -1 for an illegal action (which ends
+    the game), 0 otherwise and on a cut-off game."""
+
+    game: FiveThousandJax
+    opponent: JaxPolicy
+    learner_seat: int | None = None
+
+    def __post_init__(self) -> None:
+        seat = self.learner_seat
+        if seat is not None and not (
+            isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < self.game.n_players
+        ):
+            raise ValueError(
+                f"learner_seat must be None or 0..{self.game.n_players - 1}, got {seat!r}"
+            )
+
+    @property
+    def observation_size(self) -> int:
+        return self.game.observation_size
+
+    def reset(self, key: Array) -> LearnerState:
+        """A new deal, played on to the learner's first decision."""
+        k1, k2 = jax.random.split(key)
+        g = self.game.new_game()
+        seat = self._draw_seat(k1)
+        done = _blank(self.game, g, seat)
+        return self._deal_on(done, g, seat, k2)
+
+    def step(self, state: LearnerState, action: Array, key: Array) -> LearnerState:
+        """The learner takes `action`; the opponents play until the learner's next
+        decision or the end; an ended game is replaced by a new deal at once."""
+        env = self.game
+        g, seat = state.game, state.learner_seat
+        k1, k2, k3 = jax.random.split(key, 3)
+        after = env.step(g, action, k1)
+        illegal = after.terminated & (after.winner < 0)
+        after = _where(illegal, after, self._advance(after, seat, k2, redeal=False))
+        after = env._finish(after)
+        reward = jnp.where(
+            illegal,
+            -1.0,
+            jnp.where(after.terminated, jnp.where(after.winner == seat, 1.0, -1.0), 0.0),
+        )
+        done = after.terminated | after.truncated
+        ended = LearnerState(
+            game=after,
+            learner_seat=seat,
+            observation=env.observe(after, seat),
+            legal_action_mask=env._real_mask(after),
+            reward=reward.astype(jnp.float32),
+            terminated=after.terminated,
+            truncated=after.truncated,
+            final_observation=env.observe(after, seat),
+            winner=after.winner,
+            turns=after.turns,
+        )
+        new_seat = jnp.where(done, self._draw_seat(k3), seat)
+        fresh = _where(done, env.new_game(), after)
+        return self._deal_on(ended, fresh, new_seat, jax.random.fold_in(k3, 1))
+
+    # ------------------------------------------------------------- internals
+    def _draw_seat(self, key: Array) -> Array:
+        if self.learner_seat is not None:
+            return jnp.int32(self.learner_seat)
+        return jax.random.randint(key, (), 0, self.game.n_players, dtype=jnp.int32)
+
+    def _deal_on(self, ended: LearnerState, g: State, seat: Array, key: Array) -> LearnerState:
+        """Play `g` on to the learner's decision (dealing again where a deal ends first);
+        `ended` carries the reward and end flags of the step."""
+        env = self.game
+        g = env._finish(self._advance(g, seat, key, redeal=True))
+        return ended.replace(
+            game=g,
+            learner_seat=seat,
+            observation=env.observe(g, seat),
+            legal_action_mask=env._real_mask(g),
+        )
+
+    def _advance(self, g: State, seat: Array, key: Array, *, redeal: bool) -> State:
+        """Rolls and opponents' decisions until the learner must decide or (unless
+        `redeal`, which deals a new game instead) the game ends."""
+        env = self.game
+
+        def waiting(c: tuple[State, Array]) -> Array:
+            s = c[0]
+            ended = s.terminated | s.truncated
+            learner_due = ~s.is_chance & (s.current_player == seat)
+            return (ended & redeal) | (~ended & ~learner_due)
+
+        def body(c: tuple[State, Array]) -> tuple[State, Array]:
+            s, k = c
+            k, k_roll, k_bot = jax.random.split(k, 3)
+            rolled = env._roll_raw(s, draw_roll(k_roll, s.dice_left))
+            decided = env._decide_raw(s, self.opponent(env._finish(s), k_bot))
+            nxt = _where(s.is_chance, rolled, decided)
+            if redeal:
+                nxt = _where(s.terminated | s.truncated, env.new_game(), nxt)
+            return nxt, k
+
+        return jax.lax.while_loop(waiting, body, (g, key))[0]
+
+
+def _blank(env: FiveThousandJax, g: State, seat: Array) -> LearnerState:
+    return LearnerState(
+        game=g,
+        learner_seat=seat,
+        observation=jnp.zeros(env.observation_size, jnp.float32),
+        legal_action_mask=jnp.zeros(NUM_ACTIONS, bool),
+        reward=jnp.float32(0.0),
+        terminated=jnp.bool_(False),
+        truncated=jnp.bool_(False),
+        final_observation=jnp.zeros(env.observation_size, jnp.float32),
+        winner=jnp.int32(-1),
+        turns=jnp.int32(0),
+    )
