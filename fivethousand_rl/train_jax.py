@@ -42,18 +42,17 @@ CONFIG, CHECKPOINT, HISTORY, MODEL, SUMMARY = (
 )
 
 
-def _config_type():
-    """The config dataclass, or a one-line SystemExit naming the missing extra."""
+def _config_type(prog: str):
+    """The config dataclass, or None after saying (one line) which extra is missing."""
     try:
+        import onnx  # noqa: F401 (the export at the end of the run needs it)
+
         from agents.training.jax_ppo import JaxPPOConfig
     except ModuleNotFoundError as e:
         if (e.name or "").partition(".")[0] not in ("jax", "jaxlib", "optax", "onnx"):
             raise
-        print(
-            f"error: train_jax needs {e.name}: pip install 'fivethousand-rl[jax]'",
-            file=sys.stderr,
-        )
-        raise SystemExit(2) from None
+        print(f"error: {prog} needs {e.name}: pip install 'fivethousand-rl[jax]'", file=sys.stderr)
+        return None
     return JaxPPOConfig
 
 
@@ -116,7 +115,9 @@ def resumed(args, config_type: type):
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    config_type = _config_type()
+    config_type = _config_type(prog or SCRIPT)
+    if config_type is None:
+        return 2
     args = tyro.cli(
         make_args_type(config_type),
         args=argv,

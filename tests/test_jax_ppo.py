@@ -4,6 +4,7 @@ the toolkit plays choosing as the JAX network does; bad settings are refused in 
 line. One small config, compiled once for the whole file."""
 
 import json
+import sys
 
 import pytest
 
@@ -114,3 +115,11 @@ def test_lanes_are_shared_out_by_weight():
     assert names == ["self", "turn-ev"] and np.bincount(lanes).tolist() == [8, 2]
     with pytest.raises(ValueError, match="each of 2 one"):
         jax_ppo.lane_opponents(["self@100", "random"], 4)
+
+
+def test_without_the_jax_extra_the_program_says_so_in_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "optax", None)
+    monkeypatch.delitem(sys.modules, "agents.training.jax_ppo")
+    assert train_jax.main(["--help"], prog="fivethousand train-jax") == 2
+    err = capsys.readouterr().err
+    assert err == "error: fivethousand train-jax needs optax: pip install 'fivethousand-rl[jax]'\n"

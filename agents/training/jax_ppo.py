@@ -103,14 +103,15 @@ class JaxPPOConfig(GameRules):
     """Games played side by side (the vmapped environment lanes)."""
     num_steps: int = 64
     """Learner decisions per lane per update (the rollout length)."""
-    total_steps: int = 20_000_000
-    """Learner decisions to train for (the step size decays linearly over them)."""
+    total_steps: int = 15_000_000
+    """Learner decisions to train for (the step size decays linearly over them); the
+    default fits in an hour on 2 busy cores (4,300 to 7,000 decisions/s measured)."""
     time_limit: float = 0.0
     """Stop after the chunk that passes this many minutes (0: no limit); the step size
     still follows total_steps, so a run cut short ends before its decay does."""
-    lr: float = 3e-4
-    """Adam step size at the start."""
-    final_lr: float = 3e-5
+    lr: float = 1e-3
+    """Adam step size at the start (1e-3 learned faster than 3e-4 in 3-minute probes)."""
+    final_lr: float = 1e-4
     """Step size reached at total_steps (linear decay)."""
     gamma: float = 0.999
     """Discount: close to 1, since only the game's end is rewarded."""
