@@ -7,6 +7,7 @@ security headers, Host names, paths in errors, the start-up refusals."""
 import contextlib
 import errno
 import json
+import logging
 import socket
 import threading
 import time
@@ -433,6 +434,18 @@ def test_serving_on_the_network_is_said(tmp_path, capsys, no_serving, host, netw
     assert no_serving and out[0].startswith(f"5000: open http://{cli.in_url(host)}:{port}/")
     assert ("reachable from the network" in "\n".join(out)) == networked
     assert len(out) == 1 + networked
+
+
+def test_serving_leaves_the_process_own_log_handlers_open(tmp_path, no_serving):
+    """uvicorn's default logging config (dictConfig) closed every handler the process
+    had: absl's (imported with optax) held pytest's captured stderr, whose closing took
+    the test run down in CI. The server starts without closing anyone else's handler."""
+    other = logging.FileHandler(tmp_path / "another-library.log")
+    try:
+        assert cli.main(["--port", str(free_port()), "--data", str(tmp_path / "d")]) == 0
+        assert no_serving and other.stream is not None and not other.stream.closed
+    finally:
+        other.close()
 
 
 REFUSALS = [  # (what, extra arguments, words): one line, exit 2, nothing made

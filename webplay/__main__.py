@@ -87,7 +87,12 @@ def server_config(app, head_timeout: float = HEAD_TIMEOUT) -> uvicorn.Config:
             self._head_timer.cancel()
             super().connection_lost(exc)
 
-    return uvicorn.Config(app, log_level="warning", http=TimelyH11, timeout_keep_alive=KEEP_ALIVE)
+    # log_config=None: uvicorn's own config goes through logging.config.dictConfig, which
+    # closes every handler the process already has (another library's, on any stream);
+    # its loggers are left to the root logger main sets up instead.
+    return uvicorn.Config(
+        app, log_level="warning", log_config=None, http=TimelyH11, timeout_keep_alive=KEEP_ALIVE
+    )
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
