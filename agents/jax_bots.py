@@ -39,7 +39,7 @@ from agents import MODEL_SUFFIXES, _quote, make_policy
 from agents.batched import _turn_tables
 from agents.scripted import RandomBot, ThresholdBot, TurnEVBot
 from envs.batch import NO_ROLL
-from envs.jax_env import Array, FiveThousandJax, JaxPolicy, State
+from envs.jax_env import Array, FiveThousandJax, JaxPolicy, State, can_bank
 from envs.rules import BANK_BIT, Rules
 from envs.solver import STEP, turn_ev_table
 
@@ -53,15 +53,6 @@ def uniform_index(key: Array) -> Array:
     """The draw ``random`` makes from `key`: k uniform in 0 .. 2**24 - 1 (int32). The
     numpy bots choose the same action when their ``rng.random()`` returns k / 2**24."""
     return jax.random.randint(key, (), 0, 2**RANDOM_BITS, dtype=jnp.int32)
-
-
-def can_bank(rules: Rules, own: Array, total: Array) -> Array:
-    """R8 (V1 the entry, V4 the 50 rule) in jnp, as ``envs.rules.can_bank`` and the JAX
-    game's mask: may a player with `own` banked points bank turn total `total`?"""
-    ok = (total > 0) & ((own > 0) | (total >= rules.entry))
-    if rules.fifty_rule:
-        ok &= total % 100 != 50
-    return ok
 
 
 # ------------------------------------------------------------------ the bots
@@ -178,7 +169,6 @@ def jax_bot(name: str, game: FiveThousandJax) -> JaxPolicy:
 __all__ = [
     "JAX_BOTS",
     "JaxBot",
-    "can_bank",
     "jax_bot",
     "random_action",
     "threshold_action",

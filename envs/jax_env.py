@@ -164,6 +164,15 @@ def jax_tables(rules: Rules) -> Tables:
     )
 
 
+def can_bank(rules: Rules, own: Array, total: Array) -> Array:
+    """R8 (V1 the entry, V4 the 50 rule) in jnp, as ``envs.rules.can_bank``: may a player
+    with `own` banked points bank the turn total `total`?"""
+    ok = (total > 0) & ((own > 0) | (total >= rules.entry))
+    if rules.fifty_rule:
+        ok &= total % 100 != 50
+    return ok
+
+
 def draw_roll(key: Array, dice_left: Array) -> Array:
     """A roll of `dice_left` dice drawn from `key`: one uniform code in 0..7775, mapped
     as the numpy engine maps it (``envs.batch.CODE_TO_ROLL``)."""
@@ -378,13 +387,10 @@ class FiveThousandJax:
         """R5-R8, as ``envs.game._legal_moves``: the holds of the roll, each also as a
         bank where ``can_bank`` allows the total it makes. All False unless a decision
         is due."""
-        r, tab = self.rules, self.tables
+        tab = self.tables
         legal = jnp.asarray(tab.move_legal)[s.roll]
         after = s.turn_total + jnp.asarray(tab.move_points)[s.roll]
-        entered = s.scores[s.current_player] > 0
-        may_bank = (after > 0) & (entered | (after >= r.entry))
-        if r.fifty_rule:
-            may_bank &= after % 100 != 50
+        may_bank = can_bank(self.rules, s.scores[s.current_player], after)
         live = (s.roll != NO_ROLL) & (s.winner < 0)
         return jnp.concatenate([legal, legal & may_bank]) & live
 
