@@ -2,22 +2,27 @@
 
     python benchmarks/jax_speed.py [--batches 4096 65536] [--seconds 5] [--gpu-batches ...]
 
-One quantity on both sides: learner steps per second of ``FiveThousand-v0`` played by
-many games at once, 2 players, a random legal learner against the ``random`` bot (a
-step is one learner decision, the opponent's turns in between, as in
-``benchmarks/vector_speed.py``). numpy: ``gym.make_vec(..., vectorization_mode=
-"vector_entry_point")`` with ``agents.batched.BatchedRandomBot`` (one core). JAX:
-``envs.jax_env.LearnerEnv`` with ``agents.jax_bots``' random bot on both sides, its step
-vmapped over the batch and ``lax.scan``-ned ``--scan`` times in one ``jax.jit`` call
-(compilation and a first call excluded). XLA may use every core of the machine ("cpus"
-in the output); numpy uses one.
+Two JAX measures, each with ``--scan`` steps ``lax.scan``-ned in one ``jax.jit`` call
+(compilation and a first call excluded), 2 players, random legal actions:
 
-On a GPU (``jax.devices()`` says so) the JAX side also runs ``--gpu-batches`` (up to
-the largest that fits), and the output names the device. Issue 45's targets: on CPU at
-least the numpy speed at 4,096 games; on one H200-class GPU at least 50 M steps/s.
+- ``jax_steps_per_s``, pgx's measure: ``FiveThousandJax.step`` vmapped over the batch in
+  self-play, every seat's decision one step (the rolls between decisions inside it), a
+  game that ends replaced by a new one (``init``) in the same step.
+- ``jax_learner_steps_per_s``: ``envs.jax_env.LearnerEnv``, one learner against the
+  ``random`` JAX bot, a step being one learner decision with the opponent's turns in
+  between: the quantity the numpy side measures, and what PPO in JAX steps.
 
-The last line is one JSON object with ``jax_steps_per_s`` and ``numpy_steps_per_s`` (by
-batch size, same run) and ``jax_over_numpy`` (their ratio at each CPU batch).
+numpy: ``gym.make_vec(..., vectorization_mode="vector_entry_point")`` with
+``agents.batched.BatchedRandomBot`` (``benchmarks/vector_speed.py``; one core). XLA may
+use every core of the machine ("cpus" in the output).
+
+On a GPU (``jax.devices()`` says so) the JAX self-play measure also runs
+``--gpu-batches`` (until one does not fit), and the output names the device. Issue 45's
+targets: on CPU at least the numpy speed at 4,096 games; on one H200-class GPU at least
+50 M steps/s.
+
+The last line is one JSON object: the three rates by batch size and ``jax_over_numpy``
+(self-play JAX over numpy, at each CPU batch).
 """
 
 from __future__ import annotations
@@ -36,19 +41,38 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agents.jax_bots import jax_bot, random_action  # noqa: E402
 from benchmarks.vector_speed import vector_steps_per_second  # noqa: E402
-from envs.jax_env import FiveThousandJax, LearnerEnv  # noqa: E402
+from envs.jax_env import FiveThousandJax, LearnerEnv, State, _where  # noqa: E402
 
 
-def jax_steps_per_second(batch: int, seconds: float, scan: int, seed: int = 0) -> float:
+def selfplay_steps_per_second(batch: int, seconds: float, scan: int, seed: int = 0) -> float:
+    """Steps/s of ``FiveThousandJax.step`` in self-play (2 players, random legal
+    actions), `batch` games, an ended game restarted in the same step."""
+    game = FiveThousandJax(2)
+
+    def step_or_restart(state: State, action, key) -> State:
+        k_step, k_new = jax.random.split(key)
+        after = game.step(state, action, k_step)
+        return _where(after.terminated | after.truncated, game.init(k_new), after)
+
+    return _rate(game.init, step_or_restart, batch, seconds, scan, seed)
+
+
+def learner_steps_per_second(batch: int, seconds: float, scan: int, seed: int = 0) -> float:
     """Learner steps/s of ``LearnerEnv`` (2 players, random vs random), `batch` games."""
     game = FiveThousandJax(2)
     env = LearnerEnv(game, jax_bot("random", game))
+    return _rate(env.reset, env.step, batch, seconds, scan, seed)
+
+
+def _rate(reset, step, batch: int, seconds: float, scan: int, seed: int) -> float:
+    """Steps/s of `step` vmapped over `batch` lanes, random legal actions, `scan` steps
+    per jitted call."""
 
     def one(carry, _):
         state, key = carry
         key, k_act, k_env = jax.random.split(key, 3)
         acts = jax.vmap(random_action)(state, jax.random.split(k_act, batch))
-        state = jax.vmap(env.step)(state, acts, jax.random.split(k_env, batch))
+        state = jax.vmap(step)(state, acts, jax.random.split(k_env, batch))
         return (state, key), None
 
     @jax.jit
@@ -56,7 +80,7 @@ def jax_steps_per_second(batch: int, seconds: float, scan: int, seed: int = 0) -
         return jax.lax.scan(one, carry, None, length=scan)[0]
 
     key = jax.random.key(seed)
-    state = jax.jit(jax.vmap(env.reset))(jax.random.split(key, batch))
+    state = jax.jit(jax.vmap(reset))(jax.random.split(key, batch))
     carry = jax.block_until_ready(run((state, key)))  # compile, then one warm call
     carry = jax.block_until_ready(run(carry))
     calls, start = 0, time.perf_counter()
@@ -82,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     on_gpu = device.platform == "gpu"
     out: dict = {
         "jax_steps_per_s": {},
+        "jax_learner_steps_per_s": {},
         "numpy_steps_per_s": {},
         "jax_over_numpy": {},
         "device": device.device_kind if on_gpu else "cpu",
@@ -89,29 +114,33 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "cpu": platform.processor() or platform.machine(),
         "players": 2,
-        "opponent": "random",
+        "actions": "random legal",
     }
     for batch in args.batches:
         with console.status(f"numpy vector env, {batch:,} games..."):
             numpy_rate = vector_steps_per_second("random", batch, args.seconds)
-        with console.status(f"JAX, {batch:,} games..."):
-            jax_rate = jax_steps_per_second(batch, args.seconds, args.scan)
+        with console.status(f"JAX self-play, {batch:,} games..."):
+            jax_rate = selfplay_steps_per_second(batch, args.seconds, args.scan)
+        with console.status(f"JAX learner env, {batch:,} games..."):
+            learner_rate = learner_steps_per_second(batch, args.seconds, args.scan)
         out["numpy_steps_per_s"][str(batch)] = round(numpy_rate)
         out["jax_steps_per_s"][str(batch)] = round(jax_rate)
+        out["jax_learner_steps_per_s"][str(batch)] = round(learner_rate)
         out["jax_over_numpy"][str(batch)] = round(jax_rate / numpy_rate, 2)
         console.print(
-            f"{batch:>9,} games: JAX {jax_rate:>13,.0f} steps/s, numpy {numpy_rate:>11,.0f} "
-            f"steps/s ({jax_rate / numpy_rate:.2f}x)"
+            f"{batch:>9,} games: JAX self-play {jax_rate:>12,.0f} steps/s, JAX learner env "
+            f"{learner_rate:>10,.0f}, numpy vector env {numpy_rate:>10,.0f} "
+            f"(self-play {jax_rate / numpy_rate:.2f}x numpy)"
         )
     if on_gpu:
         for batch in args.gpu_batches:
             try:
                 with console.status(f"JAX on {device.device_kind}, {batch:,} games..."):
-                    rate = jax_steps_per_second(batch, args.seconds, args.scan)
+                    rate = selfplay_steps_per_second(batch, args.seconds, args.scan)
             except Exception as e:  # out of memory ends the sweep
                 console.print(f"{batch:,} games do not fit: {str(e).splitlines()[0]}")
                 break
-            out["jax_steps_per_s"][str(batch)] = round(rate)
+            out["jax_steps_per_s"][f"gpu:{batch}"] = round(rate)
             console.print(f"{batch:>9,} games on {device.device_kind}: {rate:,.0f} steps/s")
     print(json.dumps(out))
     return 0

@@ -5,6 +5,7 @@ conventions for ended games and illegal actions, and the one-learner view."""
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -274,3 +275,17 @@ def test_learner_env_deals_to_the_learner_and_pays_at_the_end():
     again = reset(jax.random.split(jax.random.key(0), n))
     first = reset(jax.random.split(jax.random.key(0), n))
     assert np.array_equal(np.asarray(again.observation), np.asarray(first.observation))
+
+
+def test_the_speed_benchmark_prints_one_json_line(capsys):
+    """Issue 45 item 3: benchmarks/jax_speed.py (here at a toy size) ends with one JSON
+    line holding the JAX self-play, JAX learner and numpy vector env rates of one run."""
+    from benchmarks import jax_speed
+
+    assert jax_speed.main(["--batches", "8", "--seconds", "0.01", "--scan", "2"]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    for key in ("jax_steps_per_s", "jax_learner_steps_per_s", "numpy_steps_per_s"):
+        assert report[key]["8"] > 0
+    ratio = report["jax_steps_per_s"]["8"] / report["numpy_steps_per_s"]["8"]
+    assert report["jax_over_numpy"]["8"] == pytest.approx(ratio, rel=1e-3, abs=0.006)  # rounded
+    assert report["device"] == "cpu" and report["players"] == 2
