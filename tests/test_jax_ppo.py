@@ -123,3 +123,35 @@ def test_without_the_jax_extra_the_program_says_so_in_one_line(monkeypatch, caps
     assert train_jax.main(["--help"], prog="fivethousand train-jax") == 2
     err = capsys.readouterr().err
     assert err == "error: fivethousand train-jax needs optax: pip install 'fivethousand-rl[jax]'\n"
+
+
+def test_the_seeds_report_measures_each_run_exactly(tmp_path, capsys):
+    """benchmarks/jax_ppo_seeds.py (issue 45 item 5's report) on two tiny runs of a
+    shrunken game (V5: target 1000): each run's speed from its summary, games against
+    optimal, its exact exploitability, the mean; a folder that is no run: one line."""
+    from agents.best_response import exploitability
+    from benchmarks import jax_ppo_seeds
+
+    small = ["--target", "1000", "--entry", "300", "--checkpoints", str(tmp_path)]
+    for seed in (0, 1):
+        argv = [*TINY, *small, "--seed", str(seed), "--run-name", f"s{seed}"]
+        assert train_jax.main(argv) == 0
+    capsys.readouterr()
+    runs = [tmp_path / "s0", tmp_path / "s1"]
+    plot = tmp_path / "seeds.png"
+    assert jax_ppo_seeds.main([*map(str, runs), "--games", "20", "--plot", str(plot)]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    rows, mean = report["rows"], report["mean"]
+    assert [row["seed"] for row in rows] == [0, 1] and plot.stat().st_size > 0
+    for run, row in zip(runs, rows, strict=True):
+        summary = json.loads((run / "summary.json").read_text())
+        assert row["steps"] == summary["steps"] == 2048 and row["games"] == 20
+        assert row["steps_per_s"] == summary["steps_per_s"] > 0
+        rules = Rules(target=1000, entry=300)
+        assert row["exploitability"] == exploitability(
+            str(run / "model.onnx"), rules=rules, show_progress=False
+        )
+    assert mean["exploitability"] == pytest.approx(sum(r["exploitability"] for r in rows) / 2)
+    assert jax_ppo_seeds.main([str(tmp_path), "--games", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "not a train_jax run" in err
