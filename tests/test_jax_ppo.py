@@ -126,23 +126,21 @@ def test_without_the_jax_extra_the_program_says_so_in_one_line(monkeypatch, caps
 
 
 def test_the_seeds_report_measures_each_run_exactly(tmp_path, capsys):
-    """benchmarks/jax_ppo_seeds.py (issue 45 item 5's report) on two tiny runs of a
+    """benchmarks/jax_ppo_seeds.py (issue 45 item 5's report) on a tiny run of a
     shrunken game (V5: target 1000): each run's speed from its summary, games against
     optimal, its exact exploitability, the mean; a folder that is no run: one line."""
     from agents.best_response import exploitability
     from benchmarks import jax_ppo_seeds
 
     small = ["--target", "1000", "--entry", "300", "--checkpoints", str(tmp_path)]
-    for seed in (0, 1):
-        argv = [*TINY, *small, "--seed", str(seed), "--run-name", f"s{seed}"]
-        assert train_jax.main(argv) == 0
+    assert train_jax.main([*TINY, *small, "--seed", "3", "--run-name", "s3"]) == 0
     capsys.readouterr()
-    runs = [tmp_path / "s0", tmp_path / "s1"]
+    runs = [tmp_path / "s3"] * 2  # one run twice: two rows, and their mean
     plot = tmp_path / "seeds.png"
     assert jax_ppo_seeds.main([*map(str, runs), "--games", "20", "--plot", str(plot)]) == 0
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
     rows, mean = report["rows"], report["mean"]
-    assert [row["seed"] for row in rows] == [0, 1] and plot.stat().st_size > 0
+    assert [row["seed"] for row in rows] == [3, 3] and plot.stat().st_size > 0
     for run, row in zip(runs, rows, strict=True):
         summary = json.loads((run / "summary.json").read_text())
         assert row["steps"] == summary["steps"] == 2048 and row["games"] == 20
