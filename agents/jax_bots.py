@@ -16,7 +16,7 @@ Exactness, bot by bot (everything int32, no float decides a choice):
   take ``legal[int(u * n_legal)]`` for ``u = rng.random()``: with ``u = k / 2**24``
   (exact in float64) that is the same pick, so fed the same ``k`` both agree.
 - ``threshold:T``: the best reading of the roll (R2); bank when R8 allows the total it
-  makes and that total is at least T or lands exactly on the target (R10).
+  makes and that total is at least T or lands exactly on the target (R9).
 - ``turn-ev``: an exact win first (the first banking action, ascending, that lands on
   the target), else the most expected points this turn (first of equals), read from
   the numpy bot's own choice table (``agents.batched._turn_tables``), built once per
@@ -66,7 +66,7 @@ def random_action(state: State, key: Array) -> Array:
 
 def threshold_action(game: FiveThousandJax, threshold: int, state: State) -> Array:
     """``threshold:T``: hold the best reading (R2); bank when allowed (R8) and the turn
-    total reaches `threshold` or lands on the target (R10)."""
+    total reaches `threshold` or lands on the target (R9)."""
     tab, rules = game.tables, game.rules
     roll = state.roll
     total = state.turn_total + jnp.asarray(tab.best_points)[roll]
@@ -103,7 +103,7 @@ def turn_ev_choices(rules: Rules) -> tuple[np.ndarray, int]:
 
 
 def turn_ev_action(game: FiveThousandJax, state: State) -> Array:
-    """``turn-ev``: the first banking action that lands exactly on the target (R8, R10),
+    """``turn-ev``: the first banking action that lands exactly on the target (R8, R9),
     else the hold (and bank or roll) with the most expected points this turn."""
     tab, rules = game.tables, game.rules
     roll = state.roll

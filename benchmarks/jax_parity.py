@@ -219,13 +219,18 @@ def main(argv: list[str] | None = None) -> int:
     with Progress() as progress:
         task = progress.add_task("decisions compared", total=per_config * len(CONFIGS))
         for i, config in enumerate(CONFIGS):
-            counts = run_parity(
-                config,
-                lanes=args.lanes,
-                decisions=per_config,
-                seed=args.seed + i,
-                on_round=lambda n: progress.advance(task, n),
-            )
+            try:
+                counts = run_parity(
+                    config,
+                    lanes=args.lanes,
+                    decisions=per_config,
+                    seed=args.seed + i,
+                    on_round=lambda n: progress.advance(task, n),
+                )
+            except Mismatch as e:  # the first difference ends the run, in one line
+                progress.stop()
+                print(f"error: {e}", file=sys.stderr)
+                return 1
             progress.console.print(f"{config.label()}: {counts['decisions']:,} decisions equal")
             for k in total:
                 total[k] += counts[k]

@@ -5,14 +5,14 @@
         --plot docs/jax_ppo_seeds.png
 
 For each run folder (what ``train_jax.py`` wrote: ``summary.json``, ``history.json``,
-``model.onnx``): its training speed (decisions/s, the mean over its progress lines,
-compiling excluded), its exported bot's win rate against ``optimal`` over ``--games``
-games with the seats rotated (``agents.tournament``, as ``evaluate.py RUN/model.onnx
-optimal`` plays them) and its exact exploitability (``agents.best_response``: what a
-best response wins beyond one half, as ``python -m agents.best_response`` computes it).
-Then the mean and the spread over the runs. ``--plot`` draws each run's win rate
-in its training games against its first bot opponent (``turn-ev`` by default) as it
-trained, its final figures in the legend.
+``model.onnx``): its training speed (learner decisions/s over its chunks, compiling and
+checkpoints excluded: ``jax_ppo.training_speed``), its exported bot's win rate against
+``optimal`` over ``--games`` games with the seats rotated (``agents.tournament``, as
+``evaluate.py RUN/model.onnx optimal`` plays them) and its exact exploitability
+(``agents.best_response``: what a best response wins beyond one half, as ``python -m
+agents.best_response`` computes it). Then the mean and the spread over the runs.
+``--plot`` draws each run's win rate in its training games against its first bot
+opponent (``turn-ev`` by default) as it trained, its final figures in the legend.
 
 The last line is one JSON object: the rows and their mean.
 """
@@ -32,6 +32,7 @@ from agents import make_policy  # noqa: E402
 from agents.best_response import exploitability  # noqa: E402
 from agents.tournament import run, schedule, wilson_interval  # noqa: E402
 from agents.tournament_report import figure  # noqa: E402
+from agents.training.jax_ppo import training_speed  # noqa: E402
 from envs.rules import Rules  # noqa: E402
 
 RUN_FILES = ("summary.json", "history.json", "config.json", "model.onnx")
@@ -65,7 +66,7 @@ def measure(folder: Path, games: int, seed: int, workers: int) -> dict:
         "steps": summary["steps"],
         "complete": summary["complete"],
         "train_seconds": summary["seconds"],
-        "steps_per_s": summary["steps_per_s"],
+        "steps_per_s": training_speed(json.loads((folder / "history.json").read_text())),
         "games": len(results),
         "win_rate_vs_optimal": wins / len(results),
         "ci95": [low, high],
@@ -89,7 +90,11 @@ def plot(folders: list[Path], rows: list[dict], path: Path) -> None:
         for folder, row in zip(folders, rows, strict=True):
             history = json.loads((folder / "history.json").read_text())
             bots = [name for name in history[-1]["win_rate"] if name != "self"] or ["self"]
-            points = [(h["steps"] / 1e6, 100 * h["win_rate"][bots[0]]) for h in history]
+            points = [
+                (h["steps"] / 1e6, 100 * h["win_rate"][bots[0]])
+                for h in history
+                if h["win_rate"].get(bots[0]) is not None  # a chunk where none ended
+            ]
             ax.plot(
                 *zip(*points, strict=True),
                 label=(

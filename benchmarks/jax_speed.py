@@ -21,14 +21,18 @@ On a GPU (``jax.devices()`` says so) the JAX self-play measure also runs
 targets: on CPU at least the numpy speed at 4,096 games; on one H200-class GPU at least
 50 M steps/s.
 
-The last line is one JSON object: the three rates by batch size and ``jax_over_numpy``
-(self-play JAX over numpy, at each CPU batch).
+The two kinds of step differ: a self-play step is one decision of one seat, while a
+numpy (or learner env) step is one learner decision plus the opponent's whole turn. The
+last line is one JSON object: the three rates by batch size, ``jax_over_numpy``
+(self-play JAX over numpy, the comparison the issue's target names) and
+``jax_learner_over_numpy`` (the like-for-like one), at each CPU batch.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -104,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="time per measure")
     parser.add_argument("--scan", type=int, default=8, help="steps per jitted call")
     args = parser.parse_args(argv)
-    if min(args.batches + args.gpu_batches) < 1 or args.seconds <= 0 or args.scan < 1:
-        parser.error("batches, --seconds and --scan must be positive")
+    if min(args.batches + args.gpu_batches) < 1 or args.scan < 1:
+        parser.error("batches and --scan must be positive")
+    if not (math.isfinite(args.seconds) and args.seconds > 0):
+        parser.error(f"--seconds must be a positive number, got {args.seconds}")
     console = Console(stderr=True)
     device = jax.devices()[0]
     on_gpu = device.platform == "gpu"
@@ -114,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         "jax_learner_steps_per_s": {},
         "numpy_steps_per_s": {},
         "jax_over_numpy": {},
+        "jax_learner_over_numpy": {},
         "device": device.device_kind if on_gpu else "cpu",
         "jax": jax.__version__,
         "cpus": os.cpu_count(),
@@ -132,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         out["jax_steps_per_s"][str(batch)] = round(jax_rate)
         out["jax_learner_steps_per_s"][str(batch)] = round(learner_rate)
         out["jax_over_numpy"][str(batch)] = round(jax_rate / numpy_rate, 2)
+        out["jax_learner_over_numpy"][str(batch)] = round(learner_rate / numpy_rate, 3)
         console.print(
             f"{batch:>9,} games: JAX self-play {jax_rate:>12,.0f} steps/s, JAX learner env "
             f"{learner_rate:>10,.0f}, numpy vector env {numpy_rate:>10,.0f} "

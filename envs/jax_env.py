@@ -298,9 +298,10 @@ class FiveThousandJax:
 
     def stochastic_step(self, state: State, roll_id: Array) -> State:
         """The roll `roll_id` (of ``state.dice_left`` dice) lands; a bust (R3) ends the
-        turn (R4). Nothing changes unless a roll is due (``is_chance``)."""
+        turn (R4). Nothing changes unless a roll is due (``is_chance``). It pays 0: a
+        roll never wins, and on an ended game nothing is paid twice."""
         out = _where(state.is_chance, self._roll_raw(state, jnp.asarray(roll_id, jnp.int32)), state)
-        return self._finish(out.replace(rewards=jnp.zeros_like(state.rewards)))
+        return self._finish(out).replace(rewards=jnp.zeros_like(state.rewards))
 
     def resolve(self, state: State, key: Array) -> State:
         """Roll from `key` until a decision is due or the game has ended."""

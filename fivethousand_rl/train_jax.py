@@ -169,15 +169,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     params = jax_ppo.jax.device_get(runner.params)
     jax_ppo.export_actor(params, config, folder / MODEL, folder / CHECKPOINT)
     last = history[-1] if history else {}
-    timed = history  # compiling is timed apart (train's "compiled ..." line)
     summary = {
         "complete": complete,
         "updates": int(runner.update),
         "steps": int(runner.update) * config.batch_size,
         "seconds": last.get("seconds", 0.0),
-        "steps_per_s": (
-            round(float(sum(r["steps_per_s"] for r in timed) / len(timed)), 1) if timed else None
-        ),
+        "steps_per_s": round(jax_ppo.training_speed(history), 1) if history else None,
         "win_rate": last.get("win_rate", {}),
         "model": str(folder / MODEL),
     }

@@ -68,6 +68,20 @@ def test_a_difference_is_caught():
         _compare(js.replace(turn_total=js.turn_total.at[1].set(50)), games, spec, 1000, "here")
 
 
+def test_the_parity_command_says_a_difference_in_one_line(monkeypatch, capsys):
+    """benchmarks/jax_parity.py: the first difference ends the run, exit 1, one line."""
+    from benchmarks import jax_parity
+
+    def differs(config, **_):
+        raise Mismatch(f"{config.label()}: turn_total differs after a roll, game 7")
+
+    monkeypatch.setattr(jax_parity, "run_parity", differs)
+    assert jax_parity.main(["--decisions", "16"]) == 1
+    out, err = capsys.readouterr()
+    assert err.startswith("error: 2p ") and err.count("\n") == 1 and "game 7" in err
+    assert '"mismatches"' not in out
+
+
 @pytest.fixture(scope="module")
 def every_decision():
     """Every (roll, entered, turn total level) of decision_tables, as JAX states."""
@@ -201,7 +215,8 @@ def test_step_is_decide_then_resolve_and_observes_the_mover():
 
 def test_illegal_action_and_ended_games():
     """An illegal action ends the game: the actor -1, the others 0, mask all True (pgx);
-    stepping an ended game changes nothing and pays nothing; R9's exact win pays +1/-1."""
+    stepping (or rolling) an ended game changes nothing and pays nothing; R9's exact win
+    pays +1/-1."""
     env = FiveThousandJax(3)
     s = env.from_arrays([4900, 300, 0], 0, 0, 1, ROLL_ID[(1,)])
     bad = env.step(s, 5, jax.random.key(0))
@@ -216,6 +231,8 @@ def test_illegal_action_and_ended_games():
     again = env.step(won, 0, jax.random.key(1))
     assert np.asarray(again.rewards).tolist() == [0.0, 0.0, 0.0]
     assert int(again.step_count) == int(won.step_count)
+    rolled = env.stochastic_step(won, ROLL_ID[(1, 5)])  # no roll due: unchanged, pays 0
+    assert np.asarray(rolled.rewards).tolist() == [0.0, 0.0, 0.0] and int(rolled.winner) == 0
 
 
 def test_turn_limit_truncates_at_a_chance_node():
@@ -282,10 +299,13 @@ def test_the_speed_benchmark_prints_one_json_line(capsys):
     line holding the JAX self-play, JAX learner and numpy vector env rates of one run."""
     from benchmarks import jax_speed
 
-    assert jax_speed.main(["--batches", "8", "--seconds", "0.01", "--scan", "2"]) == 0
+    argv = ["--batches", "8", "--gpu-batches", "8", "--seconds", "0.01", "--scan", "2"]
+    assert jax_speed.main(argv) == 0
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
     for key in ("jax_steps_per_s", "jax_learner_steps_per_s", "numpy_steps_per_s"):
         assert report[key]["8"] > 0
     ratio = report["jax_steps_per_s"]["8"] / report["numpy_steps_per_s"]["8"]
     assert report["jax_over_numpy"]["8"] == pytest.approx(ratio, rel=1e-3, abs=0.006)  # rounded
-    assert report["device"] == "cpu" and report["players"] == 2
+    on_cpu = jax.devices()[0].platform == "cpu"
+    assert (report["device"] == "cpu") == on_cpu and report["players"] == 2
+    assert report["jax_learner_over_numpy"]["8"] > 0

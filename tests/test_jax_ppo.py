@@ -144,7 +144,10 @@ def test_the_seeds_report_measures_each_run_exactly(tmp_path, capsys):
     for run, row in zip(runs, rows, strict=True):
         summary = json.loads((run / "summary.json").read_text())
         assert row["steps"] == summary["steps"] == 2048 and row["games"] == 20
-        assert row["steps_per_s"] == summary["steps_per_s"] > 0
+        assert row["steps_per_s"] == pytest.approx(summary["steps_per_s"], abs=0.05)
+        assert row["steps_per_s"] == jax_ppo.training_speed(
+            json.loads((run / "history.json").read_text())
+        )
         rules = Rules(target=1000, entry=300)
         assert row["exploitability"] == exploitability(
             str(run / "model.onnx"), rules=rules, show_progress=False

@@ -670,6 +670,16 @@ def progress_line(record: dict, config: JaxPPOConfig) -> str:
     )
 
 
+def training_speed(history: list[dict]) -> float:
+    """Learner decisions per second over a run's chunks (``train``'s history), compiling
+    and checkpoints excluded: all their decisions over all their time, each chunk's time
+    being its decisions over its rate (a plain mean of the rates would give a short or
+    a slow chunk the weight of a long one)."""
+    ends = [record["steps"] for record in history]
+    steps = [end - start for end, start in zip(ends, [0, *ends[:-1]], strict=True)]
+    return sum(steps) / sum(n / r["steps_per_s"] for n, r in zip(steps, history, strict=True))
+
+
 def train(
     config: JaxPPOConfig,
     checkpoint: Path,
