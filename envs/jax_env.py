@@ -480,44 +480,18 @@ class LearnerEnv:
         return self.game.observation_size
 
     def reset(self, key: Array) -> LearnerState:
-        """A new deal, played on to the learner's first decision."""
-        k1, k2 = jax.random.split(key)
-        g = self.game.new_game()
-        seat = self._draw_seat(k1)
-        done = _blank(self.game, g, seat)
-        return self._deal_on(done, g, seat, k2)
+        """A new deal, played on to the learner's first decision (a deal that ends
+        before it is dealt again)."""
+        k_seat, k_play = jax.random.split(key)
+        g, seat = self.game.new_game(), self._draw_seat(k_seat)
+        return self._handed_to_learner(g, seat, k_play, record=False)
 
     def step(self, state: LearnerState, action: Array, key: Array) -> LearnerState:
         """The learner takes `action`; the opponents play until the learner's next
         decision or the end; an ended game is replaced by a new deal at once."""
-        env = self.game
-        g, seat = state.game, state.learner_seat
-        k1, k2, k3 = jax.random.split(key, 3)
-        after = env.step(g, action, k1)
-        illegal = after.terminated & (after.winner < 0)
-        after = _where(illegal, after, self._advance(after, seat, k2, redeal=False))
-        after = env._finish(after)
-        reward = jnp.where(
-            illegal,
-            -1.0,
-            jnp.where(after.terminated, jnp.where(after.winner == seat, 1.0, -1.0), 0.0),
-        )
-        done = after.terminated | after.truncated
-        ended = LearnerState(
-            game=after,
-            learner_seat=seat,
-            observation=env.observe(after, seat),
-            legal_action_mask=env._real_mask(after),
-            reward=reward.astype(jnp.float32),
-            terminated=after.terminated,
-            truncated=after.truncated,
-            final_observation=env.observe(after, seat),
-            winner=after.winner,
-            turns=after.turns,
-        )
-        new_seat = jnp.where(done, self._draw_seat(k3), seat)
-        fresh = _where(done, env.new_game(), after)
-        return self._deal_on(ended, fresh, new_seat, jax.random.fold_in(k3, 1))
+        k_step, k_play = jax.random.split(key)
+        after = self.game.step(state.game, action, k_step)  # an illegal action ends it
+        return self._handed_to_learner(after, state.learner_seat, k_play, record=True)
 
     # ------------------------------------------------------------- internals
     def _draw_seat(self, key: Array) -> Array:
@@ -525,40 +499,59 @@ class LearnerEnv:
             return jnp.int32(self.learner_seat)
         return jax.random.randint(key, (), 0, self.game.n_players, dtype=jnp.int32)
 
-    def _deal_on(self, ended: LearnerState, g: State, seat: Array, key: Array) -> LearnerState:
-        """Play `g` on to the learner's decision (dealing again where a deal ends first);
-        `ended` carries the reward and end flags of the step."""
+    def _handed_to_learner(
+        self, g: State, seat: Array, key: Array, *, record: bool
+    ) -> LearnerState:
+        """Play `g` on (rolls, the opponents' decisions, a new deal for a game that
+        ended) until the learner must decide, in one loop: under ``vmap`` every lane runs
+        as many rounds as the slowest one, so each round does all a lane may need next:
+        deal anew if the game ended, else decide for an opponent, then roll if a roll is
+        due. With `record`, the first game to end is kept (with the learner's seat in
+        it) for the step's reward and end flags."""
         env = self.game
-        g = env._finish(self._advance(g, seat, key, redeal=True))
-        return ended.replace(
+
+        def learner_due(c) -> Array:
+            s, seat = c[0], c[1]
+            return ~(s.terminated | s.truncated) & ~s.is_chance & (s.current_player == seat)
+
+        def body(c):
+            s, seat, key, ended_first, end_state, end_seat = c
+            key, k_bot, k_seat, k_roll = jax.random.split(key, 4)
+            ended = s.terminated | s.truncated
+            first = ended & ~ended_first
+            end_state = _where(first, s, end_state)
+            end_seat = jnp.where(first, seat, end_seat)
+            decided = env._decide_raw(s, self.opponent(env._finish(s), k_bot))
+            s = _where(ended, env.new_game(), _where(s.is_chance, s, decided))
+            seat = jnp.where(ended, self._draw_seat(k_seat), seat)
+            rolled = env._roll_raw(s, draw_roll(k_roll, s.dice_left))
+            s = _where(s.is_chance, rolled, s)
+            return s, seat, key, ended_first | ended, end_state, end_seat
+
+        start = (g, seat, key, jnp.bool_(False), g, seat)
+        g, seat, _, ended, end_state, end_seat = jax.lax.while_loop(
+            lambda c: ~learner_due(c), body, start
+        )
+        g = env._finish(g)
+        mask = env._real_mask(g)
+        observation = env._observe(g, seat, mask)
+        if not record:
+            return _blank(env, g, seat).replace(observation=observation, legal_action_mask=mask)
+        end_state = env._finish(end_state)
+        won = end_state.winner == end_seat
+        reward = jnp.where(ended & end_state.terminated, jnp.where(won, 1.0, -1.0), 0.0)
+        return LearnerState(
             game=g,
             learner_seat=seat,
-            observation=env.observe(g, seat),
-            legal_action_mask=env._real_mask(g),
+            observation=observation,
+            legal_action_mask=mask,
+            reward=reward.astype(jnp.float32),
+            terminated=ended & end_state.terminated,
+            truncated=ended & end_state.truncated,
+            final_observation=jnp.where(ended, env.observe(end_state, end_seat), observation),
+            winner=jnp.where(ended, end_state.winner, jnp.int32(-1)),
+            turns=jnp.where(ended, end_state.turns, g.turns),
         )
-
-    def _advance(self, g: State, seat: Array, key: Array, *, redeal: bool) -> State:
-        """Rolls and opponents' decisions until the learner must decide or (unless
-        `redeal`, which deals a new game instead) the game ends."""
-        env = self.game
-
-        def waiting(c: tuple[State, Array]) -> Array:
-            s = c[0]
-            ended = s.terminated | s.truncated
-            learner_due = ~s.is_chance & (s.current_player == seat)
-            return (ended & redeal) | (~ended & ~learner_due)
-
-        def body(c: tuple[State, Array]) -> tuple[State, Array]:
-            s, k = c
-            k, k_roll, k_bot = jax.random.split(k, 3)
-            rolled = env._roll_raw(s, draw_roll(k_roll, s.dice_left))
-            decided = env._decide_raw(s, self.opponent(env._finish(s), k_bot))
-            nxt = _where(s.is_chance, rolled, decided)
-            if redeal:
-                nxt = _where(s.terminated | s.truncated, env.new_game(), nxt)
-            return nxt, k
-
-        return jax.lax.while_loop(waiting, body, (g, key))[0]
 
 
 def _blank(env: FiveThousandJax, g: State, seat: Array) -> LearnerState:
