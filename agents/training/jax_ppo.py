@@ -104,8 +104,9 @@ class JaxPPOConfig(GameRules):
     num_steps: int = 64
     """Learner decisions per lane per update (the rollout length)."""
     total_steps: int = 15_000_000
-    """Learner decisions to train for (the step size decays linearly over them); the
-    default fits in an hour on 2 busy cores (4,300 to 7,000 decisions/s measured)."""
+    """Learner decisions to train for (the step size decays linearly over them); about
+    16,000 decisions/s were measured on 2 idle cores, so the default takes about 16
+    minutes there."""
     time_limit: float = 0.0
     """Stop after the chunk that passes this many minutes (0: no limit); the step size
     still follows total_steps, so a run cut short ends before its decay does."""
