@@ -532,13 +532,11 @@ class LearnerEnv:
         g, seat, _, ended, end_state, end_seat = jax.lax.while_loop(
             lambda c: ~learner_due(c), body, start
         )
-        g = env._finish(g)
-        mask = env._real_mask(g)
-        observation = env._observe(g, seat, mask)
+        g = env._finish(g)  # the learner is to move: its observation and mask
+        observation, mask = g.observation, g.legal_action_mask
         if not record:
             return _blank(env, g, seat).replace(observation=observation, legal_action_mask=mask)
-        end_state = env._finish(end_state)
-        won = end_state.winner == end_seat
+        won = end_state.winner == end_seat  # end flags and winner: set by _status
         reward = jnp.where(ended & end_state.terminated, jnp.where(won, 1.0, -1.0), 0.0)
         return LearnerState(
             game=g,

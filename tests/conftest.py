@@ -27,7 +27,7 @@ def root_logging_restored():
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     yield
-    for handler in root.handlers:
+    for handler in list(root.handlers):  # a copy: removing shortens the list
         if handler not in handlers:
             root.removeHandler(handler)
             handler.close()
