@@ -43,6 +43,11 @@ def check_run(folder: Path) -> None:
     missing = [name for name in RUN_FILES if not (folder / name).is_file()]
     if missing:
         raise ValueError(f"{folder} is not a train_jax run: no {', '.join(missing)}")
+    for name in ("summary.json", "history.json"):  # read by measure and plot
+        try:
+            json.loads((folder / name).read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{folder}/{name} cannot be read: {e}") from None
     try:
         players = json.loads((folder / "config.json").read_text())["n_players"]
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -130,7 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     for folder in args.runs:
-        row = measure(folder, args.games, args.seed, args.workers)
+        try:
+            row = measure(folder, args.games, args.seed, args.workers)
+        except (OSError, ValueError, KeyError) as e:  # a model or file that cannot be read
+            print(f"error: {folder}: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 2
         rows.append(row)
         print(
             f"{row['run']}: {row['steps']:,} decisions at {row['steps_per_s']:,.0f}/s; "

@@ -156,3 +156,10 @@ def test_the_seeds_report_measures_each_run_exactly(tmp_path, capsys):
     assert jax_ppo_seeds.main([str(tmp_path), "--games", "20"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "not a train_jax run" in err
+    (runs[0] / "model.onnx").write_bytes(b"not a model")  # a corrupt model: one line
+    assert jax_ppo_seeds.main([str(runs[0]), "--games", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {runs[0]}: ") and err.count("\n") == 1
+    (runs[0] / "history.json").write_text("{")  # a corrupt record: one line
+    assert jax_ppo_seeds.main([str(runs[0]), "--games", "20"]) == 2
+    assert "history.json cannot be read" in capsys.readouterr().err
