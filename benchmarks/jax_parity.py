@@ -1,14 +1,16 @@
 """The JAX game against the numpy engine, decision by decision (issue 45).
 
     python benchmarks/jax_parity.py [--decisions 1000000] [--lanes 1024] [--seed 0]
+                                    [--encoding compact|rich]
 
 Both engines play the same games: random legal play, the dice fed from one numpy
 generator (one roll code per game at each chance node, mapped by ``CODE_TO_ROLL`` in
 both), 2 to 8 players, both hold rules and every house switch (``CONFIGS``). After every
 roll and every decision the JAX states must equal ``envs.batch.BatchGames``' arrays
 exactly: scores, player to move, turn total, dice left, pending roll, turns, winner,
-the legal-action mask, the compact observation (float32 bits, against
-``envs.vector_env.observe_batch``), the rewards, terminated and truncated. A few games
+the legal-action mask, the observation (float32 bits, against
+``envs.vector_env.observe_batch``; the compact one, or with ``--encoding rich`` the rich
+one with its 64 rows of action consequences), the rewards, terminated and truncated. A few games
 are also replayed through ``envs.game.Game`` itself. Any difference stops the run with
 the field, the configuration and the round. Ended games are dealt again at once.
 
@@ -32,7 +34,7 @@ from rich.progress import Progress
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from envs.batch import CODE_TO_ROLL, NO_ROLL, NUM_CODES, BatchGames  # noqa: E402
-from envs.encoding import ObsSpec  # noqa: E402
+from envs.encoding import ENCODINGS, ObsSpec  # noqa: E402
 from envs.jax_env import FiveThousandJax, State  # noqa: E402
 from envs.rules import Rules  # noqa: E402
 from envs.vector_env import observe_batch  # noqa: E402
@@ -123,13 +125,14 @@ def run_parity(
     decisions: int,
     seed: int,
     replay_games: int = 2,
+    encoding: str = "compact",
     on_round=None,
 ) -> dict[str, int]:
     """Play `lanes` games side by side until `decisions` decisions have been compared;
     Mismatch (naming field, game and round) at the first difference. Returns the counts
     of decisions, rolls and ended games compared."""
-    env = FiveThousandJax(config.n_players, config.rules, config.max_turns)
-    spec = ObsSpec("compact", config.n_players, config.rules)
+    env = FiveThousandJax(config.n_players, config.rules, config.max_turns, encoding)
+    spec = env.spec
     games = BatchGames(lanes, config.n_players, config.rules)
     rng = np.random.default_rng(seed)
     fresh = jax.vmap(lambda _: env.new_game())(jnp.arange(lanes))
@@ -209,11 +212,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--lanes", type=int, default=1024, help="games side by side")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--encoding", choices=ENCODINGS, default="compact", help="the observation compared"
+    )
     args = parser.parse_args(argv)
     if args.decisions < 1 or args.lanes < 1:
         parser.error("--decisions and --lanes must be positive")
     per_config = -(-args.decisions // len(CONFIGS))
-    report = {"configurations": len(CONFIGS), "lanes": args.lanes, "jax": jax.__version__}
+    report = {
+        "configurations": len(CONFIGS),
+        "lanes": args.lanes,
+        "encoding": args.encoding,
+        "jax": jax.__version__,
+    }
     total = {"decisions": 0, "rolls": 0, "games_ended": 0}
     start = time.perf_counter()
     with Progress() as progress:
@@ -225,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                     lanes=args.lanes,
                     decisions=per_config,
                     seed=args.seed + i,
+                    encoding=args.encoding,
                     on_round=lambda n: progress.advance(task, n),
                 )
             except Mismatch as e:  # the first difference ends the run, in one line

@@ -73,11 +73,28 @@ import jax.numpy as jnp
 import numpy as np
 
 from envs.batch import CODE_TO_ROLL, NO_ROLL, NUM_CODES, ROLL_BUST, ROLLS, move_tables
-from envs.encoding import _ROLL_FEATURE_TABLE, OBS_HIGH, OBS_LOW, compact_slices
+from envs.encoding import (
+    _NEED_BINS,
+    _ROLL_FEATURE_TABLE,
+    ACTION_FEATURES,
+    ENCODINGS,
+    OBS_HIGH,
+    OBS_LOW,
+    RICH_OBS_HIGH,
+    Col,
+    ObsSpec,
+    compact_slices,
+    score_bins,
+)
 from envs.game import check_players
 from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
+from envs.solver import STEP, turn_ev_table
 
 MAX_TARGET = 1_000_000  # scores and turn totals stay far inside int32
+# The rich observation's "turn total / target" column is read from a table up to this
+# total (no game comes near: it takes hundreds of scoring rolls in a row); beyond it the
+# table's last entry is read.
+RICH_TOTAL_LIMIT = 2 * MAX_TARGET
 HOLD_BITS = BANK_BIT - 1
 
 Array = jax.Array
@@ -164,6 +181,47 @@ def jax_tables(rules: Rules) -> Tables:
     )
 
 
+class RichTables(NamedTuple):
+    """The extra tables of the rich observation (``envs.encoding.action_features``),
+    float32 values computed in float64 by numpy as the encoder computes them."""
+
+    total_frac: np.ndarray  # total / target (not clipped) by total // 50
+    points_frac: np.ndarray  # (462, 32): the hold's points / 1000
+    roll_ev: np.ndarray  # (2, levels, 6): min(turn-EV roll value / 1000, RICH_OBS_HIGH)
+    bank_ev: np.ndarray  # min(total / 1000, RICH_OBS_HIGH) by min(total // 50, ...)
+
+
+@cache
+def rich_tables(rules: Rules) -> RichTables:
+    """The tables of the rich observation under `rules`."""
+    ev = turn_ev_table(rules)
+    totals = np.arange(RICH_TOTAL_LIMIT // STEP + 1, dtype=np.int64) * STEP
+    banked = np.arange(int(RICH_OBS_HIGH * 1000) // STEP + 1, dtype=np.int64) * STEP
+    return RichTables(
+        total_frac=(totals / rules.target).astype(np.float32),
+        points_frac=(move_tables(rules.hold).points / 1000).astype(np.float32),
+        roll_ev=np.minimum(ev.value / 1000, RICH_OBS_HIGH).astype(np.float32),
+        bank_ev=np.minimum(banked / 1000, RICH_OBS_HIGH).astype(np.float32),
+    )
+
+
+class BankOutcome(NamedTuple):
+    """What banking a total does (R9, V2, V3), as ``envs.game.BankOutcome`` says it, for
+    one game: the scores after it, the winner (-1: none), and what the rich observation
+    tells of it."""
+
+    scores: Array  # int32 (P,)
+    winner: Array  # int32 ()
+    bumped: Array  # bool (): some other seat drops to 0
+    overshoot: Array  # bool (): the banker would pass the target
+    gift_to: Array  # int32 (): who receives an overshoot (-1: nobody, it is lost)
+
+
+def rich_cap(rules: Rules) -> int:
+    """The turn total from which ``TurnEV`` values every roll alike (its cap)."""
+    return turn_ev_table(rules).cap
+
+
 def can_bank(rules: Rules, own: Array, total: Array) -> Array:
     """R8 (V1 the entry, V4 the 50 rule) in jnp, as ``envs.rules.can_bank``: may a player
     with `own` banked points bank the turn total `total`?"""
@@ -190,11 +248,16 @@ class FiveThousandJax:
     n_players: int
     rules: Rules = Rules()
     max_turns: int = 1000
+    encoding: str = "compact"
 
     def __post_init__(self) -> None:
         check_players(self.n_players)
         if not isinstance(self.rules, Rules):
             raise ValueError(f"rules must be an envs.rules.Rules, got {self.rules!r}")
+        if self.encoding not in ENCODINGS:
+            raise ValueError(
+                f"encoding must be one of {', '.join(ENCODINGS)}, got {self.encoding!r}"
+            )
         if self.rules.target > MAX_TARGET:
             raise ValueError(
                 f"the JAX game takes targets up to {MAX_TARGET}, got {self.rules.target}"
@@ -209,8 +272,13 @@ class FiveThousandJax:
         return NUM_ACTIONS
 
     @property
+    def spec(self) -> ObsSpec:
+        """The observation's layout, as the numpy environments describe it."""
+        return ObsSpec(self.encoding, self.n_players, self.rules)
+
+    @property
     def observation_size(self) -> int:
-        return compact_slices(self.n_players)["face_counts"].stop
+        return self.spec.size
 
     @property
     def tables(self) -> Tables:
@@ -336,15 +404,24 @@ class FiveThousandJax:
         return self._status(out)
 
     def _bank(self, scores: Array, banker: Array, total: Array) -> tuple[Array, Array]:
-        """``envs.batch.bank_batch`` for one game: R9 with V2 (bump) and V3 (overshoot)."""
+        """The scores and winner after `banker` banks `total` (``bank_outcome``)."""
+        outcome = self.bank_outcome(scores, banker, total)
+        return outcome.scores, outcome.winner
+
+    def bank_outcome(self, scores: Array, banker: Array, total: Array) -> BankOutcome:
+        """``envs.batch.bank_batch`` for one game: R9 with V2 (bump) and V3 (overshoot).
+        Banking is assumed allowed (R8: check ``can_bank`` first)."""
         r, p = self.rules, self.n_players
         new = scores[banker] + total
         fits = new <= r.target
         win = new == r.target
         after = jnp.where(fits, scores.at[banker].set(new), scores)
+        bumped = jnp.bool_(False)
         if r.bump:  # the banker's own column never matches: new > own
-            after = jnp.where((scores == new) & fits & ~win, 0, after)
+            bumps = (scores == new) & fits & ~win
+            after, bumped = jnp.where(bumps, 0, after), bumps.any()
         winner = jnp.where(win, banker, -1)
+        gift_to = jnp.int32(-1)
         if r.overshoot == "gift":
             order = (jnp.arange(p) - banker) % p
             eligible = (scores >= r.entry) & (order > 0)
@@ -353,7 +430,14 @@ class FiveThousandJax:
             gets = ~fits & eligible.any() & (received <= r.target)
             after = jnp.where(gets, after.at[candidate].set(received), after)
             winner = jnp.where(gets & (received == r.target), candidate, winner)
-        return after.astype(jnp.int32), winner.astype(jnp.int32)
+            gift_to = jnp.where(gets, candidate, -1)
+        return BankOutcome(
+            scores=after.astype(jnp.int32),
+            winner=winner.astype(jnp.int32),
+            bumped=bumped,
+            overshoot=~fits,
+            gift_to=jnp.asarray(gift_to, jnp.int32),
+        )
 
     def _end_turn(self, s: State) -> State:
         return s.replace(
@@ -412,7 +496,66 @@ class FiveThousandJax:
         part = jnp.asarray(tab.roll_part)[s.roll]
         banks = (s.roll != NO_ROLL) & mask[BANK_BIT:].any()
         part = part.at[1].set(banks.astype(jnp.float32))
-        return jnp.concatenate([*head, part])
+        if self.encoding == "compact":
+            return jnp.concatenate([*head, part])
+        bins = score_bins(r)
+        one_hot = jax.nn.one_hot(own_first // r.score_step, bins, dtype=jnp.float32).ravel()
+        rows = self._action_rows(s, seat, mask).ravel()
+        return jnp.concatenate([*head, part, one_hot, rows])
+
+    def _action_rows(self, s: State, seat: Array, mask: Array) -> Array:
+        """(64, ACTION_FEATURES): ``envs.encoding.action_features`` bit for bit, each
+        legal action's consequences for `seat` (zeros unless `seat` is to decide)."""
+        r, tab, rich = self.rules, self.tables, rich_tables(self.rules)
+        t = r.target
+        legal = mask & (s.roll != NO_ROLL) & (s.current_player == seat)
+        own = s.scores[seat]
+
+        def both(x: Array) -> Array:  # actions a and a + 32 hold the same dice
+            return jnp.concatenate([x, x])
+
+        points = both(jnp.asarray(rich.points_frac)[s.roll])
+        left = both(jnp.asarray(tab.move_left)[s.roll])
+        total = s.turn_total + both(jnp.asarray(tab.move_points)[s.roll])
+        need = t - own - total
+        banks = jnp.arange(NUM_ACTIONS) >= BANK_BIT
+        entered = (own > 0).astype(jnp.int32)
+        roll_ev = jnp.asarray(rich.roll_ev)[entered, jnp.minimum(total, rich_cap(r)) // STEP, left]
+        bank_ev = jnp.asarray(rich.bank_ev)[jnp.minimum(total // STEP, rich.bank_ev.size - 1)]
+        bank = jax.vmap(lambda x: self.bank_outcome(s.scores, seat, x))(total)
+        wins = banks & (bank.winner == seat)
+        fits = banks & ~wins & ~bank.overshoot
+        lost = banks & ~wins & bank.overshoot & (bank.gift_to < 0)
+        gifts = banks & ~wins & bank.overshoot & (bank.gift_to >= 0)
+        score_frac = jnp.asarray(tab.score_frac)
+        own_frac = score_frac[own // STEP]
+        after = jnp.where(fits, score_frac[bank.scores[:, seat] // STEP], own_frac)
+        total_index = jnp.minimum(total // STEP, rich.total_frac.size - 1)
+        columns = {
+            Col.LEGAL: legal,
+            Col.BANKS: banks,
+            Col.TURN_TOTAL: jnp.asarray(rich.total_frac)[total_index],
+            Col.DICE_LEFT_AT: jax.nn.one_hot(left - 1, NUM_DICE),
+            Col.POINTS: points,
+            Col.NEED: jnp.asarray(tab.need_frac)[(jnp.clip(need, -t, t) + t) // STEP],
+            # need // 50 outside 0..1000 falls outside the one-hot: a row of zeros
+            Col.NEED_AT: jax.nn.one_hot(jnp.where(need >= 0, need // STEP, -1), _NEED_BINS),
+            Col.NEED_OVER_1000: need > 1000,
+            Col.OVERSHOOT: need < 0,
+            Col.MAY_BANK: can_bank(r, own, total),
+            Col.WINS: wins,
+            Col.BUMPS: fits & bank.bumped,
+            Col.GIFTS: gifts,
+            Col.GIFT_WINS: gifts & (bank.winner == bank.gift_to),
+            Col.POINTS_LOST: lost,
+            Col.OWN_SCORE_AFTER: jnp.where(wins, 1.0, after),
+            Col.TURN_EV: jnp.where(banks, bank_ev, roll_ev),
+            Col.ENDS_IN_50: total % r.score_step != 0,
+        }
+        parts = [columns[c].astype(jnp.float32).reshape(NUM_ACTIONS, -1) for c in sorted(columns)]
+        rows = jnp.concatenate(parts, axis=1)
+        assert rows.shape == (NUM_ACTIONS, ACTION_FEATURES)
+        return jnp.where(legal[:, None], rows, 0.0)
 
     def _finish(self, s: State) -> State:
         """Rewards, mask and observation of a state whose numbers are set."""

@@ -44,6 +44,51 @@ def test_parity_with_the_numpy_engine(config):
     assert counts["rolls"] > counts["decisions"]
 
 
+@pytest.mark.parametrize("config", SMALL[:2], ids=lambda c: c.label())
+def test_rich_parity_with_the_numpy_engine(config):
+    """The rich observation (ppo-2p's): every action's row of consequences (R8 may bank,
+    R9 wins, bumps and gifts, V1-V5) equal to envs.encoding's, bit for bit, after every
+    roll and decision of random legal play."""
+    counts = run_parity(config, lanes=32, decisions=1500, seed=11, encoding="rich")
+    assert counts["decisions"] >= 1500
+
+
+def _game(n: int, rules: Rules, scores, current: int, total: int, roll: tuple[int, ...]) -> Game:
+    """A numpy Game at a decision, written from its numbers."""
+    game = BatchGames(1, n, rules).game_at(0)
+    game.state.scores = list(scores)
+    game.state.current, game.state.turn_total = current, total
+    game.state.roll, game.state.phase = roll, "decide"
+    return game
+
+
+@pytest.mark.parametrize(
+    "rules, scores, total, roll",
+    [
+        (Rules(), [4700, 4900, 4600], 200, (1, 1, 5)),  # exact win, gift, gift win
+        (Rules(), [4000, 4200, 0], 100, (1, 1, 5)),  # bumps (R9)
+        (Rules(), [4950, 300, 200], 50, (1, 5, 5)),  # overshoots lost: nobody entered
+        (Rules(overshoot="lost", bump=False), [4850, 4900, 4950], 50, (1, 5)),  # V2, V3
+        (Rules(entry=1000), [0, 900, 1000], 600, (1, 1, 1, 5)),  # V1: entry not yet reached
+        (Rules(fifty_rule=False, target=1500), [1000, 1450, 0], 350, (5, 5, 2, 3)),  # V4, V5
+    ],
+)
+def test_rich_rows_equal_the_encoder_on_every_bank_outcome(rules, scores, total, roll):
+    """R8-R9 with V1-V5 on chosen positions: the rich observation of the player to move
+    and of the others (whose action rows are zeros) equal encode_rich bit for bit."""
+    from envs.encoding import Col, action_features, encode_rich
+
+    env = FiveThousandJax(3, rules, encoding="rich")
+    state = env.from_arrays(scores, 0, total, len(roll), ROLL_ID[tuple(sorted(roll))])
+    game = _game(3, rules, scores, 0, total, tuple(sorted(roll)))
+    for seat in range(3):
+        mine = np.asarray(env.observe(state, seat)).view(np.uint32)
+        assert np.array_equal(mine, encode_rich(game, seat).view(np.uint32)), seat
+    rows = action_features(game, 0)
+    assert rows[:, Col.LEGAL].any()
+    assert np.array_equal(np.asarray(state.observation), encode_rich(game, 0))
+
+
 def test_the_parity_grid_covers_every_switch():
     """The full run's grid holds 2..8 players, both hold rules (R5), V1-V5 and R11."""
     assert {c.n_players for c in CONFIGS} == set(range(2, 9))
@@ -129,10 +174,13 @@ def test_banking_equals_bank_batch():
         banker = rng.integers(0, p, size=n)
         total = rng.integers(1, 20, size=n) * 100
         env = FiveThousandJax(p, rules)
-        after, winner = jax.jit(jax.vmap(env._bank))(scores, banker, total)
+        out = jax.jit(jax.vmap(env.bank_outcome))(scores, banker, total)
         want = bank_batch(scores, banker, total, rules)
-        assert np.array_equal(np.asarray(after), want.scores)
-        assert np.array_equal(np.asarray(winner), want.winner)
+        assert np.array_equal(np.asarray(out.scores), want.scores)
+        assert np.array_equal(np.asarray(out.winner), want.winner)
+        assert np.array_equal(np.asarray(out.bumped), want.bumped)
+        assert np.array_equal(np.asarray(out.overshoot), want.overshoot)
+        assert np.array_equal(np.asarray(out.gift_to), want.gift_to)
         if rules.overshoot == "gift":
             assert (want.gift_to >= 0).any() and (want.winner >= 0).any() and want.bumped.any()
 
@@ -251,6 +299,7 @@ def test_bad_configuration_is_refused_in_one_line():
         ({"n_players": 2, "max_turns": 1}, "max_turns"),
         ({"n_players": 2, "rules": "default"}, "rules"),
         ({"n_players": 2, "rules": Rules(target=2_000_000)}, "target"),
+        ({"n_players": 2, "encoding": "pixels"}, "encoding"),
     ):
         with pytest.raises(ValueError, match=match) as e:
             FiveThousandJax(**kwargs)

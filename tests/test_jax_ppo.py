@@ -84,10 +84,10 @@ def test_a_tiny_run_stops_resumes_exactly_and_exports_what_it_plays(tmp_path, ca
     obs = np.concatenate([obs, obs + rng.normal(0, 0.3, obs.shape).astype(np.float32)])
     mask = np.concatenate([mask, mask])
     choices = bot.choose(obs, mask, rng)
-    greedy = jax_ppo.greedy_policy(resumed.params, config.activation)(obs, mask)
+    greedy = jax_ppo.greedy_policy(resumed.params, trainer.actor)(obs, mask)
     assert np.array_equal(choices, greedy) and mask[np.arange(len(mask)), greedy].all()
     logits = bot.session.run(None, {bot.input_name: obs})[0]
-    jax_logits = jax_ppo.mlp(resumed.params["actor"], obs, config.activation)
+    jax_logits = trainer.actor.every_logit(resumed.params, obs)
     np.testing.assert_allclose(logits, np.asarray(jax_logits), rtol=1e-5, atol=1e-5)
 
 

@@ -62,14 +62,15 @@ from agents.exported import (
 from agents.jax_bots import jax_bot
 from agents.neural import OBS_SPEC_ATTRIBUTE
 from agents.training.config import GameRules
-from envs.encoding import ObsSpec
+from envs.encoding import ACTION_FEATURES, Col
 from envs.game import check_players
 from envs.jax_env import FiveThousandJax, LearnerEnv, LearnerState, State
-from envs.rules import NUM_ACTIONS, Rules
+from envs.rules import NUM_ACTIONS
 
 ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu}
 ONNX_ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu"}
 SELF_PLAY_MODES = ("sample", "greedy")
+NETWORKS = ("mlp", "action-scoring")
 SELF = "self"
 CHECKPOINT_FORMAT = "fivethousand-rl jax ppo checkpoint"
 CHECKPOINT_VERSION = 1
@@ -130,10 +131,18 @@ class JaxPPOConfig(GameRules):
     """Passes over each rollout."""
     num_minibatches: int = 8
     """Shuffled minibatches per pass (num_envs x num_steps must be a multiple)."""
+    network: str = "mlp"
+    """The actor: "mlp" (an MLP on the compact observation) or "action-scoring" (one
+    small network scoring every action from its row of the rich observation, as
+    ppo-2p's; ``Actor``)."""
     actor_layers: list[int] = field(default_factory=lambda: [256, 256])
-    """Hidden layers of the actor (the exported network)."""
+    """Hidden layers of the "mlp" actor."""
+    state_layers: list[int] = field(default_factory=lambda: [128, 64])
+    """The "action-scoring" actor: layers of the state's embedding."""
+    scorer_layers: list[int] = field(default_factory=lambda: [64, 64])
+    """The "action-scoring" actor: hidden layers of the network scoring each action."""
     critic_layers: list[int] = field(default_factory=lambda: [256, 256])
-    """Hidden layers of the critic."""
+    """Hidden layers of the critic (it reads the state part of the observation)."""
     activation: str = "tanh"
     """Hidden activation: "tanh" or "relu"."""
     chunk_updates: int = 8
@@ -174,18 +183,25 @@ class JaxPPOConfig(GameRules):
                 raise ValueError(f"{name} must be at least 0, got {getattr(self, name)!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}")
+        if self.network not in NETWORKS:
+            raise ValueError(f"network must be one of {', '.join(NETWORKS)}")
         if self.self_play not in SELF_PLAY_MODES:
             raise ValueError(f"self_play must be one of {', '.join(SELF_PLAY_MODES)}")
-        for name in ("actor_layers", "critic_layers"):
+        for name in ("actor_layers", "state_layers", "scorer_layers", "critic_layers"):
             layers = getattr(self, name)
             if not layers or any(not isinstance(n, int) or n < 1 for n in layers):
                 raise ValueError(f"{name} must be one or more positive sizes, got {layers!r}")
         names, _ = lane_opponents(self.opponents, self.num_envs)
-        game = FiveThousandJax(self.n_players, self.rules, self.max_turns)
+        game = self.game()
         for name in names:
             if name != SELF:
                 bot_policy(name, game)  # one line for an unknown bot
         return self
+
+    def game(self) -> FiveThousandJax:
+        """The JAX game of this run, with the observation its network reads."""
+        encoding = "rich" if self.network == "action-scoring" else "compact"
+        return FiveThousandJax(self.n_players, self.rules, self.max_turns, encoding)
 
     @classmethod
     def from_dict(cls, values: dict) -> JaxPPOConfig:
@@ -243,25 +259,106 @@ def init_mlp(key: jax.Array, sizes: list[int], last_scale: float) -> list:
     return layers
 
 
-def init_params(key: jax.Array, config: JaxPPOConfig, obs_size: int) -> Params:
-    k_actor, k_critic = jax.random.split(key)
-    return {
-        "actor": init_mlp(k_actor, [obs_size, *config.actor_layers, NUM_ACTIONS], 0.01),
-        "critic": init_mlp(k_critic, [obs_size, *config.critic_layers, 1], 1.0),
-    }
-
-
-def mlp(layers: list, x: jax.Array, activation: str) -> jax.Array:
+def mlp(layers: list, x: jax.Array, activation: str, last_activation: bool = False) -> jax.Array:
     act = ACTIVATIONS[activation]
     for w, b in layers[:-1]:
         x = act(x @ w + b)
     w, b = layers[-1]
-    return x @ w + b
+    x = x @ w + b
+    return act(x) if last_activation else x
 
 
-def masked_logits(actor: list, obs: jax.Array, mask: jax.Array, activation: str) -> jax.Array:
+@dataclass(frozen=True)
+class Actor:
+    """The actor's architecture (``JaxPPOConfig.network``), for the game it reads:
+
+    - "mlp": the compact observation through ``actor_layers`` to the 64 logits;
+    - "action-scoring": ``agents.networks.ActionScoringNet`` in JAX, on the rich
+      observation (its first `n_state` numbers are the state, then one row of
+      ``ACTION_FEATURES`` consequences per action): the state through
+      ``state_layers`` to an embedding; every action's logit is the same small network
+      (``scorer_layers``) of its row joined to that embedding, so what the actor learns
+      of one roll carries over to every roll that leads to the same place.
+    """
+
+    network: str
+    activation: str
+    n_state: int  # where the action rows start (the whole observation for "mlp")
+    max_legal: int  # the most legal actions a decision can have under these rules
+
+    def init(self, key: jax.Array, config: JaxPPOConfig) -> Params:
+        k_actor, k_critic, k_state, k_in = jax.random.split(key, 4)
+        critic = init_mlp(k_critic, [self.n_state, *config.critic_layers, 1], 1.0)
+        if self.network == "mlp":
+            return {
+                "actor": init_mlp(k_actor, [self.n_state, *config.actor_layers, NUM_ACTIONS], 0.01),
+                "critic": critic,
+            }
+        width = config.scorer_layers[0]
+        state = init_mlp(k_state, [self.n_state, *config.state_layers], math.sqrt(2))
+        joined = init_mlp(k_in, [ACTION_FEATURES + config.state_layers[-1], width], math.sqrt(2))
+        ((w, b),) = joined  # the join layer, split: action rows' part, the state's part
+        return {
+            "state": state,
+            "action_in": [(w[:ACTION_FEATURES], b)],
+            "state_in": [(w[ACTION_FEATURES:], jnp.zeros(width, jnp.float32))],
+            "scorer": init_mlp(k_actor, [*config.scorer_layers, 1], 0.01),
+            "critic": critic,
+        }
+
+    def value(self, params: Params, obs: jax.Array) -> jax.Array:
+        """The critic's value of each observation (it reads the state part only)."""
+        return mlp(params["critic"], obs[..., : self.n_state], self.activation)[..., 0]
+
+    def logits(self, params: Params, obs: jax.Array) -> jax.Array:
+        """The 64 logits of each observation (batch, D) -> (batch, 64); the action-scoring
+        actor scores only each row's legal actions (at most ``max_legal``, ~1/3 of
+        the work), leaving the others' logits 0: they are masked anyway."""
+        if self.network == "mlp":
+            return mlp(params["actor"], obs, self.activation)
+        rows = obs[:, self.n_state :].reshape(-1, NUM_ACTIONS, ACTION_FEATURES)
+
+        def legal_rows(r: jax.Array) -> jax.Array:
+            return jnp.nonzero(r[:, Col.LEGAL] > 0.5, size=self.max_legal, fill_value=NUM_ACTIONS)[
+                0
+            ]
+
+        index = jax.vmap(legal_rows)(rows)  # (batch, max_legal); NUM_ACTIONS: none
+        picked = jnp.take_along_axis(rows, jnp.minimum(index, NUM_ACTIONS - 1)[..., None], axis=1)
+        scores = self._score(params, obs, picked)
+        out = jnp.zeros((rows.shape[0], NUM_ACTIONS + 1), jnp.float32)
+        out = jax.vmap(lambda o, i, x: o.at[i].set(x))(out, index, scores)
+        return out[:, :NUM_ACTIONS]
+
+    def every_logit(self, params: Params, obs: jax.Array) -> jax.Array:
+        """Every action's logit, legal or not: the function the exported graph computes
+        (``logits`` equals it on the legal actions)."""
+        if self.network == "mlp":
+            return self.logits(params, obs)
+        rows = obs[:, self.n_state :].reshape(-1, NUM_ACTIONS, ACTION_FEATURES)
+        return self._score(params, obs, rows)
+
+    def _score(self, params: Params, obs: jax.Array, rows: jax.Array) -> jax.Array:
+        """The logit of each of `rows` (batch, k, ACTION_FEATURES) of each observation."""
+        act = ACTIVATIONS[self.activation]
+        embedding = mlp(params["state"], obs[:, : self.n_state], self.activation, True)
+        ((w_s, b_s),) = params["state_in"]
+        ((w_a, b_a),) = params["action_in"]
+        joined = act(rows @ w_a + b_a + (embedding @ w_s + b_s)[:, None, :])
+        return mlp(params["scorer"], joined, self.activation)[..., 0]
+
+
+def actor_for(config: JaxPPOConfig, game: FiveThousandJax) -> Actor:
+    """The actor of `config` on `game` (whose observation it reads)."""
+    spec = game.spec
+    n_state = spec.slices["actions"].start if spec.encoding == "rich" else spec.size
+    max_legal = 2 * int(game.tables.move_legal.sum(axis=1).max())  # each hold, bank or not
+    return Actor(config.network, config.activation, n_state, max_legal)
+
+
+def masked_logits(actor: Actor, params: Params, obs: jax.Array, mask: jax.Array) -> jax.Array:
     """The actor's logits with every illegal action's replaced by MASKED_LOGIT."""
-    return jnp.where(mask, mlp(actor, obs, activation), MASKED)
+    return jnp.where(mask, actor.logits(params, obs), MASKED)
 
 
 def greedy_actions(logits: jax.Array) -> jax.Array:
@@ -271,13 +368,13 @@ def greedy_actions(logits: jax.Array) -> jax.Array:
     return jnp.argmax(e / e.sum(axis=-1, keepdims=True), axis=-1).astype(jnp.int32)
 
 
-def greedy_policy(params: Params, activation: str) -> Callable:
+def greedy_policy(params: Params, actor: Actor) -> Callable:
     """(obs (B, D), mask (B, 64)) -> actions (B,): the exported bot's choice, jitted;
     ``agents.from_function`` makes it a player of the numpy engine."""
 
     @jax.jit
     def act(obs: jax.Array, mask: jax.Array) -> jax.Array:
-        return greedy_actions(masked_logits(params["actor"], obs, mask, activation))
+        return greedy_actions(masked_logits(actor, params, obs, mask))
 
     def fn(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return np.asarray(act(jnp.asarray(obs, jnp.float32), jnp.asarray(mask, bool)))
@@ -291,14 +388,13 @@ def bot_policy(name: str, game: FiveThousandJax) -> Callable:
     return jax_bot(name, game)
 
 
-def self_policy(params: Params, activation: str, mode: str) -> Callable:
+def self_policy(params: Params, actor: Actor, mode: str) -> Callable:
     """The learner's network as an opponent: it reads the observation of the player to
     move and samples (or takes the most probable action)."""
 
     def act(state: State, key: jax.Array) -> jax.Array:
-        logits = masked_logits(
-            params["actor"], state.observation, state.legal_action_mask, activation
-        )
+        obs, mask = state.observation[None], state.legal_action_mask[None]
+        logits = masked_logits(actor, params, obs, mask)[0]
         if mode == "greedy":
             return greedy_actions(logits)
         return jax.random.categorical(key, logits).astype(jnp.int32)
@@ -334,7 +430,7 @@ class Trainer:
     init: Callable[[jax.Array], RunnerState]  # key -> the state before update 0
     run: Callable[[RunnerState, int], tuple[RunnerState, dict]]  # n updates (n static)
     opponent_names: list[str]
-    spec: ObsSpec
+    actor: Actor
     compiled: dict = field(default_factory=dict)  # n -> run compiled for n updates
 
     def chunk(self, runner: RunnerState, n: int) -> tuple[Callable, float]:
@@ -363,10 +459,8 @@ def make_train_uncached(config: JaxPPOConfig) -> Trainer:
     metrics (losses, entropy, approximate KL, clip fraction, and per opponent the games
     that ended and the learner's wins)."""
     c = config.check()
-    rules: Rules = c.rules
-    game = FiveThousandJax(c.n_players, rules, c.max_turns)
-    spec = ObsSpec("compact", c.n_players, rules)
-    assert spec.size == game.observation_size
+    game = c.game()
+    actor = actor_for(c, game)
     names, lanes = lane_opponents(c.opponents, c.num_envs)
     lane_ids = jnp.asarray(lanes)
     bots = {n: bot_policy(n, game) for n in names if n != SELF}
@@ -380,7 +474,7 @@ def make_train_uncached(config: JaxPPOConfig) -> Trainer:
     def lane_env(params: Params, opp: jax.Array) -> LearnerEnv:
         """The environment of one lane, whose opponent is `opp` (traced)."""
         policies = [
-            self_policy(params, c.activation, c.self_play) if n == SELF else bots[n] for n in names
+            self_policy(params, actor, c.self_play) if n == SELF else bots[n] for n in names
         ]
 
         def opponent(state: State, key: jax.Array) -> jax.Array:
@@ -393,15 +487,14 @@ def make_train_uncached(config: JaxPPOConfig) -> Trainer:
 
     def init(key: jax.Array) -> RunnerState:
         k_net, k_env, key = jax.random.split(key, 3)
-        params = init_params(k_net, c, game.observation_size)
+        params = actor.init(k_net, c)
         reset = jax.vmap(lambda k, o: lane_env(params, o).reset(k))
         env_state = reset(jax.random.split(k_env, c.num_envs), lane_ids)
         return RunnerState(params, tx.init(params), env_state, key, jnp.int32(0))
 
     def policy_value(params: Params, obs: jax.Array, mask: jax.Array):
-        logits = masked_logits(params["actor"], obs, mask, c.activation)
-        value = mlp(params["critic"], obs, c.activation)[..., 0]
-        return jax.nn.log_softmax(logits), value
+        logits = masked_logits(actor, params, obs, mask)
+        return jax.nn.log_softmax(logits), actor.value(params, obs)
 
     def update(runner: RunnerState, _: Any) -> tuple[RunnerState, dict]:
         params, opt_state, env_state, key, n = runner
@@ -482,7 +575,7 @@ def make_train_uncached(config: JaxPPOConfig) -> Trainer:
     def run(runner: RunnerState, n: int) -> tuple[RunnerState, dict]:
         return jax.lax.scan(update, runner, None, n)
 
-    return Trainer(c, game, jax.jit(init), run, names, spec)
+    return Trainer(c, game, jax.jit(init), run, names, actor)
 
 
 def gae(traj: Transition, last_value: jax.Array, gamma: float, lam: float):
@@ -550,24 +643,68 @@ def load_checkpoint(path: Path, trainer: Trainer) -> tuple[RunnerState, dict]:
 
 
 # ------------------------------------------------------------------ export
-def actor_graph(actor: list, activation: str, obs_size: int):
+def actor_graph(actor: Actor, params: Params, obs_size: int):
     """The actor as an ONNX graph: obs (batch, obs_size) float32 -> logits (batch, 64),
-    the same float32 weights (built with onnx.helper, as export.py's value_net_graph)."""
+    ``Actor.every_logit`` with the same float32 weights (built with onnx.helper, as
+    export.py's value_net_graph; MatMul, Add, Relu or Tanh, and for the action-scoring
+    actor Slice, Reshape and Unsqueeze)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    nodes, inits, x = [], [], "obs"
-    last = len(actor) - 1
-    for i, (w, b) in enumerate(actor):
-        w, b = np.asarray(w, np.float32), np.asarray(b, np.float32)
-        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
+    nodes, inits = [], []
+    activation = ONNX_ACTIVATIONS[actor.activation]
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def dense(layers: list, x: str, prefix: str, last_activation: bool, out: str) -> str:
+        for i, (w, b) in enumerate(layers):
+            w_name = const(f"{prefix}_w{i}", np.asarray(w, np.float32))
+            b_name = const(f"{prefix}_b{i}", np.asarray(b, np.float32))
+            nodes.append(helper.make_node("MatMul", [x, w_name], [f"{prefix}_m{i}"]))
+            last = i == len(layers) - 1
+            added = out if last and not last_activation else f"{prefix}_a{i}"
+            nodes.append(helper.make_node("Add", [f"{prefix}_m{i}", b_name], [added]))
+            x = added
+            if not last or last_activation:
+                x = out if last else f"{prefix}_h{i}"
+                nodes.append(helper.make_node(activation, [added], [x]))
+        return x
+
+    if actor.network == "mlp":
+        dense(params["actor"], "obs", "actor", False, "logits")
+    else:
+        n = actor.n_state
+        i64 = np.int64
+        rows_shape = const("rows_shape", np.array([-1, NUM_ACTIONS, ACTION_FEATURES], i64))
         nodes += [
-            helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
-            helper.make_node("Add", [f"m{i}", f"b{i}"], ["logits" if i == last else f"a{i}"]),
-        ]
-        if i < last:
-            nodes.append(helper.make_node(ONNX_ACTIVATIONS[activation], [f"a{i}"], [f"h{i}"]))
-            x = f"h{i}"
+            helper.make_node(
+                "Slice",
+                ["obs", const("zero", np.array([0], i64)), const("n_state", np.array([n], i64)),
+                 const("axis1", np.array([1], i64))],
+                ["state"],
+            ),
+            helper.make_node(
+                "Slice",
+                ["obs", "n_state", const("end", np.array([obs_size], i64)), "axis1"],
+                ["flat_rows"],
+            ),
+            helper.make_node(
+                "Reshape",
+                ["flat_rows", rows_shape],
+                ["rows"],
+            ),
+        ]  # fmt: skip
+        embedding = dense(params["state"], "state", "state", True, "embedding")
+        state_part = dense(params["state_in"], embedding, "state_in", False, "state_part")
+        nodes.append(helper.make_node("Unsqueeze", [state_part, "axis1"], ["state_part3"]))
+        action_part = dense(params["action_in"], "rows", "action_in", False, "action_part")
+        nodes.append(helper.make_node("Add", [action_part, "state_part3"], ["joined_in"]))
+        nodes.append(helper.make_node(activation, ["joined_in"], ["joined"]))
+        scores = dense(params["scorer"], "joined", "scorer", False, "scores")
+        logits_shape = const("logits_shape", np.array([-1, NUM_ACTIONS], i64))
+        nodes.append(helper.make_node("Reshape", [scores, logits_shape], ["logits"]))
     graph = helper.make_graph(
         nodes,
         "fivethousand_jax_ppo_actor",
@@ -601,7 +738,8 @@ def export_actor(
     import onnx
 
     out = Path(out)
-    spec = ObsSpec("compact", config.n_players, config.rules)
+    game = config.game()
+    spec = game.spec
     provenance: dict[str, Any] = {}
     if checkpoint is not None:
         provenance["checkpoint"] = _shown(checkpoint)
@@ -628,7 +766,8 @@ def export_actor(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".partial.onnx")
     try:
-        onnx.save(actor_graph(params["actor"], config.activation, spec.size), str(tmp))
+        graph = actor_graph(actor_for(config, game), params, spec.size)
+        onnx.save(graph, str(tmp))
         metadata_path(tmp).write_text(json.dumps(meta, indent=2))
         ExportedBot(tmp)  # fails loudly now rather than when played
         atomic_write(out, tmp.read_bytes())
