@@ -3,8 +3,8 @@ the style of pgx, for training and search on an accelerator (``pip install .[jax
 
 Overview
 --------
-``FiveThousandJax(n_players, rules, max_turns)`` is the game for one table size and one
-set of rules (``envs.rules.Rules``: R1-R12 and the house switches V1-V5 as static
+``FiveThousandJax(n_players, rules, max_turns, encoding)`` is the game for one table
+size and one set of rules (``envs.rules.Rules``: R1-R12 and the house switches V1-V5 as static
 configuration; each combination compiles once). Its functions take and return a
 ``State`` for *one* game; ``jax.vmap`` them for many and ``jax.jit`` them for speed::
 
@@ -36,8 +36,9 @@ split(key)``; the roll's code is ``randint(sub, (), 0, 7776)``).
 
 State
 -----
-``current_player`` (int32), ``observation`` (float32, the compact layout of
-``envs.encoding`` seen from ``current_player``: a policy trained here reads the numpy
+``current_player`` (int32), ``observation`` (float32, ``envs.encoding``'s layout seen
+from ``current_player``: the compact one, or with ``encoding="rich"`` the rich one, whose
+64 rows say what each legal action leads to; a policy trained here reads the numpy
 environments' observations too, bit for bit), ``legal_action_mask`` (bool, 64; all True
 once the game has ended, as pgx does, so that a masked softmax never divides by zero),
 ``rewards`` (float32, one per seat: +1 to the winner and -1 to every other seat on the
@@ -382,8 +383,9 @@ class FiveThousandJax:
         return jnp.where(state.is_chance, probs, 0.0)
 
     def observe(self, state: State, seat: Array) -> Array:
-        """The compact observation of the game from `seat` (``envs.encoding.encode``,
-        bit for bit)."""
+        """The observation of the game from `seat` (``envs.encoding.encode``, or
+        ``encode_rich`` with the rich encoding, bit for bit; a seat not to move sees
+        zeros in the rich action rows, as there)."""
         return self._observe(state, jnp.asarray(seat, jnp.int32), self._real_mask(state))
 
     # ------------------------------------------------------------- internals

@@ -44,13 +44,20 @@ def test_parity_with_the_numpy_engine(config):
     assert counts["rolls"] > counts["decisions"]
 
 
-@pytest.mark.parametrize("config", SMALL[:2], ids=lambda c: c.label())
+RICH = (
+    Config(2, Rules(target=1000, entry=50, fifty_rule=False)),
+    Config(6, Rules(target=1500, entry=300), max_turns=18),
+)
+
+
+@pytest.mark.parametrize("config", RICH, ids=lambda c: c.label())
 def test_rich_parity_with_the_numpy_engine(config):
     """The rich observation (ppo-2p's): every action's row of consequences (R8 may bank,
-    R9 wins, bumps and gifts, V1-V5) equal to envs.encoding's, bit for bit, after every
-    roll and decision of random legal play."""
+    R9 wins, bumps, gifts and lost overshoots; V1, V4, V5 here) equal to envs.encoding's,
+    bit for bit, after every roll and decision of random legal play. Small targets, so
+    that games end (and banks win, bump and overshoot) within the test's decisions."""
     counts = run_parity(config, lanes=32, decisions=1500, seed=11, encoding="rich")
-    assert counts["decisions"] >= 1500
+    assert counts["decisions"] >= 1500 and counts["games_ended"] > 0
 
 
 def _game(n: int, rules: Rules, scores, current: int, total: int, roll: tuple[int, ...]) -> Game:
@@ -63,30 +70,45 @@ def _game(n: int, rules: Rules, scores, current: int, total: int, roll: tuple[in
 
 
 @pytest.mark.parametrize(
-    "rules, scores, total, roll",
+    "rules, scores, mover, total, roll, shown",
     [
-        (Rules(), [4700, 4900, 4600], 200, (1, 1, 5)),  # exact win, gift, gift win
-        (Rules(), [4000, 4200, 0], 100, (1, 1, 5)),  # bumps (R9)
-        (Rules(), [4950, 300, 200], 50, (1, 5, 5)),  # overshoots lost: nobody entered
-        (Rules(overshoot="lost", bump=False), [4850, 4900, 4950], 50, (1, 5)),  # V2, V3
-        (Rules(entry=1000), [0, 900, 1000], 600, (1, 1, 1, 5)),  # V1: entry not yet reached
-        (Rules(fifty_rule=False, target=1500), [1000, 1450, 0], 350, (5, 5, 2, 3)),  # V4, V5
+        (Rules(), [4700, 4900, 4600], 0, 200, (1, 1, 5), {"WINS", "GIFTS", "GIFT_WINS"}),
+        (Rules(), [4000, 4800, 3000], 1, 300, (1, 2, 3), {"GIFTS"}),  # a gift short of 5000
+        (Rules(), [4900, 4800, 4700], 1, 300, (1, 2, 3), {"POINTS_LOST"}),  # it would pass
+        (Rules(), [4000, 4200, 0], 0, 100, (1, 1, 5), {"BUMPS"}),  # R9
+        (Rules(), [4900, 300, 200], 0, 50, (1, 5, 5), {"POINTS_LOST"}),  # nobody entered
+        (Rules(), [3000, 0, 600], 0, 900, (1, 4, 6), {"NEED_AT 1000"}),  # the last bin
+        (Rules(overshoot="lost"), [4900, 4900, 4800], 2, 100, (1, 5, 5), {"POINTS_LOST"}),  # V3
+        (Rules(bump=False), [4900, 4900, 4800], 2, 0, (1, 5, 5), {"no BUMPS"}),  # V2
+        (Rules(entry=1000), [0, 900, 1000], 0, 600, (1, 1, 1, 5), {"MAY_BANK"}),  # V1
+        (Rules(fifty_rule=False, target=1500), [1000, 1450, 0], 0, 350, (5, 5, 2, 3), {"BUMPS"}),
     ],
 )
-def test_rich_rows_equal_the_encoder_on_every_bank_outcome(rules, scores, total, roll):
+def test_rich_rows_equal_the_encoder_on_every_bank_outcome(
+    rules, scores, mover, total, roll, shown
+):
     """R8-R9 with V1-V5 on chosen positions: the rich observation of the player to move
-    and of the others (whose action rows are zeros) equal encode_rich bit for bit."""
+    and of the others (whose action rows are zeros) equal encode_rich bit for bit; each
+    position shows the consequences it was chosen for."""
     from envs.encoding import Col, action_features, encode_rich
 
+    roll = tuple(sorted(roll))
     env = FiveThousandJax(3, rules, encoding="rich")
-    state = env.from_arrays(scores, 0, total, len(roll), ROLL_ID[tuple(sorted(roll))])
-    game = _game(3, rules, scores, 0, total, tuple(sorted(roll)))
+    state = env.from_arrays(scores, mover, total, len(roll), ROLL_ID[roll])
+    game = _game(3, rules, scores, mover, total, roll)
     for seat in range(3):
         mine = np.asarray(env.observe(state, seat)).view(np.uint32)
         assert np.array_equal(mine, encode_rich(game, seat).view(np.uint32)), seat
-    rows = action_features(game, 0)
-    assert rows[:, Col.LEGAL].any()
-    assert np.array_equal(np.asarray(state.observation), encode_rich(game, 0))
+    assert np.array_equal(np.asarray(state.observation), encode_rich(game, mover))
+    rows = action_features(game, mover)
+    if "NEED_AT 1000" in shown:  # the one-hot's last column: 1000 points still needed
+        assert rows[:, Col.NEED_AT + 20].any()
+    elif "no BUMPS" in shown:  # banking 100 lands on the others' 4900: no bump under V2
+        assert rows[:, Col.WINS].any() and not rows[:, Col.BUMPS].any()
+        bumping = _game(3, Rules(), scores, mover, total, roll)
+        assert action_features(bumping, mover)[:, Col.BUMPS].any()  # with bumps on
+    else:
+        assert {c.name for c in Col if rows[:, c].any()} >= shown
 
 
 def test_the_parity_grid_covers_every_switch():

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 
 from agents.exported import ExportedBot  # noqa: E402
 from agents.training import jax_ppo  # noqa: E402
+from envs.batch import ROLL_ID  # noqa: E402
 from envs.encoding import ObsSpec  # noqa: E402
 from envs.rules import Rules  # noqa: E402
 from fivethousand_rl import train_jax  # noqa: E402
@@ -91,6 +92,48 @@ def test_a_tiny_run_stops_resumes_exactly_and_exports_what_it_plays(tmp_path, ca
     np.testing.assert_allclose(logits, np.asarray(jax_logits), rtol=1e-5, atol=1e-5)
 
 
+def test_the_action_scoring_actor_trains_and_exports_what_it_plays(tmp_path):
+    """--network action-scoring: the actor reads the rich observation of the JAX game
+    (envs.encoding's rich spec in the export), scores the legal rows in training as the
+    exported graph scores every row, and the exported bot chooses as the JAX network."""
+    args = [*TINY, "--network", "action-scoring", "--activation", "relu"]
+    args += ["--state-layers", "16", "--scorer-layers", "16", "16"]
+    assert train_jax.main([*args, "--checkpoints", str(tmp_path), "--run-name", "scorer"]) == 0
+    folder = tmp_path / "scorer"
+    meta = json.loads((folder / "model.json").read_text())
+    assert meta["obs_spec"] == ObsSpec("rich", 2, Rules()).to_dict()
+    recorded = json.loads((folder / "config.json").read_text())
+    assert recorded.pop("method") == "jax_ppo"
+    config = jax_ppo.JaxPPOConfig.from_dict(recorded)
+    trainer = jax_ppo.make_train(config)
+    runner, _ = jax_ppo.load_checkpoint(folder / "checkpoint.npz", trainer)
+    assert set(runner.params) == {"state", "action_in", "state_in", "scorer", "critic"}
+    obs = np.asarray(runner.env_state.observation)
+    mask = np.asarray(runner.env_state.legal_action_mask)
+    actor = trainer.actor
+    every = np.asarray(actor.every_logit(runner.params, obs))
+    legal_only = np.asarray(actor.logits(runner.params, obs))
+    np.testing.assert_allclose(legal_only[mask], every[mask], rtol=1e-5, atol=1e-6)
+    assert (legal_only[~mask] == 0).all()  # not scored: masked anyway
+    bot = ExportedBot(folder / "model.onnx")
+    logits = bot.session.run(None, {bot.input_name: obs})[0]
+    np.testing.assert_allclose(logits, every, rtol=1e-5, atol=1e-5)
+    greedy = jax_ppo.greedy_policy(runner.params, actor)(obs, mask)
+    assert np.array_equal(bot.choose(obs, mask, None), greedy)
+
+    # The most crowded roll there is (11 holds of 1 1 1 5 5, and banks where R8 allows):
+    # every legal action is still scored in training.
+    game = trainer.game
+    crowded = game.from_arrays([1000, 0], 0, 0, 5, ROLL_ID[(1, 1, 1, 5, 5)])
+    legal = np.asarray(crowded.legal_action_mask)
+    assert legal[:32].sum() == 11 and legal[32:].sum() > 0 and actor.max_legal == 22
+    rich = np.asarray(crowded.observation)[None]
+    scored = np.asarray(actor.logits(runner.params, rich))[0]
+    np.testing.assert_allclose(
+        scored[legal], np.asarray(actor.every_logit(runner.params, rich))[0][legal], rtol=1e-5
+    )
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [
@@ -99,6 +142,8 @@ def test_a_tiny_run_stops_resumes_exactly_and_exports_what_it_plays(tmp_path, ca
         (["--opponents", "self@0"], "positive weight"),
         (["--activation", "sigmoid"], "activation"),
         (["--actor-layers", "0"], "actor_layers"),
+        (["--network", "cnn"], "network"),
+        (["--scorer-layers", "0"], "scorer_layers"),
         (["--stop-after", "-1"], "--stop-after"),
         (["--resume", "no/such/run"], "--resume"),
     ],

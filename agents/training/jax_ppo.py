@@ -2,11 +2,15 @@
 rollout, GAE and the minibatch updates are one jitted function, so the whole loop runs
 inside XLA; a Python loop calls it chunk by chunk for progress lines and checkpoints.
 
-One file, plain arrays: the actor and the critic are MLPs kept as lists of ``(W, b)``
-(orthogonal init, as PureJaxRL), no flax or distrax. The actor's 64 logits are masked as
-the exported bots mask them (illegal logits -> ``agents.exported.MASKED_LOGIT``), the
-log-probabilities and entropy come from ``log_softmax`` of the masked logits, the
-optimizer is optax's (global-norm clipping, Adam with a linear decay of the step size).
+One file, plain arrays: the networks are lists of ``(W, b)`` layers (orthogonal init, as
+PureJaxRL), no flax or distrax. The actor (``Actor``) is an MLP on the compact
+observation (``network="mlp"``) or ppo-2p's action-scoring network on the rich one
+(``network="action-scoring"``: one small network scores each action from its row of
+consequences); the critic is an MLP on the state part of the observation. The actor's 64
+logits are masked as the exported bots mask them (illegal logits ->
+``agents.exported.MASKED_LOGIT``), the log-probabilities and entropy come from
+``log_softmax`` of the masked logits, the optimizer is optax's (global-norm clipping,
+Adam with a linear decay of the step size).
 
 The learner plays ``envs.jax_env.LearnerEnv``: one seat drawn at random each deal, the
 other seats played by an *opponent*; each environment lane has one opponent for the
@@ -14,21 +18,22 @@ whole run, the lanes shared out by the weights of ``JaxPPOConfig.opponents``
 ("name@weight"; a per-game mix, with fixed proportions):
 
 - ``self``: the learner's current parameters (the ones being trained, traced inside the
-  jitted update), reading ``state.observation`` (the compact observation of the player
-  to move) and ``state.legal_action_mask``; it samples from its masked softmax
+  jitted update), reading ``state.observation`` (the observation of the player to move)
+  and ``state.legal_action_mask``; it samples from its masked softmax
   (``self_play="sample"``, as the learner does while it collects) or plays its most
   probable action (``self_play="greedy"``, as the exported bot will);
 - a JAX bot of ``agents.jax_bots`` (``random``, ``threshold:T``, ``turn-ev``).
 
-The trained actor is exported as an ONNX graph (MatMul / Add / Tanh or Relu) with the
-metadata of the project's "ppo" exported bots (``agents.exported``: compact observation
-spec, action encoding, masking, provenance), so ``python evaluate.py RUN/model.onnx
-optimal`` and ``agents.best_response`` measure it as they measure ppo-2p; its greedy
-choice (``greedy_actions``) is ``agents.exported.masked_choices`` of the same logits.
+The trained actor is exported as an ONNX graph (MatMul / Add / Tanh or Relu, and Slice /
+Reshape / Unsqueeze for the action-scoring actor) with the metadata of the project's
+"ppo" exported bots (``agents.exported``: the observation spec, action encoding,
+masking, provenance), so ``python evaluate.py RUN/model.onnx optimal`` and
+``agents.best_response`` measure it as they measure ppo-2p; its greedy choice
+(``greedy_actions``) is ``agents.exported.masked_choices`` of the same logits.
 
 Checkpoints are plain ``.npz`` files (parameters, optimizer state, the environments'
-states, the key, counters and the config as JSON; never pickle): a run stopped after
-any chunk resumes where it stopped, exactly.
+states, the key, counters and the config as JSON; never pickle): a run stopped after any
+chunk resumes where it stopped, exactly.
 """
 
 from __future__ import annotations
@@ -278,7 +283,10 @@ class Actor:
       ``ACTION_FEATURES`` consequences per action): the state through
       ``state_layers`` to an embedding; every action's logit is the same small network
       (``scorer_layers``) of its row joined to that embedding, so what the actor learns
-      of one roll carries over to every roll that leads to the same place.
+      of one roll carries over to every roll that leads to the same place. As there, the
+      join layer is split in two (the rows' part, the state's part, computed once per
+      observation); unlike torch's, both parts carry a bias (the same functions) and
+      start as one orthogonal matrix.
     """
 
     network: str
