@@ -26,6 +26,7 @@ TINY = [
     "--num-envs", "64", "--num-steps", "16", "--total-steps", "2048",
     "--update-epochs", "2", "--num-minibatches", "4", "--chunk-updates", "1",
     "--actor-layers", "32", "--critic-layers", "32", "--opponents", "self", "random",
+    "--network", "mlp", "--activation", "tanh",
 ]  # fmt: skip
 
 
@@ -40,6 +41,8 @@ def tiny_config() -> jax_ppo.JaxPPOConfig:
         actor_layers=[32],
         critic_layers=[32],
         opponents=["self", "random"],
+        network="mlp",
+        activation="tanh",
     )
 
 
@@ -96,7 +99,7 @@ def test_the_action_scoring_actor_trains_and_exports_what_it_plays(tmp_path):
     """--network action-scoring: the actor reads the rich observation of the JAX game
     (envs.encoding's rich spec in the export), scores the legal rows in training as the
     exported graph scores every row, and the exported bot chooses as the JAX network."""
-    args = [*TINY, "--network", "action-scoring", "--activation", "relu"]
+    args = [*TINY, "--network", "action-scoring", "--activation", "relu"]  # the last wins
     args += ["--state-layers", "16", "--scorer-layers", "16", "16"]
     assert train_jax.main([*args, "--checkpoints", str(tmp_path), "--run-name", "scorer"]) == 0
     folder = tmp_path / "scorer"

@@ -109,16 +109,16 @@ class JaxPPOConfig(GameRules):
     """Games played side by side (the vmapped environment lanes)."""
     num_steps: int = 64
     """Learner decisions per lane per update (the rollout length)."""
-    total_steps: int = 15_000_000
-    """Learner decisions to train for (the step size decays linearly over them); about
-    16,000 decisions/s were measured on 2 idle cores, so the default takes about 16
-    minutes there."""
+    total_steps: int = 6_500_000
+    """Learner decisions to train for (the step size decays linearly over them); the
+    action-scoring actor trains at about 5,000 decisions/s on 2 idle cores, so the
+    default takes about 22 minutes there (the "mlp" actor about 15,000/s)."""
     time_limit: float = 0.0
     """Stop after the chunk that passes this many minutes (0: no limit); the step size
     still follows total_steps, so a run cut short ends before its decay does."""
     lr: float = 1e-3
     """Adam step size at the start (1e-3 learned faster than 3e-4 in 3-minute probes)."""
-    final_lr: float = 1e-4
+    final_lr: float = 1e-5
     """Step size reached at total_steps (linear decay)."""
     gamma: float = 0.999
     """Discount: close to 1, since only the game's end is rewarded."""
@@ -136,10 +136,10 @@ class JaxPPOConfig(GameRules):
     """Passes over each rollout."""
     num_minibatches: int = 8
     """Shuffled minibatches per pass (num_envs x num_steps must be a multiple)."""
-    network: str = "mlp"
-    """The actor: "mlp" (an MLP on the compact observation) or "action-scoring" (one
-    small network scoring every action from its row of the rich observation, as
-    ppo-2p's; ``Actor``)."""
+    network: str = "action-scoring"
+    """The actor: "action-scoring" (one small network scoring every action from its row
+    of the rich observation, as ppo-2p's) or "mlp" (an MLP on the compact observation);
+    ``Actor``."""
     actor_layers: list[int] = field(default_factory=lambda: [256, 256])
     """Hidden layers of the "mlp" actor."""
     state_layers: list[int] = field(default_factory=lambda: [128, 64])
@@ -148,8 +148,8 @@ class JaxPPOConfig(GameRules):
     """The "action-scoring" actor: hidden layers of the network scoring each action."""
     critic_layers: list[int] = field(default_factory=lambda: [256, 256])
     """Hidden layers of the critic (it reads the state part of the observation)."""
-    activation: str = "tanh"
-    """Hidden activation: "tanh" or "relu"."""
+    activation: str = "relu"
+    """Hidden activation: "relu" or "tanh"."""
     chunk_updates: int = 8
     """Updates per jitted chunk: a progress line and a checkpoint after each."""
 
@@ -215,6 +215,8 @@ class JaxPPOConfig(GameRules):
         unknown = sorted(set(values) - names)
         if unknown:
             raise ValueError(f"unknown setting(s) in the saved config: {', '.join(unknown)}")
+        if isinstance(values, dict) and "network" not in values:
+            values = {**values, "network": "mlp"}  # saved before there was a choice
         return cls(**values).check()
 
 
