@@ -1,6 +1,6 @@
 """PPO in JAX, several seeds of one budget, measured as the shipped agents are (issue 45).
 
-    python train_jax.py --seed S --total-steps 10000000 --run-name jax_ppo_2p_seedS  # S = 0, 1, 2
+    python train_jax.py --seed S --run-name jax_ppo_2p_seedS  # S = 0, 1, 2
     python benchmarks/jax_ppo_seeds.py checkpoints/jax_ppo_2p_seed{0,1,2} --games 20000 \\
         --plot docs/jax_ppo_seeds.png
 
