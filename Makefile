@@ -57,7 +57,7 @@ lint: $(VENV)/.installed-dev
 	$(PY) -m ruff format --check .
 
 serve: $(VENV)/.installed
-	$(PY) -m webplay
+	$(PY) -m fivethousand_rl.webplay
 
 # The documentation site at http://127.0.0.1:8000, rebuilt as its pages change.
 docs: $(VENV)/.installed-dev
@@ -68,7 +68,7 @@ bench: $(VENV)/.installed
 
 # The translations (envs/locale): the template extracted from the code, then each
 # language's catalogue updated (new texts empty, changed ones fuzzy: the tests fail until
-# they are translated). Only the .po files are kept; envs.i18n reads them at run time.
+# they are translated). Only the .po files are kept; fivethousand_rl.envs.i18n reads them at run time.
 LANGS := fr ms ru hi
 messages: $(VENV)/.installed-dev
 	$(VENV)/bin/pybabel extract -F babel.cfg -c Translators: --sort-by-file --no-wrap \

@@ -1,21 +1,21 @@
-"""Players of 5000 behind one interface (``envs.policy.Policy``), made by name: this
+"""Players of 5000 behind one interface (``fivethousand_rl.envs.policy.Policy``), made by name: this
 package's ``make_policy`` is the policy resolver that the environments find through the
-``fivethousand_rl.policies`` entry point (see ``envs.policy``)."""
+``fivethousand_rl.policies`` entry point (see ``fivethousand_rl.envs.policy``)."""
 
 from __future__ import annotations
 
-from agents.base import MODEL_SUFFIXES, check_model_file
-from agents.batched import (
+from fivethousand_rl.agents.base import MODEL_SUFFIXES, check_model_file
+from fivethousand_rl.agents.batched import (
     BatchedOptimalBot,
     BatchedRandomBot,
     BatchedSmartBot,
     BatchedThresholdBot,
     BatchedTurnEVBot,
 )
-from agents.function_agent import FunctionAgent, from_function
-from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
-from agents.shipped import SHIPPED, needs_extra, shipped_model, training_installed
-from envs.policy import Policy
+from fivethousand_rl.agents.function_agent import FunctionAgent, from_function
+from fivethousand_rl.agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
+from fivethousand_rl.agents.shipped import SHIPPED, needs_extra, shipped_model, training_installed
+from fivethousand_rl.envs.policy import Policy
 
 BOT_NAMES = (
     "random",
@@ -47,8 +47,8 @@ def make_policy(spec: str | Policy) -> Policy:
     """A policy from its short name ("random", "threshold:350", "smart", "turn-ev",
     "optimal"; "expectimax" or "expectimax:3", a search over the turn: ``agents.search``),
     the best response to a table of bots ("best-response:smart",
-    "best-response:smart,turn-ev": ``agents.best_response``), the name of a shipped
-    agent ("planner-2p", "ppo-2p": ``agents.shipped``, loaded from the package's own
+    "best-response:smart,turn-ev": ``fivethousand_rl.agents.best_response``), the name of a shipped
+    agent ("planner-2p", "ppo-2p": ``fivethousand_rl.agents.shipped``, loaded from the package's own
     files wherever it runs), a model file (a MaskablePPO checkpoint .zip; an .npz: a
     value net, played by its planner, or a PPO self-play snapshot, told apart by what
     the file says it is; an exported .onnx bot or planner),
@@ -75,20 +75,20 @@ def make_policy(spec: str | Policy) -> Policy:
         check_model_file(spec.strip())
     if spec.strip().endswith(".zip"):
         if not training_installed():  # the light install: one line naming the extra
-            from agents.neural import CheckpointError
+            from fivethousand_rl.agents.neural import CheckpointError
 
             raise CheckpointError(needs_extra(f"the MaskablePPO checkpoint {spec.strip()}"))
-        from agents.neural import SB3Policy  # torch is imported only when needed
+        from fivethousand_rl.agents.neural import SB3Policy  # torch is imported only when needed
 
         return SB3Policy(spec.strip())
     if spec.strip().endswith(".onnx"):
-        from agents.exported import load_exported  # onnxruntime and numpy only
+        from fivethousand_rl.agents.exported import load_exported  # onnxruntime and numpy only
 
         return load_exported(spec.strip())
     if spec.strip().endswith(".npz"):
         return _load_npz(spec.strip())
     if spec.strip().startswith("best-response:"):  # the exact best response to a table
-        from agents.best_response import PREFIX, BestResponseBot, table_of
+        from fivethousand_rl.agents.best_response import PREFIX, BestResponseBot, table_of
 
         return BestResponseBot(table_of(spec.strip().removeprefix(PREFIX)), make_policy)
     name, _, arg = spec.strip().partition(":")
@@ -105,7 +105,7 @@ def make_policy(spec: str | Policy) -> Policy:
             return BatchedThresholdBot(int(arg))
         raise ValueError(f"bad bot {_quote(spec)}: threshold needs a whole number; {accepted}")
     if name == "expectimax":  # search over the turn (agents.search), to its end or ROLLS deep
-        from agents.search import ExpectimaxBot
+        from fivethousand_rl.agents.search import ExpectimaxBot
 
         if arg == "" or (arg.isascii() and arg.isdigit() and int(arg) > 0):
             return ExpectimaxBot(max_rolls=int(arg) if arg else None)
@@ -126,7 +126,7 @@ def _load_npz(path: str) -> Policy:
     import zipfile
     from pathlib import Path
 
-    from agents.value_net import KIND, load_planner, npz_kind
+    from fivethousand_rl.agents.value_net import KIND, load_planner, npz_kind
 
     if Path(path).is_file() and not zipfile.is_zipfile(path):
         raise ValueError(f"{path} is neither a value net nor a self-play snapshot (no .npz file)")
@@ -135,7 +135,9 @@ def _load_npz(path: str) -> Policy:
         return load_planner(path)
     if kind is not None:
         raise ValueError(f"{path} is an .npz of kind {kind!r}, neither a value net nor a snapshot")
-    from agents.neural import load_snapshot  # a snapshot, or it says what the file lacks
+    from fivethousand_rl.agents.neural import (
+        load_snapshot,  # a snapshot, or it says what the file lacks
+    )
 
     return load_snapshot(path)
 

@@ -1,7 +1,7 @@
 """What each house rule does to the game of 5000 (RULES.md V1-V5, R5): the seeds' rules
 and every single change from them, measured under optimal 2-player play.
 
-    python -m agents.analysis [--games 20000] [--seed 0] [--out docs/analysis.md]
+    python -m fivethousand_rl.agents.analysis [--games 20000] [--seed 0] [--out docs/analysis.md]
 
 For each variant, from the exact 2-player solution (``envs.solver``, solved afresh and
 timed):
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import atomic_write, check_output_path, duration
-from agents.batched import BatchedOptimalBot
-from envs.batch import ROLL_BUST, BatchGames, play_batch
-from envs.rules import BANK_BIT, Rules
-from envs.solver import solve_two_player
+from fivethousand_rl.agents.base import atomic_write, check_output_path, duration
+from fivethousand_rl.agents.batched import BatchedOptimalBot
+from fivethousand_rl.envs.batch import ROLL_BUST, BatchGames, play_batch
+from fivethousand_rl.envs.rules import BANK_BIT, Rules
+from fivethousand_rl.envs.solver import solve_two_player
 
 SEEDS = Rules()
 # Each variant: a label, its rules, the rule it changes. The seeds' rules first.
@@ -278,7 +278,9 @@ def report(
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m agents.analysis") -> int:
+def main(
+    argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.agents.analysis"
+) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=20_000, help="self-play games per rule set")
     parser.add_argument("--seed", type=int, default=0, help="seed of the games")

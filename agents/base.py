@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from envs.policy import Policy
+from fivethousand_rl.envs.policy import Policy
 
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")  # a bot spec ending so names a model file
 # The largest model file read, on disk and unpacked (the shipped ones are under 10 MB).

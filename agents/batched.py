@@ -2,13 +2,13 @@
 
 Each class here is its per-game bot (``agents.scripted``, ``agents.optimal``) plus the
 batched side of the policy interface, ``act_batch(games, idx, rng)`` (see
-``envs.batch``): the same decisions, made for a whole batch by table lookups. The
+``fivethousand_rl.envs.batch``): the same decisions, made for a whole batch by table lookups. The
 per-game ``act`` is inherited unchanged, so a batched bot plays anywhere its per-game
 bot does. ``tests/test_vector_env.py`` checks every deterministic bot's batched choice
 against its per-game choice on the same positions.
 
 ``batched(policy)`` gives the batched twin of a bot (or the policy itself when it has
-none); ``agents.make_policy(name)`` builds one by name.
+none); ``fivethousand_rl.agents.make_policy(name)`` builds one by name.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from agents.optimal import OptimalBot, remember
-from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
-from envs.batch import (
+from fivethousand_rl.agents.optimal import OptimalBot, remember
+from fivethousand_rl.agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
+from fivethousand_rl.envs.batch import (
     HOLD_ACTIONS,
     BatchGames,
     BatchPolicy,
@@ -29,9 +29,9 @@ from envs.batch import (
     decision_tables,
     move_tables,
 )
-from envs.policy import Policy
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
-from envs.solver import STEP, TwoPlayerSolution, turn_ev_table
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
+from fivethousand_rl.envs.solver import STEP, TwoPlayerSolution, turn_ev_table
 
 
 def _both(a: np.ndarray) -> np.ndarray:
@@ -62,7 +62,7 @@ class BatchedRandomBot(RandomBot):
 
     def action_probabilities(self, games: BatchGames, idx: np.ndarray) -> np.ndarray:
         """(len(idx), 64): the chance of each action, uniform among the legal ones (what
-        ``envs.turn_outcomes`` follows along every branch)."""
+        ``fivethousand_rl.envs.turn_outcomes`` follows along every branch)."""
         mask = games.legal_mask(idx)
         return mask / np.maximum(mask.sum(axis=1, keepdims=True), 1)
 

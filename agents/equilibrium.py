@@ -5,7 +5,7 @@ shrunken games of 5000, and what each seat can guarantee (the paranoid values).
         [--targets 1000,1500,2000] [--sweeps 600] [--sweeps-large 250]
 
 runs, for each target (the first is the main game), max-n value iteration
-(``envs.multiplayer_values``) under several variants: plain sweeps of every position
+(``fivethousand_rl.envs.multiplayer_values``) under several variants: plain sweeps of every position
 (Jacobi), damping, a running mean, blocks of the highest score from the top
 (Gauss-Seidel), and averaging over near ties; the main game gets them all, the larger
 ones plain sweeps (while they cost well under a second) and blocks. It says what each
@@ -14,12 +14,12 @@ swing and where); which of the movers' choices change along the main game's cycl
 the paranoid values of every seat at the start, with the 2-player ones beside the
 exact solver's as a check. It writes a Markdown page (`--out`, the command line at its
 top) and a plot of the residuals beside it (same name, .png). Rule flags other than
---target are the usual ones (``agents.rule_flags``); with 3 players and the seeds'
+--target are the usual ones (``fivethousand_rl.agents.rule_flags``); with 3 players and the seeds'
 other rules the main game is the one the issue's trial used (target 1000, entry 500,
 hold free).
 
 Nothing here claims an equilibrium unless an iteration settles and the best response
-to the settled play (`envs.best_response`) gains nothing against it.
+to the settled play (`fivethousand_rl.envs.best_response`) gains nothing against it.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import atomic_write, check_output_path, duration
-from agents.optimal import two_player_solution
-from agents.planner import PlannerBot
-from agents.rule_flags import add_rule_flags, describe_rules, rules_from_args
-from envs.best_response import ScoreSpace, solve_best_response
-from envs.multiplayer_values import (
+from fivethousand_rl.agents.base import atomic_write, check_output_path, duration
+from fivethousand_rl.agents.optimal import two_player_solution
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.agents.rule_flags import add_rule_flags, describe_rules, rules_from_args
+from fivethousand_rl.envs.best_response import ScoreSpace, solve_best_response
+from fivethousand_rl.envs.multiplayer_values import (
     MaxnRun,
     ParanoidValues,
     Turns,
@@ -48,10 +48,10 @@ from envs.multiplayer_values import (
     solve_paranoid,
     turn_vectors,
 )
-from envs.rules import Rules
-from envs.solver import STEP, option_tables
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.solver import STEP, option_tables
 
-PROG = "python -m agents.equilibrium"
+PROG = "python -m fivethousand_rl.agents.equilibrium"
 TOL = 1e-12
 # The issue's trial watched the mover's own value at these scores (mover's order).
 PROBE = (600, 500, 700)
@@ -285,7 +285,7 @@ def two_player_check(base: Rules, target: int) -> list[str]:
     if gap is not None:
         lines[0] += (
             f"; the best response to the settled play (a planner on the settled values, "
-            f"`envs.best_response`) gains {gap:.1e} over it at any turn start: an "
+            f"`fivethousand_rl.envs.best_response`) gains {gap:.1e} over it at any turn start: an "
             "equilibrium, verified."
         )
     else:
@@ -321,7 +321,8 @@ def report(findings: Findings, command: str, seconds: float, plot: str | None) -
         f"game: {describe_rules(rules)} (RULES.md R1-R12, V1-V5); the larger games change "
         "only the target.",
         "",
-        "With 2 players, 5000 is a zero-sum game and `envs.solver` solves it exactly: each "
+        "With 2 players, 5000 is a zero-sum game and `fivethousand_rl.envs.solver` solves it "
+        "exactly: each "
         "player maximizing its own chance of winning is the same as minimizing the other's. "
         f"With {n} players that is no longer so, and the natural generalization, *max-n* "
         "(each player, at its turn, maximizes its own win probability against the values of "
@@ -399,7 +400,7 @@ def report(findings: Findings, command: str, seconds: float, plot: str | None) -
         "blocks of the highest score (a sweep backs up a whole round of the table) to "
         "1e-12. One solve gives every seat (all players are alike). Seat s moves after s "
         "others at the start (0, ..., 0). With 2 players the paranoid value is the exact "
-        "solver's (`envs.solver`), as a check.",
+        "solver's (`fivethousand_rl.envs.solver`), as a check.",
         "",
         "| target | players | positions | "
         + " | ".join(f"seat {s + 1}" for s in range(max(n, 2)))

@@ -6,8 +6,8 @@ alone (no torch). Two kinds, as the metadata's "kind" says (``load_exported``):
   as MaskablePPO does in training: illegal logits are replaced by -1e8, and the
   deterministic choice is the most probable action. It decides for many games at once
   too (``act_batch``: one pass of the graph per chunk of games, as every
-  ``agents.neural.TrainedModel``).
-- "planner": the graph is a value network (``agents.value_net``): a batch of
+  ``fivethousand_rl.agents.neural.TrainedModel``).
+- "planner": the graph is a value network (``fivethousand_rl.agents.value_net``): a batch of
   turn-start features to 8 logits, one per seat; the softmax over the seats present is
   taken here, in float64, as ``ValueNet`` does, and a ``PlannerBot`` plans each turn
   exactly against it.
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import read_text_capped
-from agents.neural import OBS_SPEC_ATTRIBUTE, TrainedModel, first_line
-from agents.planner import PlannerBot
-from agents.value_net import FeatureSpec, ValueNet, planner_for
-from envs.encoding import ObsSpec
+from fivethousand_rl.agents.base import read_text_capped
+from fivethousand_rl.agents.neural import OBS_SPEC_ATTRIBUTE, TrainedModel, first_line
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet, planner_for
+from fivethousand_rl.envs.encoding import ObsSpec
 
 FORMAT = "fivethousand-rl exported bot"
 # 2: the game and observation are one "obs_spec" (envs.encoding.ObsSpec); 3: a "kind",
@@ -34,7 +34,7 @@ FORMAT_VERSION = 3
 READ_VERSIONS = (2, 3)
 KINDS = ("ppo", "planner")
 VALUE_NET_ATTRIBUTE = "value_net"  # a planner's metadata: its network's FeatureSpec
-ACTION_ENCODING_VERSION = 1  # envs.rules: bits 0-4 hold sorted dice, bit 5 banks
+ACTION_ENCODING_VERSION = 1  # fivethousand_rl.envs.rules: bits 0-4 hold sorted dice, bit 5 banks
 MASKED_LOGIT = -1e8  # what sb3-contrib's MaskableCategorical puts on illegal actions
 
 
@@ -176,10 +176,10 @@ class ExportedBot(TrainedModel):
 
 class OnnxValueNet:
     """A value network run by onnxruntime: the ``ValueFn`` of an exported planner,
-    computed as ``agents.value_net.ValueNet`` computes it (features in float32, the
+    computed as ``fivethousand_rl.agents.value_net.ValueNet`` computes it (features in float32, the
     graph's logits, then a float64 softmax over the seats present)."""
 
-    def __init__(self, session, spec) -> None:  # spec: agents.value_net.FeatureSpec
+    def __init__(self, session, spec) -> None:  # spec: fivethousand_rl.agents.value_net.FeatureSpec
         self.session, self.spec = session, spec
         self.input_name = session.get_inputs()[0].name
 

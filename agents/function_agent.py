@@ -13,10 +13,10 @@ action per decision:
 ``from_function(fn, name=..., n_players=2, obs_encoding="compact", rules=None)`` makes it a
 ``Policy`` (``FunctionAgent``): it plays in the engine, the environments, tournaments
 (``evaluate``) and the exact best response, which asks it for every decision its turns
-can reach, ``BATCH_ROWS`` rows per call (``envs.batch``'s ``act_batch``; one row per
+can reach, ``BATCH_ROWS`` rows per call (``fivethousand_rl.envs.batch``'s ``act_batch``; one row per
 call through ``act``). Torch or JAX can sit behind `fn`; the rows are written from the
-game's arrays by ``envs.vector_env.observe_batch``, bit for bit the environment's
-observation, as for the trained models of ``agents.neural``.
+game's arrays by ``fivethousand_rl.envs.vector_env.observe_batch``, bit for bit the environment's
+observation, as for the trained models of ``fivethousand_rl.agents.neural``.
 
 `fn` gets no random generator: the agent is deterministic, which an exact
 exploitability needs (``agents.best_response.exploitability``). A function that draws
@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from agents.neural import batch_actions
-from envs.batch import BatchGames
-from envs.encoding import ObsSpec
-from envs.game import Game, check_players
-from envs.policy import Policy
-from envs.rules import Rules
+from fivethousand_rl.agents.neural import batch_actions
+from fivethousand_rl.envs.batch import BatchGames
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.game import Game, check_players
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules
 
 # (observations (B, D) float32, legal masks (B, 64) bool) -> (B,) integer actions
 BatchFunction = Callable[[np.ndarray, np.ndarray], Any]
@@ -59,7 +59,9 @@ class FunctionAgent(Policy):
         if not callable(fn):
             raise ValueError(f"from_function needs a function of (obs, mask), got {fn!r}")
         if rules is not None and not isinstance(rules, Rules):
-            raise ValueError(f"rules must be an envs.rules.Rules or None, got {rules!r}")
+            raise ValueError(
+                f"rules must be an fivethousand_rl.envs.rules.Rules or None, got {rules!r}"
+            )
         self.fn = fn
         self.name = name if name is not None else getattr(fn, "__name__", "function")
         self.spec = ObsSpec(obs_encoding, check_players(n_players), rules or Rules())
@@ -98,7 +100,7 @@ class FunctionAgent(Policy):
         return int(self.choose(obs, game.action_mask()[None], rng)[0])  # a copy: fn may write
 
     def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """`fn` on the games `idx` at once (``agents.neural.batch_actions``)."""
+        """`fn` on the games `idx` at once (``fivethousand_rl.agents.neural.batch_actions``)."""
         self.check_game(games.n_players, games.rules)
         return batch_actions(games, idx, self.spec, self.choose, rng)
 
@@ -111,10 +113,10 @@ def from_function(
     rules: Rules | None = None,
 ) -> FunctionAgent:
     """The player that batch function `fn` (``fn(obs, mask) -> actions``, see
-    ``agents.function_agent``) is, for `n_players` players under `rules` (None: the
+    ``fivethousand_rl.agents.function_agent``) is, for `n_players` players under `rules` (None: the
     seeds' rules) observed with `obs_encoding`:
 
         agent = from_function(fn, name="my-agent", n_players=2)
-        exploitability(agent)  # agents.best_response: exact, 2 players
+        exploitability(agent)  # fivethousand_rl.agents.best_response: exact, 2 players
     """
     return FunctionAgent(fn, name, n_players, obs_encoding, rules)

@@ -2,7 +2,7 @@
 training inside one ``jax.jit`` (``envs.jax_env.LearnerEnv``), choosing exactly as the
 numpy bots do (``agents.scripted`` one game at a time, ``agents.batched`` many).
 
-``jax_bot(name, game)`` gives a ``JaxPolicy`` (``envs.jax_env``): a pure function of
+``jax_bot(name, game)`` gives a ``JaxPolicy`` (``fivethousand_rl.envs.jax_env``): a pure function of
 *one* game's ``State`` and a key to an int32 action for the player to move
 (``state.current_player``), with a decision due; ``jax.vmap`` it for many games. The
 bots are hashable values (equal for the same name and game), so a ``LearnerEnv`` built
@@ -19,7 +19,7 @@ Exactness, bot by bot (everything int32, no float decides a choice):
   makes and that total is at least T or lands exactly on the target (R9).
 - ``turn-ev``: an exact win first (the first banking action, ascending, that lands on
   the target), else the most expected points this turn (first of equals), read from
-  the numpy bot's own choice table (``agents.batched._turn_tables``), built once per
+  the numpy bot's own choice table (``fivethousand_rl.agents.batched._turn_tables``), built once per
   rules with enough turn-total levels that every larger total shares a row: see
   ``turn_ev_choices``.
 
@@ -35,15 +35,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agents import MODEL_SUFFIXES, _quote, make_policy
-from agents.batched import _turn_tables
-from agents.scripted import RandomBot, ThresholdBot, TurnEVBot
-from envs.batch import NO_ROLL
-from envs.jax_env import Array, FiveThousandJax, JaxPolicy, State, can_bank
-from envs.rules import BANK_BIT, Rules
-from envs.solver import STEP, turn_ev_table
+from fivethousand_rl.agents import MODEL_SUFFIXES, _quote, make_policy
+from fivethousand_rl.agents.batched import _turn_tables
+from fivethousand_rl.agents.scripted import RandomBot, ThresholdBot, TurnEVBot
+from fivethousand_rl.envs.batch import NO_ROLL
+from fivethousand_rl.envs.jax_env import Array, FiveThousandJax, JaxPolicy, State, can_bank
+from fivethousand_rl.envs.rules import BANK_BIT, Rules
+from fivethousand_rl.envs.solver import STEP, turn_ev_table
 
-# The names jax_bot accepts, as agents.make_policy spells them (T: a whole number).
+# The names jax_bot accepts, as fivethousand_rl.agents.make_policy spells them (T: a whole number).
 JAX_BOTS = ("random", "threshold:T", "turn-ev")
 RANDOM_BITS = 24  # random's draw: k uniform in 0 .. 2**24 - 1, u = k / 2**24
 _INT32_MAX = int(np.iinfo(np.int32).max)
@@ -123,7 +123,7 @@ def turn_ev_action(game: FiveThousandJax, state: State) -> Array:
 class JaxBot:
     """One of the bots for one game (a ``JaxPolicy``): ``bot(state, key) -> action``."""
 
-    name: str  # as agents.make_policy spells it
+    name: str  # as fivethousand_rl.agents.make_policy spells it
     game: FiveThousandJax
     threshold: int | None = None  # threshold:T's T
 
@@ -141,13 +141,15 @@ class JaxBot:
 
 def jax_bot(name: str, game: FiveThousandJax) -> JaxPolicy:
     """The JAX bot `name` ("random", "threshold:350", "turn-ev": see ``JAX_BOTS``;
-    parsed by ``agents.make_policy``, so the same names and thresholds are accepted)
+    parsed by ``fivethousand_rl.agents.make_policy``, so the same names and thresholds are accepted)
     for `game`. Raises ValueError (one line, naming the accepted ones) for any other."""
     accepted = f"accepted: {', '.join(JAX_BOTS)} (e.g. threshold:350)"
     if not isinstance(name, str):
         raise ValueError(f"expected a JAX bot name, got {type(name).__name__}; {accepted}")
     if not isinstance(game, FiveThousandJax):
-        raise ValueError(f"expected an envs.jax_env.FiveThousandJax, got {type(game).__name__}")
+        raise ValueError(
+            f"expected an fivethousand_rl.envs.jax_env.FiveThousandJax, got {type(game).__name__}"
+        )
     family = name.strip().partition(":")[0]
     ours = family in ("random", "threshold", "turn-ev") and not name.strip().endswith(
         MODEL_SUFFIXES

@@ -1,8 +1,8 @@
 """The neural network of the trained agents (its numpy copy for fast play,
-``NumpyScorer``, is in ``agents.neural``).
+``NumpyScorer``, is in ``fivethousand_rl.agents.neural``).
 
 ``ActionScoringPolicy`` is a MaskablePPO policy for the "rich" observation encoding
-(``envs.encoding``): the observation is a state part and one feature row per action
+(``fivethousand_rl.envs.encoding``): the observation is a state part and one feature row per action
 describing that action's consequences. The actor scores every action with the *same*
 small network, fed with the action's row and an embedding of the state, so what it
 learns about one roll carries over to every roll that leads to the same place. The
@@ -18,8 +18,8 @@ import torch as th
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
-from envs.encoding import ACTION_FEATURES, Col, ObsSpec
-from envs.rules import NUM_ACTIONS
+from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col, ObsSpec
+from fivethousand_rl.envs.rules import NUM_ACTIONS
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
 # The network's layer sizes by default (TrainConfig's defaults too).

@@ -2,7 +2,7 @@
 ``.npz``, run by ``NumpyScorer``, the network's actor in numpy) behind the Policy
 interface. Nothing here imports torch until a checkpoint (.zip) is loaded.
 
-A trained model carries the observation spec it reads (``envs.encoding.ObsSpec``:
+A trained model carries the observation spec it reads (``fivethousand_rl.envs.encoding.ObsSpec``:
 encoding, version, players, rules and named slices), saved with it by training
 (``attach_obs_spec``), and ``check_game`` refuses in one line any game whose
 observations are not the ones it reads. A MaskablePPO checkpoint saved by a user's own
@@ -21,7 +21,7 @@ cannot replace safely. A snapshot ``.npz`` is read as arrays and JSON, without p
 (``allow_pickle=False``), as are value nets (``agents.value_net``) and exported ``.onnx``
 bots.
 
-Every model here, and the exported bots (``agents.exported``), also decides for many
+Every model here, and the exported bots (``fivethousand_rl.agents.exported``), also decides for many
 games at once (``act_batch``, the batched side of ``envs.batch``): the observations of
 the players to move written from the arrays (``envs.vector_env.observe_batch``, the same
 bits as ``ObsSpec.encode``), one forward pass per chunk of ``BATCH_ROWS`` games
@@ -44,14 +44,14 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import MAX_MODEL_BYTES, atomic_write, read_capped
-from envs.batch import BatchGames
-from envs.encoding import ACTION_FEATURES, ENCODINGS, OBS_LOW, ObsSpec, encode_rich
-from envs.game import MAX_PLAYERS, MIN_PLAYERS, Game
-from envs.i18n import _
-from envs.policy import Policy
-from envs.rules import NUM_ACTIONS, Rules
-from envs.vector_env import observe_batch
+from fivethousand_rl.agents.base import MAX_MODEL_BYTES, atomic_write, read_capped
+from fivethousand_rl.envs.batch import BatchGames
+from fivethousand_rl.envs.encoding import ACTION_FEATURES, ENCODINGS, OBS_LOW, ObsSpec, encode_rich
+from fivethousand_rl.envs.game import MAX_PLAYERS, MIN_PLAYERS, Game
+from fivethousand_rl.envs.i18n import _
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules
+from fivethousand_rl.envs.vector_env import observe_batch
 
 # Folders of a training run that hold models; the run's config.json is one level up.
 RUN_MODEL_FOLDERS = ("best", "latest", "snapshots")
@@ -177,7 +177,8 @@ def read_obs_spec(path: Path) -> ObsSpec:
     if saved is None:
         raise CheckpointError(
             f"{path} carries no observation spec (saved before models carried theirs): "
-            "add it with agents.neural.migrate_checkpoint, see checkpoints/README.md"
+            "add it with fivethousand_rl.agents.neural.migrate_checkpoint, "
+            "see checkpoints/README.md"
         )
     try:
         spec = ObsSpec.from_dict(saved)
@@ -190,14 +191,16 @@ def read_obs_spec(path: Path) -> ObsSpec:
 
 # The module of this project's own network: its checkpoints carry their spec, or were
 # saved before models carried one (and may read the rich observation's version 1).
-OWN_NETWORK_MODULE = "agents.networks"
+OWN_NETWORK_MODULE = "fivethousand_rl.agents.networks"
+# Its name in checkpoints saved before everything moved under one namespace (1.x).
+OWN_NETWORK_MODULES = (OWN_NETWORK_MODULE, "agents.networks")
 
 
 def _own_network(settings: dict) -> bool:
     """Whether a checkpoint's policy is this project's network, read from the plain
     fields SB3 writes beside the pickled class (its ``__module__``), not unpickled."""
     policy_class = settings.get("policy_class")
-    return isinstance(policy_class, dict) and policy_class.get("__module__") == OWN_NETWORK_MODULE
+    return isinstance(policy_class, dict) and policy_class.get("__module__") in OWN_NETWORK_MODULES
 
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf"
@@ -257,7 +260,8 @@ def infer_obs_spec(path: Path, settings: dict) -> ObsSpec:
     described, box = _observation_box(settings)
     fix = (
         f"if it reads this game's observations, save the spec with it: "
-        f"agents.neural.migrate_checkpoint({str(path)!r}, ObsSpec(encoding, n_players, rules))"
+        f"fivethousand_rl.agents.neural.migrate_checkpoint({str(path)!r}, "
+        "ObsSpec(encoding, n_players, rules))"
     )
     if box is None:
         raise CheckpointError(
@@ -304,7 +308,7 @@ DATA_GLOBALS = {
 } | {("numpy", "ndarray"), ("numpy", "dtype"), ("collections", "deque")}
 DATA_GLOBALS |= {("collections", "OrderedDict")}
 DATA_GLOBALS |= {(f"numpy.{core}.numeric", "_frombuffer") for core in ("core", "_core")}
-POLICY_MODULES = {OWN_NETWORK_MODULE, "sb3_contrib.common.maskable.policies"}
+POLICY_MODULES = {*OWN_NETWORK_MODULES, "sb3_contrib.common.maskable.policies"}
 
 
 # Torch tensors (a run's saved generator state): rebuilt as torch's weights_only loader
@@ -377,8 +381,8 @@ def known_settings(settings: dict, spec: ObsSpec, known: dict | None = None) -> 
             module = value.get("__module__")
             if module not in POLICY_MODULES:
                 raise ValueError(f"its policy class (of module {module}) is none of this project's")
-            if module == OWN_NETWORK_MODULE:  # by name, as the pickle would (no import circle)
-                values[key] = importlib.import_module(module).ActionScoringPolicy
+            if module in OWN_NETWORK_MODULES:  # by name, as the pickle would (no import circle)
+                values[key] = importlib.import_module(OWN_NETWORK_MODULE).ActionScoringPolicy
             elif dict_obs:
                 values[key] = MaskableMultiInputActorCriticPolicy
             else:
@@ -463,7 +467,7 @@ def migrate_checkpoint(path: str | Path, spec: ObsSpec) -> bool:
     return True
 
 
-# ------------------------------------------- the actor of agents.networks, in numpy
+# ------------------------------------------- the actor of fivethousand_rl.agents.networks, in numpy
 class NumpyScorer(Policy):
     """The actor of an ``agents.networks.ActionScoringPolicy`` with numpy: same logits,
     legal rows only. Self-play opponents and evaluation use it (no torch on the hot
@@ -512,7 +516,7 @@ class NumpyScorer(Policy):
         if self.spec is None:
             raise ValueError(
                 f"{self.name} carries no observation spec: attach one to its model "
-                "(agents.neural.attach_obs_spec) or pass spec= to from_policy"
+                "(fivethousand_rl.agents.neural.attach_obs_spec) or pass spec= to from_policy"
             )
         np.savez(path, config=np.array(json.dumps(self.config)), **self.weights)
 
@@ -682,7 +686,7 @@ class SB3Policy(TrainedModel):
             raise CheckpointError(
                 f"{e} (it carries no spec: {self.spec.n_players} players and the default rules "
                 "were assumed from its observation space; if it was trained under others, "
-                "save its spec with agents.neural.migrate_checkpoint)"
+                "save its spec with fivethousand_rl.agents.neural.migrate_checkpoint)"
             ) from None
 
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -26,14 +26,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from envs.batch import BatchGames
-from envs.game import OVER, ROLL, Game, in_turn_order
-from envs.i18n import _
-from envs.policy import Policy
-from envs.rules import BANK_BIT, Rules
-from envs.rules_text import describe_rules
-from envs.solver import STEP
-from envs.turn_planner import TurnPlan, TurnPlans, ValueFn, exact_two_player_values, plan_turns
+from fivethousand_rl.envs.batch import BatchGames
+from fivethousand_rl.envs.game import OVER, ROLL, Game, in_turn_order
+from fivethousand_rl.envs.i18n import _
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import BANK_BIT, Rules
+from fivethousand_rl.envs.rules_text import describe_rules
+from fivethousand_rl.envs.solver import STEP
+from fivethousand_rl.envs.turn_planner import (
+    TurnPlan,
+    TurnPlans,
+    ValueFn,
+    exact_two_player_values,
+    plan_turns,
+)
 
 DEFAULT_CACHE_SIZE = 16384  # turn plans kept per kind of game (about 12 kB each)
 MAX_CACHED_POSITIONS = 1 << 23  # the largest table of positions a ValueCache keeps
@@ -247,7 +253,9 @@ class PlannerBot(Policy):
     @classmethod
     def exact(cls, rules: Rules | None = None, show_progress: bool = True) -> PlannerBot:
         """The planner with the exact 2-player values of `rules` (solved or loaded now)."""
-        from agents.optimal import two_player_solution  # the solver only when asked for
+        from fivethousand_rl.agents.optimal import (
+            two_player_solution,  # the solver only when asked for
+        )
 
         rules = rules or Rules()
         values = exact_two_player_values(two_player_solution(rules, show_progress))

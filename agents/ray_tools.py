@@ -14,7 +14,7 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import urlsplit
 
-from agents.threads import one_thread_per_process
+from fivethousand_rl.agents.threads import one_thread_per_process
 
 LOCAL = "local"  # the --ray value that starts a private Ray instance on this machine
 CONNECT_TIMEOUT_S = 5.0  # ray.init itself may wait a minute on an address nobody answers

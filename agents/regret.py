@@ -1,10 +1,10 @@
 """Where a 2-player policy gives away its chances: exact regret of every decision.
 
     python -m agents.regret checkpoints/ppo-2p/model.zip --against smart --games 2000
-    python -m agents.regret smart --against turn-ev --no-bump --overshoot lost
+    python -m fivethousand_rl.agents.regret smart --against turn-ev --no-bump --overshoot lost
                                         # under house rules (the rule flags, RULES.md V1-V5)
 
-The exact 2-player solution (``envs.solver``) gives every legal action's probability
+The exact 2-player solution (``fivethousand_rl.envs.solver``) gives every legal action's probability
 of winning. A decision's *regret* is what the chosen action gives away against the best
 one (0 for an optimal choice). Over a game the win probability moves only by chance
 (on average nothing) and by regrets, so a player's expected result is
@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from agents import make_policy
-from agents.base import Policy, check_output_path
-from agents.rule_flags import add_rule_flags, rules_from_args
-from agents.tournament import play_game
-from envs.game import Game
-from envs.render import count_dice
-from envs.rules import BANK_BIT, Rules
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.base import Policy, check_output_path
+from fivethousand_rl.agents.rule_flags import add_rule_flags, rules_from_args
+from fivethousand_rl.agents.tournament import play_game
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.render import count_dice
+from fivethousand_rl.envs.rules import BANK_BIT, Rules
 
 
 @dataclass
@@ -136,7 +136,7 @@ def measure(
     progress: bool = False,
 ) -> RegretReport:
     """Play `games` 2-player games (the player first in even games) and add up regrets."""
-    from agents.optimal import OptimalBot
+    from fivethousand_rl.agents.optimal import OptimalBot
 
     rules = rules or Rules()
     me, other = make_policy(player), make_policy(opponent)
@@ -155,7 +155,7 @@ def measure(
     return report
 
 
-def make_parser(prog: str = "python -m agents.regret") -> argparse.ArgumentParser:
+def make_parser(prog: str = "python -m fivethousand_rl.agents.regret") -> argparse.ArgumentParser:
     """The command line of ``python -m agents.regret`` (`prog`: the command as typed, for
     its usage)."""
     parser = argparse.ArgumentParser(
@@ -172,7 +172,9 @@ def make_parser(prog: str = "python -m agents.regret") -> argparse.ArgumentParse
     return parser
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m agents.regret") -> int:
+def main(
+    argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.agents.regret"
+) -> int:
     """The command line of ``python -m agents.regret`` (`prog`: the command as typed, for
     its usage); the exit code."""
     args = make_parser(prog).parse_args(argv)

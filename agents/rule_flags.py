@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from envs import rules_text
-from envs.rules import HOLD_VARIANTS, OVERSHOOT_VARIANTS, Rules, check_target_bound
+from fivethousand_rl.envs import rules_text
+from fivethousand_rl.envs.rules import HOLD_VARIANTS, OVERSHOOT_VARIANTS, Rules, check_target_bound
 
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(Rules)}
 FLAGS = {  # Rules field -> its flag
@@ -91,7 +91,7 @@ def _flag(name: str, value: object) -> str:
 def rules_from_args(args: argparse.Namespace) -> Rules:
     """The rules the parsed flags name (fields a program skipped, or flags left unset,
     keep their defaults); a one-line ValueError for a bad value, or a target past
-    ``envs.rules.MAX_TARGET`` (where the exact solver would not fit in memory)."""
+    ``fivethousand_rl.envs.rules.MAX_TARGET`` (where the exact solver would not fit in memory)."""
     values = {name: getattr(args, name, None) for name in FLAGS}
     return check_target_bound(
         Rules(**{n: DEFAULTS[n] if v is None else v for n, v in values.items()})
@@ -116,7 +116,7 @@ def rule_flags(rules: Rules) -> list[str]:
 def describe_rules(rules: Rules) -> str:
     """Every rule of the game in words, the switches that are on or off, e.g.
     "exactly 1000 wins, 500 to enter, no bumps, overshoot lost, the 50 rule, hold free"
-    (in the language in use: ``envs.rules_text``)."""
+    (in the language in use: ``fivethousand_rl.envs.rules_text``)."""
     return rules_text.describe_rules(rules)
 
 

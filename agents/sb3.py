@@ -5,13 +5,13 @@ faster: the opponents of all games decide together too).
 
     from sb3_contrib import MaskablePPO
 
-    from agents.sb3 import make_sb3_vec_env
+    from fivethousand_rl.agents.sb3 import make_sb3_vec_env
 
     vec_env = make_sb3_vec_env(64, seed=0, opponents="smart")
     model = MaskablePPO("MlpPolicy", vec_env, n_steps=128, seed=0)
     model.learn(total_timesteps=100_000)
 
-``make_sb3_vec_env`` takes the options of ``FiveThousand-v0`` (``envs.gym_env``) and
+``make_sb3_vec_env`` takes the options of ``FiveThousand-v0`` (``fivethousand_rl.envs.gym_env``) and
 builds the vector environment (``envs.vector_env``) and its adapter, ``BatchedVecEnv``
 (``agents.training.batched_env``, which ``train.py --vec-env batched`` uses): one SB3 row
 per game, each finished game's info with SB3's ``"terminal_observation"``,
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.training.batched_env import BatchedVecEnv
-from envs.vector_env import FiveThousandVectorEnv
+from fivethousand_rl.agents.training.batched_env import BatchedVecEnv
+from fivethousand_rl.envs.vector_env import FiveThousandVectorEnv
 
 
 def make_sb3_vec_env(num_envs: int = 64, seed: int | None = None, **options: Any) -> BatchedVecEnv:

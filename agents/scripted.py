@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.game import Game, Move
-from envs.policy import Policy
-from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, can_bank
-from envs.solver import turn_ev_table
+from fivethousand_rl.envs.game import Game, Move
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, can_bank
+from fivethousand_rl.envs.solver import turn_ev_table
 
 
 def own_score_view(starts: np.ndarray, rules: Rules) -> np.ndarray:
     """The part of the scores (turn starts, mover's order) that a bot's choices read when
-    they read only its own score (``envs.turn_outcomes.view_keys``): that score."""
+    they read only its own score (``fivethousand_rl.envs.turn_outcomes.view_keys``): that score."""
     return starts[:, :1]
 
 

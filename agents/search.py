@@ -29,13 +29,13 @@ from collections.abc import Collection, Hashable
 
 import numpy as np
 
-from agents.planner import rules_refusal, table_sizes
-from envs.game import DECIDE, Game, Move, bank_outcome, in_turn_order
-from envs.i18n import _
-from envs.policy import Policy
-from envs.rules import Rules
-from envs.solver import STEP
-from envs.turn_planner import ValueFn, exact_two_player_values
+from fivethousand_rl.agents.planner import rules_refusal, table_sizes
+from fivethousand_rl.envs.game import DECIDE, Game, Move, bank_outcome, in_turn_order
+from fivethousand_rl.envs.i18n import _
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.solver import STEP
+from fivethousand_rl.envs.turn_planner import ValueFn, exact_two_player_values
 
 # Turn starts whose searched nodes are kept: up to about a thousand values each (about
 # 100 kB) for a full turn under the seeds' rules.
@@ -150,7 +150,7 @@ class ExpectimaxBot(Policy):
     the module docstring), the first of equal values (to ``TIE``) in ascending order,
     as the planner does.
 
-    `value_fn`: the value of turn starts (``envs.turn_planner.ValueFn``); None, the
+    `value_fn`: the value of turn starts (``fivethousand_rl.envs.turn_planner.ValueFn``); None, the
     exact 2-player values of the game's rules (solved or loaded when first needed,
     ``agents.optimal``), which limits the bot to 2 players. `players` and `rules`, when
     given, are the only games `value_fn` can value (``check_game`` refuses others).
@@ -219,7 +219,9 @@ class ExpectimaxBot(Policy):
         if self.value_fn is not None:
             return self.value_fn
         if rules not in self._exact:
-            from agents.optimal import two_player_solution  # the solver only when asked for
+            from fivethousand_rl.agents.optimal import (
+                two_player_solution,  # the solver only when asked for
+            )
 
             solution = two_player_solution(rules, self.show_progress)
             self._exact[rules] = exact_two_player_values(solution)

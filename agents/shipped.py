@@ -37,7 +37,7 @@ SHIPPED: dict[str, str] = {
     "ppo-4p": "model.zip",
 }
 # A shipped agent's ONNX export, played where its model needs the training extra that is
-# not installed; its metadata is the .json of the same name (agents.exported).
+# not installed; its metadata is the .json of the same name (fivethousand_rl.agents.exported).
 EXPORTED = "model.onnx"
 # The training extra (pyproject.toml's `train`): what training, exporting and plotting
 # import, none of which playing, serving or evaluating needs; and how to install it.

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import make_policy
-from agents import tournament as tour
-from agents import tournament_report as report
-from agents.base import MAX_MODEL_BYTES, duration, read_capped, read_text_capped
-from agents.neural import read_data_pickle
-from agents.shipped import SHIPPED, shipped_folder
-from agents.value_net import ValueNet, average_nets
-from envs.rules import Rules
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents import tournament as tour
+from fivethousand_rl.agents import tournament_report as report
+from fivethousand_rl.agents.base import MAX_MODEL_BYTES, duration, read_capped, read_text_capped
+from fivethousand_rl.agents.neural import read_data_pickle
+from fivethousand_rl.agents.shipped import SHIPPED, shipped_folder
+from fivethousand_rl.agents.value_net import ValueNet, average_nets
+from fivethousand_rl.envs.rules import Rules
 
 PILOT_GAMES = 10  # games per pairing timed to estimate the evaluation's duration
 VALUE_NET = "value_net.npz"  # a planner run's network, in RUN/best/ and RUN/latest/
@@ -144,7 +144,7 @@ def best_record(run: Path, model: str) -> dict | None:
 def planner_config(config: dict, where: str = "the run"):
     """A planner run's config.json as its ``PlannerConfig`` (fields it does not know
     left out); ShipError (one line) if the run used a removed method."""
-    from agents.training.config import PlannerConfig, without_removed  # tyro: heavy
+    from fivethousand_rl.agents.training.config import PlannerConfig, without_removed  # tyro: heavy
 
     try:
         values = without_removed(config, where)
@@ -280,7 +280,7 @@ def imitation_curve(evals: list[dict], path: Path) -> list[dict]:
 def imitation_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     """The model card of an imitation run (train_policy.py): the method, its stages, its
     training time, its exact exploitability and its evaluation."""
-    from agents.best_response import exploitability
+    from fivethousand_rl.agents.best_response import exploitability
 
     config, history = inputs["config"], inputs["history"][-1]
     summary, agent = history["summary"], shown(inputs["target"] / "model.zip")
@@ -465,7 +465,7 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
         averaged = (
             f"\n- shipped as the average of {', '.join(nets[:-1])} and {nets[-1]}: one network "
             f"of {together} side by side, whose logits are the mean of theirs "
-            "(`agents.value_net.average_nets`, `--average-with` of ship.py)"
+            "(`fivethousand_rl.agents.value_net.average_nets`, `--average-with` of ship.py)"
         )
     tables = "".join(
         f"\n### {n} players\n\n"
@@ -532,7 +532,8 @@ def method_text(config: dict) -> str:
     if cfg.method == "best-response":
         return (
             "fitted to the exact best response at a fixed table of scripted bots (the bots "
-            f"after its seat, in turn order: {tables}; `agents.best_response`): its targets "
+            f"after its seat, in turn order: {tables}; `fivethousand_rl.agents.best_response`): "
+            "its targets "
             "are the exact values of every position after its own turn, where the planner "
             "reads it; the network reads the agent's seat, so its values hold at that "
             "table only"
@@ -541,7 +542,8 @@ def method_text(config: dict) -> str:
         "learned as a best response to the scripted bots of fixed tables (the bots after "
         f"its seat, in turn order: {tables}): fitted by value iteration over every turn "
         "start of games there, the bots' included: a bot's turn valued by its exact ends "
-        "(every roll and its choices, envs.turn_outcomes), the planner's by its exact "
+        "(every roll and its choices, fivethousand_rl.envs.turn_outcomes), the planner's by "
+        "its exact "
         "plan; the network reads the agent's seat; so its values hold at those tables only"
     )
 

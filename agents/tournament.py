@@ -1,9 +1,9 @@
 """Tournaments: many seeded games between agents, seats rotated, in parallel workers
-(local processes, or Ray actors on one machine or a cluster: ``agents.ray_tools``).
+(local processes, or Ray actors on one machine or a cluster: ``fivethousand_rl.agents.ray_tools``).
 
 Two ways to play them, with the same schedule and the same results format:
 
-- *batched* (when every agent has a batched side, ``envs.batch.BatchPolicy``: the
+- *batched* (when every agent has a batched side, ``fivethousand_rl.envs.batch.BatchPolicy``: the
   table-driven bots random, threshold:T, smart, turn-ev, optimal): the games are played
   thousands at a time by ``envs.batch.play_games``, in blocks of ``BLOCK`` games; block
   b of a tournament with seed S draws everything from
@@ -26,13 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents import make_policy
-from agents.base import Policy
-from agents.threads import one_thread_per_process, usable_cpus
-from envs.batch import play_games
-from envs.driver import play
-from envs.game import Game, check_players
-from envs.rules import Rules
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.base import Policy
+from fivethousand_rl.agents.threads import one_thread_per_process, usable_cpus
+from fivethousand_rl.envs.batch import play_games
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game, check_players
+from fivethousand_rl.envs.rules import Rules
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,9 @@ def run(
     elif ray is None:
         done = _in_processes(initargs, play_task, tasks, workers)
     else:
-        from agents import ray_tools  # Ray itself is imported only there, when called
+        from fivethousand_rl.agents import (
+            ray_tools,  # Ray itself is imported only there, when called
+        )
 
         ray_tools.connect(ray)
         done = ray_tools.map_on_actors(_init_worker, initargs, play_task, tasks, workers)
@@ -209,7 +211,7 @@ def run(
 
 def worker_count(workers: int | None) -> tuple[int, str | None]:
     """The local worker processes to start for `workers` asked (None: one per CPU): at
-    most one per CPU this process may use (``agents.threads.usable_cpus``), as more
+    most one per CPU this process may use (``fivethousand_rl.agents.threads.usable_cpus``), as more
     would only take turns on them; and a one-line note to show when that cut the
     count, else None."""
     cpus = usable_cpus()

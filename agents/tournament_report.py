@@ -1,5 +1,5 @@
 """A tournament played and reported for people: checked before any game, played with a
-progress bar, its summary (``agents.tournament.summarize`` with how it was played)
+progress bar, its summary (``fivethousand_rl.agents.tournament.summarize`` with how it was played)
 printed as tables, written as Markdown or drawn; used by evaluate.py, ship.py (the model
 cards' evaluations), sweep.py and demo.py. Agents are shown by short names (a shipped
 agent's folder, a run's name, an exported bot's file name)."""
@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from agents import MODEL_SUFFIXES, make_policy, ray_tools
-from agents import tournament as tour
-from agents.base import Policy
-from envs.rules import Rules
+from fivethousand_rl.agents import MODEL_SUFFIXES, make_policy, ray_tools
+from fivethousand_rl.agents import tournament as tour
+from fivethousand_rl.agents.base import Policy
+from fivethousand_rl.envs.rules import Rules
 
 # Luce's model: 400 points more make an agent 10 times as likely to win as another.
 RATING_NOTE = "rating: Elo scale, mean 1500, +400 = 10x as likely to win; ± standard error"

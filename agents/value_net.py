@@ -31,7 +31,7 @@ Output: 8 logits, a softmax over the present seats (absent seats masked out), so
 probabilities of a table always add up to 1 (R9: a game ends with one winner).
 
 The network is trained by fitted value iteration from self-play
-(``agents.training.value_iteration``, run by train_planner.py).
+(``fivethousand_rl.agents.training.value_iteration``, run by train_planner.py).
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import MODEL_SUFFIXES, read_text_capped
-from agents.neural import first_line, short_name
-from agents.planner import PlannerBot
-from agents.shipped import data_folder
-from envs.rules import Rules
+from fivethousand_rl.agents.base import MODEL_SUFFIXES, read_text_capped
+from fivethousand_rl.agents.neural import first_line, short_name
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.agents.shipped import data_folder
+from fivethousand_rl.envs.rules import Rules
 
 MAX_PLAYERS = 8
 FEATURE_VERSION = 1
@@ -319,7 +319,7 @@ def planner_for(value_fn, spec: FeatureSpec, name: str) -> PlannerBot:
 def agent_name(path: str | Path) -> str:
     """How tables name a value net's planner: checkpoints/planner-2p/value_net.npz ->
     "planner-2p" (the shipped agent's folder), RUN/best/value_net.npz -> "RUN", other
-    files as ``agents.neural.short_name`` names them."""
+    files as ``fivethousand_rl.agents.neural.short_name`` names them."""
     path = Path(path)
     if path.stem == FILE_STEM and path.parent.name and path.parent.name not in ("best", "latest"):
         return path.parent.name

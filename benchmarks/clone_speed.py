@@ -26,7 +26,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from envs.game import DECIDE, Game  # noqa: E402
+from fivethousand_rl.envs.game import DECIDE, Game  # noqa: E402
 
 
 def per_second(copy_once: Callable[[], object], seconds: float) -> float:

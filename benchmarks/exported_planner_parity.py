@@ -30,11 +30,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from agents import make_policy  # noqa: E402
-from agents.planner import TIE, PlannerBot  # noqa: E402
-from envs.driver import play  # noqa: E402
-from envs.game import DECIDE, Game  # noqa: E402
-from envs.rules import Rules  # noqa: E402
+from fivethousand_rl.agents import make_policy  # noqa: E402
+from fivethousand_rl.agents.planner import TIE, PlannerBot  # noqa: E402
+from fivethousand_rl.envs.driver import play  # noqa: E402
+from fivethousand_rl.envs.game import DECIDE, Game  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 OTHERS = ("smart", "turn-ev", "random")
 NEAR = 1e-6  # a best action this close to the next (not tied) could flip in float32

@@ -6,7 +6,7 @@
 Both engines play the same games: random legal play, the dice fed from one numpy
 generator (one roll code per game at each chance node, mapped by ``CODE_TO_ROLL`` in
 both), 2 to 8 players, both hold rules and every house switch (``CONFIGS``). After every
-roll and every decision the JAX states must equal ``envs.batch.BatchGames``' arrays
+roll and every decision the JAX states must equal ``fivethousand_rl.envs.batch.BatchGames``' arrays
 exactly: scores, player to move, turn total, dice left, pending roll, turns, winner,
 the legal-action mask, the observation (float32 bits, against
 ``envs.vector_env.observe_batch``; the compact one, or with ``--encoding rich`` the rich
@@ -33,11 +33,11 @@ import numpy as np
 from rich.progress import Progress
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from envs.batch import CODE_TO_ROLL, NO_ROLL, NUM_CODES, BatchGames  # noqa: E402
-from envs.encoding import ENCODINGS, ObsSpec  # noqa: E402
-from envs.jax_env import FiveThousandJax, State  # noqa: E402
-from envs.rules import Rules  # noqa: E402
-from envs.vector_env import observe_batch  # noqa: E402
+from fivethousand_rl.envs.batch import CODE_TO_ROLL, NO_ROLL, NUM_CODES, BatchGames  # noqa: E402
+from fivethousand_rl.envs.encoding import ENCODINGS, ObsSpec  # noqa: E402
+from fivethousand_rl.envs.jax_env import FiveThousandJax, State  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
+from fivethousand_rl.envs.vector_env import observe_batch  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -189,8 +189,8 @@ def run_parity(
 def _replay(config: Config, moves: list[tuple[str, int]], games: BatchGames, g: int) -> None:
     """Game `g`'s rolls and actions through ``envs.game.Game``: it must end where the
     batched engine (already compared with JAX) ended."""
-    from envs.batch import ROLLS
-    from envs.game import Game
+    from fivethousand_rl.envs.batch import ROLLS
+    from fivethousand_rl.envs.game import Game
 
     game = Game(config.n_players, config.rules, seed=0)
     for kind, value in moves:

@@ -7,10 +7,10 @@
 For each run folder (what ``train_jax.py`` wrote: ``summary.json``, ``history.json``,
 ``model.onnx``): its training speed (learner decisions/s over its chunks, compiling and
 checkpoints excluded: ``jax_ppo.training_speed``), its exported bot's win rate against
-``optimal`` over ``--games`` games with the seats rotated (``agents.tournament``, as
+``optimal`` over ``--games`` games with the seats rotated (``fivethousand_rl.agents.tournament``, as
 ``evaluate.py RUN/model.onnx optimal`` plays them) and its exact exploitability
-(``agents.best_response``: what a best response wins beyond one half, as ``python -m
-agents.best_response`` computes it). Then the mean and the spread over the runs.
+(``fivethousand_rl.agents.best_response``: what a best response wins beyond one half, as ``python -m
+fivethousand_rl.agents.best_response`` computes it). Then the mean and the spread over the runs.
 ``--plot`` draws each run's win rate in its training games against its first bot
 opponent (``turn-ev`` by default) as it trained, its final figures in the legend.
 
@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agents import make_policy  # noqa: E402
-from agents.best_response import exploitability  # noqa: E402
-from agents.tournament import run, schedule, wilson_interval  # noqa: E402
-from agents.tournament_report import figure  # noqa: E402
-from agents.training.jax_ppo import training_speed  # noqa: E402
-from envs.rules import Rules  # noqa: E402
+from fivethousand_rl.agents import make_policy  # noqa: E402
+from fivethousand_rl.agents.best_response import exploitability  # noqa: E402
+from fivethousand_rl.agents.tournament import run, schedule, wilson_interval  # noqa: E402
+from fivethousand_rl.agents.tournament_report import figure  # noqa: E402
+from fivethousand_rl.agents.training.jax_ppo import training_speed  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 RUN_FILES = ("summary.json", "history.json", "config.json", "model.onnx")
 

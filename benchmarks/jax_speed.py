@@ -8,7 +8,7 @@ Two JAX measures, each with ``--scan`` steps ``lax.scan``-ned in one ``jax.jit``
 - ``jax_steps_per_s``, pgx's measure: the game vmapped over the batch in self-play,
   every seat's decision one step (``decide`` then ``resolve``: the rolls between
   decisions inside it), a game that ends dealt anew in the same step.
-- ``jax_learner_steps_per_s``: ``envs.jax_env.LearnerEnv``, one learner against the
+- ``jax_learner_steps_per_s``: ``fivethousand_rl.envs.jax_env.LearnerEnv``, one learner against the
   ``random`` JAX bot, a step being one learner decision with the opponent's turns in
   between: the quantity the numpy side measures, and what PPO in JAX steps.
 
@@ -44,9 +44,9 @@ import jax.numpy as jnp
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from agents.jax_bots import jax_bot, random_action  # noqa: E402
 from benchmarks.vector_speed import vector_steps_per_second  # noqa: E402
-from envs.jax_env import FiveThousandJax, LearnerEnv, State  # noqa: E402
+from fivethousand_rl.agents.jax_bots import jax_bot, random_action  # noqa: E402
+from fivethousand_rl.envs.jax_env import FiveThousandJax, LearnerEnv, State  # noqa: E402
 
 
 def selfplay_steps_per_second(batch: int, seconds: float, scan: int, seed: int = 0) -> float:

@@ -38,12 +38,12 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from agents import make_policy  # noqa: E402
-from agents.optimal import two_player_solution  # noqa: E402
-from agents.tournament import run, schedule  # noqa: E402
-from envs.driver import play  # noqa: E402
-from envs.game import Game  # noqa: E402
-from envs.rules import Rules  # noqa: E402
+from fivethousand_rl.agents import make_policy  # noqa: E402
+from fivethousand_rl.agents.optimal import two_player_solution  # noqa: E402
+from fivethousand_rl.agents.tournament import run, schedule  # noqa: E402
+from fivethousand_rl.envs.driver import play  # noqa: E402
+from fivethousand_rl.envs.game import Game  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 # optimal at (optimal, smart, turn-ev), one game at a time, on the machine of issue 33's
 # bounds (its "993 games/s"): the yardstick that turns this machine's seconds into its.

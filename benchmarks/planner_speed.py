@@ -1,4 +1,4 @@
-"""Decision time of the exact turn planner (agents.planner), on one core.
+"""Decision time of the exact turn planner (fivethousand_rl.agents.planner), on one core.
 
     python benchmarks/planner_speed.py [--games 200] [--net PATH.npz ...]
 
@@ -28,11 +28,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from agents.planner import PlannerBot  # noqa: E402
-from envs.driver import play  # noqa: E402
-from envs.game import Game  # noqa: E402
-from envs.policy import Policy  # noqa: E402
-from envs.rules import Rules  # noqa: E402
+from fivethousand_rl.agents.planner import PlannerBot  # noqa: E402
+from fivethousand_rl.envs.driver import play  # noqa: E402
+from fivethousand_rl.envs.game import Game  # noqa: E402
+from fivethousand_rl.envs.policy import Policy  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 
 def share(positions: np.ndarray) -> np.ndarray:
@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
 def net_setups(path: str, players: list[int]) -> list:
     """Lines for one value net: at its own table if it learned one, else playing itself
     at each of `players` table sizes."""
-    from agents import make_policy
-    from agents.value_net import ValueNet, agent_name
+    from fivethousand_rl.agents import make_policy
+    from fivethousand_rl.agents.value_net import ValueNet, agent_name
 
     net = ValueNet.load(path)
     name, rules = agent_name(path), net.spec.rules

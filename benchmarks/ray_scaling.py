@@ -4,7 +4,7 @@
         [--markdown docs/ray_scaling.md]
 
 Plays two 2-player tournaments of scripted bots (smart, turn-ev, threshold:350), as
-``evaluate.py`` does (``agents.tournament.run``): a batched one of about `--blocks`
+``evaluate.py`` does (``fivethousand_rl.agents.tournament.run``): a batched one of about `--blocks`
 blocks of 65,536 games (a block is the batched path's unit of work) and a per-game one
 (chunks of 250 games), each with 1 and 2 local worker processes (``--workers``) and
 on a private local Ray of 1 and 2 CPUs (``--ray``, one actor per CPU). Times are wall
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from agents import ray_tools  # noqa: E402
-from agents import tournament as tour  # noqa: E402
-from envs.rules import Rules  # noqa: E402
+from fivethousand_rl.agents import ray_tools  # noqa: E402
+from fivethousand_rl.agents import tournament as tour  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 BOTS = ["smart", "turn-ev", "threshold:350"]
 SETUPS = [("local", 1), ("local", 2), ("ray", 1), ("ray", 2)]  # (where, CPUs)

@@ -6,7 +6,7 @@
 For each agent (default: optimal, the shipped planner-2p, ppo-2p, smart, turn-ev):
 its win rate against `optimal` over `--games` games, seats rotated (agents.tournament,
 as evaluate.py plays them), and the win probability its decisions give away per game
-against the exact solution (agents.regret), split by kind of mistake: banking when
+against the exact solution (fivethousand_rl.agents.regret), split by kind of mistake: banking when
 rolling on was better, rolling on when banking was, holding the wrong dice.
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agents import make_policy  # noqa: E402
-from agents.regret import measure  # noqa: E402
-from agents.tournament import run, schedule, wilson_interval  # noqa: E402
-from envs.rules import Rules  # noqa: E402
+from fivethousand_rl.agents import make_policy  # noqa: E402
+from fivethousand_rl.agents.regret import measure  # noqa: E402
+from fivethousand_rl.agents.tournament import run, schedule, wilson_interval  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_AGENTS = [

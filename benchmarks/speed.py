@@ -26,15 +26,15 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # export.py lives there
-import envs  # noqa: E402, F401 - registers FiveThousand-v0
-from agents import make_policy
-from agents.optimal import two_player_solution
-from agents.tournament import play_game
-from envs.driver import play
-from envs.game import Game
-from envs.policy import Policy
-from envs.rules import Rules
-from envs.solver import solve_two_player
+import fivethousand_rl.envs  # noqa: E402, F401 - registers FiveThousand-v0
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.optimal import two_player_solution
+from fivethousand_rl.agents.tournament import play_game
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.solver import solve_two_player
 
 
 def env_steps_per_second(env_id: str, seconds: float, masked: bool, **kwargs) -> float:
@@ -124,7 +124,7 @@ def exported_latency(checkpoint: Path, n_states: int = 2000) -> tuple[float, flo
     import tempfile
 
     import export
-    from agents.exported import ExportedBot
+    from fivethousand_rl.agents.exported import ExportedBot
 
     states = sample_states(n_states)
     rng = np.random.default_rng(0)

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from agents.training.config import load_preset  # noqa: E402
-from agents.training.model import make_model, make_vec_env  # noqa: E402
+from fivethousand_rl.agents.training.config import load_preset  # noqa: E402
+from fivethousand_rl.agents.training.model import make_model, make_vec_env  # noqa: E402
 
 # (label, actor scores, vec_env, n_envs, n_steps): every rollout is 4,096 steps, as in
 # the preset.
@@ -35,7 +35,7 @@ SETUPS = (
 def steps_per_second(scored: str, vec_env: str, n_envs: int, n_steps: int, steps: int) -> float:
     import torch
 
-    from agents.networks import ActionScoringNet
+    from fivethousand_rl.agents.networks import ActionScoringNet
 
     scoring = ActionScoringNet.forward_actor
     if scored == "all":  # the same function, evaluated on every row

@@ -24,12 +24,12 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import envs  # noqa: E402, F401 - registers FiveThousand-v0
-from agents import make_policy  # noqa: E402
-from agents.batched import BatchedRandomBot  # noqa: E402
+import fivethousand_rl.envs  # noqa: E402, F401 - registers FiveThousand-v0
 from benchmarks.speed import engine_games_per_second, env_steps_per_second, per_second  # noqa: E402
-from envs.batch import play_games  # noqa: E402
-from envs.rules import Rules  # noqa: E402
+from fivethousand_rl.agents import make_policy  # noqa: E402
+from fivethousand_rl.agents.batched import BatchedRandomBot  # noqa: E402
+from fivethousand_rl.envs.batch import play_games  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 MATCHES = (
     ("threshold:350", "threshold:350"),

@@ -5,7 +5,7 @@ of the same app, and the load of clients playing whole games (issue 42 item 4).
                                       [--queued 60]
 
 Each server runs in a process of its own on 127.0.0.1 (a free port, a temporary data
-folder): ``ours`` is ``python -m webplay`` itself (its command line, its socket);
+folder): ``ours`` is ``python -m fivethousand_rl.webplay`` itself (its command line, its socket);
 ``bare`` is ``uvicorn.run(create_app(...))``; ``proto0`` serves the app on a socket
 from ``socket.create_server`` as the server did before (asyncio leaves Nagle's algorithm
 on). Kept-alive latency: one connection, ``GET /api/bots`` `--requests` times, the
@@ -45,7 +45,7 @@ STALL_S = 15.0
 def serve(kind: str, port: int, data: str) -> None:
     """Run the server `kind` (in this process, until killed)."""
     if kind == "stall":
-        from agents.optimal import OptimalBot
+        from fivethousand_rl.agents.optimal import OptimalBot
 
         real = OptimalBot.prepare
 
@@ -58,14 +58,14 @@ def serve(kind: str, port: int, data: str) -> None:
         OptimalBot.prepare = slow
         kind = "ours"
     if kind == "ours":
-        from webplay.__main__ import main
+        from fivethousand_rl.webplay.__main__ import main
 
         main(["--port", str(port), "--data", data, "--per-address", "1000"])
         return
     import uvicorn
 
-    from webplay.app import create_app
-    from webplay.games import Limits
+    from fivethousand_rl.webplay.app import create_app
+    from fivethousand_rl.webplay.games import Limits
 
     app = create_app(data, limits=Limits(per_address=1000))
     if kind == "bare":

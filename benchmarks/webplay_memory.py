@@ -3,7 +3,7 @@
     python benchmarks/webplay_memory.py [--tables 336] [--save rss.json]
                                         [--plot rss.png [--before old.json]]
 
-The server (``python -m webplay``, a process of its own on a free loopback port, a
+The server (``python -m fivethousand_rl.webplay``, a process of its own on a free loopback port, a
 temporary data folder) is sent, for each table of 2 to 4 scripted bots (smart, turn-ev,
 threshold:350, random, in every order: 16 + 64 + 256 = 336 tables, the issue's count), a
 new game, then `--decisions` (10) of the human's decisions, each with its hint (at 3+

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from webplay.app import create_app  # noqa: E402
-from webplay.games import Limits  # noqa: E402
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
+from fivethousand_rl.webplay.games import Limits  # noqa: E402
 
 TARGET_MS = 50.0
 

@@ -35,10 +35,10 @@ from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from agents import make_policy  # noqa: E402
-from agents import tournament as tour  # noqa: E402
-from agents.threads import THREAD_VARIABLES, usable_cpus  # noqa: E402
-from envs.rules import Rules  # noqa: E402
+from fivethousand_rl.agents import make_policy  # noqa: E402
+from fivethousand_rl.agents import tournament as tour  # noqa: E402
+from fivethousand_rl.agents.threads import THREAD_VARIABLES, usable_cpus  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 CHUNK = 50  # games per task: small enough for a steady rate from a few thousand games
 EVALUATIONS = {  # name: (agents, players)

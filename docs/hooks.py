@@ -17,7 +17,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from agents.shipped import SHIPPED
+from fivethousand_rl.agents.shipped import SHIPPED
 
 CARDS_FOLDER = "agents"  # the site folder of the card pages (beside docs/agents.md)
 CHECKPOINTS_PAGE = f"{CARDS_FOLDER}/checkpoints.md"
@@ -44,13 +44,15 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 # Where docs/rules.md shows the rules in short: the text the terminal's `rules` prints
-# (envs.rules_text), one source for both.
-RULES_IN_SHORT = "<!-- the rules in short: envs.rules_text, written in by docs/hooks.py -->"
+# (fivethousand_rl.envs.rules_text), one source for both.
+RULES_IN_SHORT = (
+    "<!-- the rules in short: fivethousand_rl.envs.rules_text, written in by docs/hooks.py -->"
+)
 
 
 def rules_in_short() -> str:
     """The standard rules in short, as Markdown (English)."""
-    from envs.rules_text import rules_sections
+    from fivethousand_rl.envs.rules_text import rules_sections
 
     blocks = []
     for title, lines in rules_sections():

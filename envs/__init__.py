@@ -9,7 +9,7 @@ ENV_ID = "FiveThousand-v0"
 if ENV_ID not in gym.registry:
     gym.register(
         id=ENV_ID,
-        entry_point="envs.gym_env:FiveThousandEnv",
+        entry_point="fivethousand_rl.envs.gym_env:FiveThousandEnv",
         # gym.make_vec(ENV_ID, num_envs=...): all games stepped at once as arrays.
-        vector_entry_point="envs.vector_env:FiveThousandVectorEnv",
+        vector_entry_point="fivethousand_rl.envs.vector_env:FiveThousandVectorEnv",
     )

@@ -2,7 +2,7 @@
 batched game loop, and the batched side of the policy interface.
 
 Everything the rules decide is looked up in tables built once, at import, from the
-engine itself (``envs.rules.ROLL_INFO`` / ``ROLL_BY_CODE`` for the rolls and holds,
+engine itself (``fivethousand_rl.envs.rules.ROLL_INFO`` / ``ROLL_BY_CODE`` for the rolls and holds,
 ``envs.game``'s move model for what a hold leads to, ``envs.rules.can_bank`` for R8),
 so no rule is written a second time here; banking (R9) is the one computation done on
 arrays, and ``tests/test_vector_env.py`` checks it against ``envs.game.bank_outcome``.
@@ -13,7 +13,7 @@ sorted roll of 1 to 5 dice); ``NO_ROLL`` (the last id) means no roll awaits a de
 ``BatchGames`` holds N games of P players as arrays (scores, whose turn, turn total,
 dice left, pending roll, turns, winner) and steps any subset of them: ``roll`` (chance)
 and ``act`` (decision), exactly as ``Game.roll`` / ``Game.act`` do. ``play_batch`` is
-the batched ``envs.driver.play``: one policy per (game, seat), a turn limit and an
+the batched ``fivethousand_rl.envs.driver.play``: one policy per (game, seat), a turn limit and an
 optional seat to stop at.
 
 A policy decides for many games at once if it has ``act_batch(games, idx, rng)``
@@ -31,7 +31,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from envs.game import (
+from fivethousand_rl.envs.game import (
     DECIDE,
     OVER,
     ROLL,
@@ -41,8 +41,8 @@ from envs.game import (
     _legal_moves,
     check_players,
 )
-from envs.policy import Policy
-from envs.rules import (
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import (
     BANK_BIT,
     NUM_ACTIONS,
     NUM_DICE,
@@ -81,7 +81,7 @@ for _n in range(1, NUM_DICE + 1):
 
 class MoveTables(NamedTuple):
     """What each hold (action bits 0-4) of each roll does under one hold rule (R5, R6),
-    read from ``envs.game``'s move model; the rows of ``NO_ROLL`` hold nothing."""
+    read from ``fivethousand_rl.envs.game``'s move model; the rows of ``NO_ROLL`` hold nothing."""
 
     legal: np.ndarray  # bool (ids, 32): the hold is allowed
     points: np.ndarray  # int (ids, 32): what it scores (R2)
@@ -127,7 +127,7 @@ class BankTable(NamedTuple):
 
 @cache
 def bank_table(rules: Rules) -> BankTable:
-    """R8 as a table, from ``envs.rules.can_bank``: past the entry score only the 50
+    """R8 as a table, from ``fivethousand_rl.envs.rules.can_bank``: past the entry score only the 50
     rule matters, so totals from ``last`` on share two rows (even and odd index)."""
     entry = rules.entry
     last = entry // 50 + 2 + (entry // 50) % 2  # even, and past the entry
@@ -141,7 +141,7 @@ class DecisionTables(NamedTuple):
     """The legal actions of every decision, by its *key* (``key``): the roll, whether
     the player has entered, and the turn total before the hold, which matters only up
     to the entry score and then only by ending in 50 or not. Read from the engine's
-    own move model (``envs.game``'s legal moves), so the mask is the engine's."""
+    own move model (``fivethousand_rl.envs.game``'s legal moves), so the mask is the engine's."""
 
     mask: np.ndarray  # bool (keys, 64)
     n_legal: np.ndarray  # (keys,)
@@ -430,8 +430,8 @@ def act_each(
     ``decide``. The policy is shown one ``Game`` whose state is replaced before each
     call (``BatchGames.states``): building a ``Game`` per decision (its dice generator
     above all) would cost several times the decision of a simple bot, and a turn's exact
-    ends (``envs.turn_outcomes``) ask for millions. A policy may read the game only
-    during its call (it must not change it, ``envs.policy.Policy``)."""
+    ends (``fivethousand_rl.envs.turn_outcomes``) ask for millions. A policy may read the game only
+    during its call (it must not change it, ``fivethousand_rl.envs.policy.Policy``)."""
     game = Game(games.n_players, games.rules, seed=0)  # its dice are never rolled here
     act = policy.act
     out = []

@@ -2,7 +2,7 @@
 
 With the policies of every other seat fixed, 5000 is a game of one player against dice
 that obey known rules: each fixed player's turn is a known dice process with known
-choices (``envs.turn_outcomes.turn_ends``: every end with its probability), and the
+choices (``fivethousand_rl.envs.turn_outcomes.turn_ends``: every end with its probability), and the
 remaining player (the *responder*) plans each of its turns exactly against the values
 of the positions where its turn can end (the solver's recursion, ``envs.solver``). The
 best response is the value of that Markov decision process, found exactly here, and
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.batch import bank_batch
-from envs.policy import Policy
-from envs.rules import NUM_DICE, Rules, can_bank
-from envs.solver import (
+from fivethousand_rl.envs.batch import bank_batch
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import NUM_DICE, Rules, can_bank
+from fivethousand_rl.envs.solver import (
     LOSE,
     NOT_ALLOWED,
     OTHER,
@@ -47,7 +47,7 @@ from envs.solver import (
     option_tables,
     turn_values,
 )
-from envs.turn_outcomes import TurnEnds, turn_ends
+from fivethousand_rl.envs.turn_outcomes import TurnEnds, turn_ends
 
 # What banking a turn total does for the responder (see ``bank_ends``): the solver's
 # kinds, a gift landing another player on the target (the solver's LOSE) included.

@@ -5,7 +5,7 @@ A game alternates chance steps (``Game.roll``, from the game's own dice) and dec
 (``Game.act``); ``play`` runs them with one policy per seat, from whatever position the
 game is in, and tells an optional callback of every step as an event record
 (``envs.game.Rolled`` / ``envs.game.Moved``), from which text and pictures are made
-(``envs.render``).
+(``fivethousand_rl.envs.render``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from envs.game import DECIDE, OVER, Event, Game
-from envs.policy import Policy
+from fivethousand_rl.envs.game import DECIDE, OVER, Event, Game
+from fivethousand_rl.envs.policy import Policy
 
 DEFAULT_MAX_TURNS = 1000  # R11: a game that reaches it is cut off without a winner
 

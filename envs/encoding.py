@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from envs.game import DECIDE, Game, check_players, in_turn_order
-from envs.i18n import _, ngettext
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
-from envs.rules_text import describe_rules
-from envs.solver import turn_ev_table
+from fivethousand_rl.envs.game import DECIDE, Game, check_players, in_turn_order
+from fivethousand_rl.envs.i18n import _, ngettext
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
+from fivethousand_rl.envs.rules_text import describe_rules
+from fivethousand_rl.envs.solver import turn_ev_table
 
 # 2: slot 40 of the rich action features holds the turn-EV value (was always 0 in 1).
 OBS_VERSION = 2
@@ -108,7 +108,7 @@ def encode(game: Game, seat: int) -> np.ndarray:
 # The "rich" encoding adds, to the compact vector above, one-hot banked scores and a
 # block of features for each of the 64 actions describing where that action leads.
 # A policy can then score every action with one shared function of its consequences
-# (see agents.networks), which is how the game's values are structured: what matters
+# (see fivethousand_rl.agents.networks), which is how the game's values are structured: what matters
 # is the turn total after the hold, the dice left, and what banking it would do.
 RICH_OBS_HIGH = 5.0  # points held / 1000 reach 4.4
 _NEED_BINS = 21  # one-hot of the points still needed after the action: 0, 50, ..., 1000
@@ -160,7 +160,7 @@ def action_features(game: Game, seat: int) -> np.ndarray:
     gift wins for them; 38 banking loses the points (overshoot, no gift); 39 own score
     after the action / target; 40 the points this turn is expected to bank after the
     action if the player maximized the turn's points from there on (banking: the total
-    itself; rolling: ``envs.solver.solve_turn_ev``'s value), / 1000, at most
+    itself; rolling: ``fivethousand_rl.envs.solver.solve_turn_ev``'s value), / 1000, at most
     RICH_OBS_HIGH; 41 the new total ends in 50 under the 50 rule (``off_score_step``).
 
     Slot 40 is a hint, not the answer: it ignores the scores (when to bank to win is
@@ -372,7 +372,7 @@ def env_rules(rules: Rules | None, **options: Any) -> Rules:
     if rules is None:
         return Rules(**given)
     if not isinstance(rules, Rules):
-        raise ValueError(f"rules must be an envs.rules.Rules, got {rules!r}")
+        raise ValueError(f"rules must be an fivethousand_rl.envs.rules.Rules, got {rules!r}")
     if given:
         raise ValueError(
             f"give the rules either as rules=Rules(...) or as options, not both "

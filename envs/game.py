@@ -6,7 +6,7 @@ A game alternates two kinds of steps, as in OpenSpiel:
   dice come from the game's ``numpy.random.Generator`` or are given by the caller
   (tests, replays). A bust ends the turn at once (R4), so it never needs a decision.
 - a *decision* step, ``Game.act(action)``: the player holds a scoring set of the roll
-  and then banks or rolls again, both in one action (see ``envs.rules`` for the
+  and then banks or rolls again, both in one action (see ``fivethousand_rl.envs.rules`` for the
   encoding).
 
 ``state.phase`` says which step comes next: ``"roll"``, ``"decide"`` or ``"over"``.
@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from envs.rules import (
+from fivethousand_rl.envs.rules import (
     BANK_BIT,
     NUM_ACTIONS,
     NUM_DICE,
@@ -263,7 +263,7 @@ def _gift_candidate(scores: Sequence[int], banker: int, rules: Rules) -> int | N
 class BankOutcome(NamedTuple):
     """What banking `total` does (R8, R9); made by ``bank_outcome``.
 
-    ``envs.render.bank_text`` puts it in words.
+    ``fivethousand_rl.envs.render.bank_text`` puts it in words.
     """
 
     banker: int
@@ -559,7 +559,7 @@ class Game:
 
     Args:
         n_players: number of seats, 2 to 8 (R11).
-        rules: rule options (hold variant, target, entry), see ``envs.rules.Rules``.
+        rules: rule options (hold variant, target, entry), see ``fivethousand_rl.envs.rules.Rules``.
         seed: an int seed or a ``numpy.random.Generator`` for the dice.
         first_player: the seat that plays first.
     """

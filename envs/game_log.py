@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from envs.game import Event, Game, Rolled, is_int
+from fivethousand_rl.envs.game import Event, Game, Rolled, is_int
 
 EVENT_KEYS = ({"roll", "player"}, {"act", "player"})  # a logged roll, a logged decision
 

@@ -9,12 +9,20 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.driver import decision_of, play
-from envs.encoding import OBS_LOW, check_env_options
-from envs.game import DECIDE, OVER, Event, Game, IllegalMoveError, Rolled, action_index
-from envs.policy import resolve_policy
-from envs.render import render_rgb, render_text
-from envs.rules import NUM_ACTIONS, Rules
+from fivethousand_rl.envs.driver import decision_of, play
+from fivethousand_rl.envs.encoding import OBS_LOW, check_env_options
+from fivethousand_rl.envs.game import (
+    DECIDE,
+    OVER,
+    Event,
+    Game,
+    IllegalMoveError,
+    Rolled,
+    action_index,
+)
+from fivethousand_rl.envs.policy import resolve_policy
+from fivethousand_rl.envs.render import render_rgb, render_text
+from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules
 
 ILLEGAL_ACTION_MODES = ("lose", "raise")
 NO_WINNER = -1  # info["winner"] while nobody has won (as the vector env's arrays say it)
@@ -100,7 +108,7 @@ class FiveThousandEnv(gym.Env):
     - ``render_mode``: ``"ansi"`` (``render()`` returns text), ``"human"`` (prints it) or
       ``"rgb_array"`` (an image of the dice and score bars, for video recording).
     - ``obs_encoding``: ``"compact"`` (default, above) or ``"rich"`` (adds one-hot scores
-      and the consequences of each action, see ``envs.encoding``).
+      and the consequences of each action, see ``fivethousand_rl.envs.encoding``).
     - ``opponent_pool``: ``[(opponent, weight), ...]``; each opponent seat is drawn from
       it at every reset (``add_opponent`` grows it, e.g. with self-play snapshots).
     """
@@ -126,7 +134,7 @@ class FiveThousandEnv(gym.Env):
         fifty_rule: bool | None = None,
         rules: Rules | None = None,
     ) -> None:
-        # A rule option left at None is the seeds' rule (envs.encoding.env_rules).
+        # A rule option left at None is the seeds' rule (fivethousand_rl.envs.encoding.env_rules).
         self.obs_spec = spec = check_env_options(
             n_players,
             max_turns,

@@ -48,7 +48,7 @@ step that ends the game, else 0; a cut-off game pays 0), ``terminated``, ``trunc
 
 An illegal action (outside the mask, or outside 0..63) ends the game: the actor gets -1,
 every other seat 0 (PettingZoo's ``TerminateIllegalWrapper`` with ``illegal_reward=-1``,
-as ``envs.pettingzoo_env``). A step on an ended game changes nothing and pays 0.
+as ``fivethousand_rl.envs.pettingzoo_env``). A step on an ended game changes nothing and pays 0.
 
 Numbers
 -------
@@ -73,8 +73,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs.batch import CODE_TO_ROLL, NO_ROLL, NUM_CODES, ROLL_BUST, ROLLS, move_tables
-from envs.encoding import (
+from fivethousand_rl.envs.batch import (
+    CODE_TO_ROLL,
+    NO_ROLL,
+    NUM_CODES,
+    ROLL_BUST,
+    ROLLS,
+    move_tables,
+)
+from fivethousand_rl.envs.encoding import (
     _NEED_BINS,
     _ROLL_FEATURE_TABLE,
     ACTION_FEATURES,
@@ -87,9 +94,9 @@ from envs.encoding import (
     compact_slices,
     score_bins,
 )
-from envs.game import check_players
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
-from envs.solver import STEP, turn_ev_table
+from fivethousand_rl.envs.game import check_players
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
+from fivethousand_rl.envs.solver import STEP, turn_ev_table
 
 MAX_TARGET = 1_000_000  # scores and turn totals stay far inside int32
 # The rich observation's "turn total / target" column is read from a table up to this
@@ -152,7 +159,7 @@ class Tables(NamedTuple):
 
 @cache
 def jax_tables(rules: Rules) -> Tables:
-    """The tables of `rules`, from the numpy engine's own (``envs.batch``)."""
+    """The tables of `rules`, from the numpy engine's own (``fivethousand_rl.envs.batch``)."""
     moves = move_tables(rules.hold)
     t = rules.target
     steps = np.arange(2 * t // 50 + 1, dtype=np.int64) * 50
@@ -183,7 +190,7 @@ def jax_tables(rules: Rules) -> Tables:
 
 
 class RichTables(NamedTuple):
-    """The extra tables of the rich observation (``envs.encoding.action_features``),
+    """The extra tables of the rich observation (``fivethousand_rl.envs.encoding.action_features``),
     float32 values computed in float64 by numpy as the encoder computes them."""
 
     total_frac: np.ndarray  # total / target (not clipped) by total // 50
@@ -234,7 +241,7 @@ def can_bank(rules: Rules, own: Array, total: Array) -> Array:
 
 def draw_roll(key: Array, dice_left: Array) -> Array:
     """A roll of `dice_left` dice drawn from `key`: one uniform code in 0..7775, mapped
-    as the numpy engine maps it (``envs.batch.CODE_TO_ROLL``)."""
+    as the numpy engine maps it (``fivethousand_rl.envs.batch.CODE_TO_ROLL``)."""
     code = jax.random.randint(key, (), 0, NUM_CODES, dtype=jnp.int32)
     return jnp.asarray(CODE_TO_ROLL.astype(np.int32))[dice_left, code]
 
@@ -254,7 +261,9 @@ class FiveThousandJax:
     def __post_init__(self) -> None:
         check_players(self.n_players)
         if not isinstance(self.rules, Rules):
-            raise ValueError(f"rules must be an envs.rules.Rules, got {self.rules!r}")
+            raise ValueError(
+                f"rules must be an fivethousand_rl.envs.rules.Rules, got {self.rules!r}"
+            )
         if self.encoding not in ENCODINGS:
             raise ValueError(
                 f"encoding must be one of {', '.join(ENCODINGS)}, got {self.encoding!r}"
@@ -383,7 +392,7 @@ class FiveThousandJax:
         return jnp.where(state.is_chance, probs, 0.0)
 
     def observe(self, state: State, seat: Array) -> Array:
-        """The observation of the game from `seat` (``envs.encoding.encode``, or
+        """The observation of the game from `seat` (``fivethousand_rl.envs.encoding.encode``, or
         ``encode_rich`` with the rich encoding, bit for bit; a seat not to move sees
         zeros in the rich action rows, as there)."""
         return self._observe(state, jnp.asarray(seat, jnp.int32), self._real_mask(state))

@@ -1,7 +1,7 @@
 """Values of N-player 5000 with nobody's play fixed: max-n value iteration, and the
 paranoid values that bound what one player can guarantee.
 
-With 2 players the game is zero-sum and ``envs.solver`` solves it exactly. With 3 or
+With 2 players the game is zero-sum and ``fivethousand_rl.envs.solver`` solves it exactly. With 3 or
 more there is no single "optimal play": each player maximizes its own chance, and a
 stationary equilibrium (every player's play a best response to the others', the same
 at every visit of a turn start) need not exist in a stochastic game of 3 players
@@ -21,7 +21,7 @@ cyclic). This module computes what can be computed:
   iteration converges (by blocks of the highest score, as the 2-player solver), and
   its value is what i can guarantee whatever the others do.
 
-Terms as in ``envs.best_response``: values in the mover's order; the state after a
+Terms as in ``fivethousand_rl.envs.best_response``: values in the mover's order; the state after a
 turn is in the next mover's order, where the old mover is the last player, so its
 values are rolled by one (``np.roll(v, 1)``) into the old mover's order.
 """
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from envs.best_response import GIFT_WIN, ScoreSpace, after_bust, bank_ends
-from envs.rules import NUM_DICE, Rules
-from envs.solver import (
+from fivethousand_rl.envs.best_response import GIFT_WIN, ScoreSpace, after_bust, bank_ends
+from fivethousand_rl.envs.rules import NUM_DICE, Rules
+from fivethousand_rl.envs.solver import (
     NOT_ALLOWED,
     OTHER,
     PASS,
@@ -58,10 +58,10 @@ class Turns:
 
     ``states``: position indices (``ScoreSpace``), sorted by their live levels, most
     first (as ``turn_values`` needs); ``kind[s, i]``, ``dst[s, i]``: what banking 50*i
-    does (``envs.best_response.bank_ends``: WIN, GIFT_WIN with the winner's index,
+    does (``fivethousand_rl.envs.best_response.bank_ends``: WIN, GIFT_WIN with the winner's index,
     PASS, OTHER with the next state, NOT_ALLOWED); ``bust[s]``: the state after a turn
     that banks nothing; ``live[s]``: the last level where anything but passing can
-    happen (``envs.solver.live_levels``)."""
+    happen (``fivethousand_rl.envs.solver.live_levels``)."""
 
     rules: Rules
     states: np.ndarray
@@ -123,7 +123,7 @@ def turn_vectors(
 
     - ``ties="first"``: the first best option (``option_tables``' order; values equal
       to 2**-48 of themselves tie), rolling on where banking is worth no more:
-      ``envs.turn_planner.TurnPlan.probabilities``' rule, so the numbers are the
+      ``fivethousand_rl.envs.turn_planner.TurnPlan.probabilities``' rule, so the numbers are the
       planner's;
     - ``ties="average"``: every move (an option then bank, or the option then roll on)
       worth at least the best minus `eps` to the mover, with equal chances: the mover

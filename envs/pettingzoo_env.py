@@ -6,7 +6,7 @@ resolved inside ``step()``, so the same agent is often selected several times in
 (one decision per roll) and an agent whose turn busts at once is skipped.
 
 Observations are ``{"observation": float32 vector, "action_mask": int8 (64,)}``, the
-vector as in ``envs.encoding`` seen from the observing agent's seat; the mask is all
+vector as in ``fivethousand_rl.envs.encoding`` seen from the observing agent's seat; the mask is all
 zeros for agents whose decision is not due. Actions use the same encoding as
 ``FiveThousand-v0``. Rewards: +1 to the winner, -1 to every other agent; nothing on
 truncation after ``max_turns`` turns. With ``env()``'s wrappers an illegal move ends the
@@ -25,7 +25,7 @@ Arguments (``env(...)`` and ``raw_env(...)`` alike), as ``FiveThousand-v0``'s:
   agents read.
 
 ``state()`` is the global state, for centralised critics and search: the compact vector
-of ``envs.encoding`` seen from seat 0 (``player_0``), whatever ``obs_encoding`` the
+of ``fivethousand_rl.envs.encoding`` seen from seat 0 (``player_0``), whatever ``obs_encoding`` the
 agents observe. The game has no hidden information, so it holds everything any agent
 sees: every seat's banked score and entered flag in seat order, whose turn it is (the
 one-hot is the mover's seat number), the turn total, what the mover would still need
@@ -48,11 +48,11 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from envs.driver import any_decision, play
-from envs.encoding import OBS_LOW, ObsSpec, check_env_options
-from envs.game import OVER, Game, action_index
-from envs.render import render_text
-from envs.rules import NUM_ACTIONS, Rules
+from fivethousand_rl.envs.driver import any_decision, play
+from fivethousand_rl.envs.encoding import OBS_LOW, ObsSpec, check_env_options
+from fivethousand_rl.envs.game import OVER, Game, action_index
+from fivethousand_rl.envs.render import render_text
+from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules
 
 
 def env(**kwargs) -> AECEnv:
@@ -99,7 +99,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         rules: Rules | None = None,
     ) -> None:
         super().__init__()
-        # A rule option left at None is the seeds' rule (envs.encoding.env_rules).
+        # A rule option left at None is the seeds' rule (fivethousand_rl.envs.encoding.env_rules).
         self.obs_spec = check_env_options(
             n_players,
             max_turns,

@@ -18,8 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from envs.game import Game
-from envs.rules import Rules
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.rules import Rules
 
 RESOLVER_GROUP = "fivethousand_rl.policies"
 
@@ -30,7 +30,7 @@ class Policy(Protocol):
 
     ``act`` is called only when ``game.state.phase == "decide"``; the deciding seat is
     ``game.state.current``. It returns one of ``game.legal_actions()`` (see
-    ``envs.rules`` for the action encoding) and must not change the game. All the
+    ``fivethousand_rl.envs.rules`` for the action encoding) and must not change the game. All the
     randomness a policy needs comes from `rng`, so the caller's seed decides it.
 
     ``check_game`` and ``prepare`` have defaults (any game; nothing to prepare), which a

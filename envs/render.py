@@ -8,9 +8,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from envs.game import DECIDE, OVER, BankOutcome, Event, Game, Moved, Rolled, format_dice
-from envs.i18n import _, ngettext
-from envs.rules import BANK_BIT
+from fivethousand_rl.envs.game import (
+    DECIDE,
+    OVER,
+    BankOutcome,
+    Event,
+    Game,
+    Moved,
+    Rolled,
+    format_dice,
+)
+from fivethousand_rl.envs.i18n import _, ngettext
+from fivethousand_rl.envs.rules import BANK_BIT
 
 
 def bank_text(outcome: BankOutcome, names: Sequence[str]) -> str:

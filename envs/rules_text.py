@@ -1,12 +1,12 @@
-"""The rules as a player reads them, in the language in use (``envs.i18n``): every
+"""The rules as a player reads them, in the language in use (``fivethousand_rl.envs.i18n``): every
 scoring combination (R2), the turn (R3-R8), banking (R9) and the game's own switches
 (V1-V5), the house rules in force named. The terminal's ``rules`` prints it; the texts
 are translated in ``envs/locale`` like every other text a player reads."""
 
 from __future__ import annotations
 
-from envs.i18n import _
-from envs.rules import DEFAULT_RULES, Rules
+from fivethousand_rl.envs.i18n import _
+from fivethousand_rl.envs.rules import DEFAULT_RULES, Rules
 
 
 def scoring_lines() -> list[str]:

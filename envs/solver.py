@@ -40,9 +40,9 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from envs.batch import bank_batch
-from envs.game import bank_outcome as game_bank_outcome
-from envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
+from fivethousand_rl.envs.batch import bank_batch
+from fivethousand_rl.envs.game import bank_outcome as game_bank_outcome
+from fivethousand_rl.envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
 
 STEP = 50  # every score and turn total is a multiple of 50
 FEW_STATES = 8  # turn_values: batches up to this many states take the class maxima by reduceat

@@ -5,7 +5,7 @@ its decision at every (turn total, dice left, roll) is fixed, so the chance of e
 the turn can end (a bust, banking 50*i: a win, bumps, a gift, lost points, R4-R9) can be
 computed exactly instead of sampled. ``turn_ends`` does it for many turn starts at
 once: level by level of the turn total (every hold scores, R2, so the total only grows)
-it asks the policy, in one batched call (``envs.batch.decide``), for its decision at
+it asks the policy, in one batched call (``fivethousand_rl.envs.batch.decide``), for its decision at
 every (turn start, dice left, roll) that the turn can reach with some chance, and pushes
 those chances forward. Banking is the engine's own ``bank_batch``.
 
@@ -27,7 +27,7 @@ from functools import cache
 
 import numpy as np
 
-from envs.batch import (
+from fivethousand_rl.envs.batch import (
     ROLL_ID,
     BatchGames,
     bank_batch,
@@ -36,9 +36,9 @@ from envs.batch import (
     is_batched,
     move_tables,
 )
-from envs.policy import Policy
-from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, roll_probabilities
-from envs.solver import STEP, option_tables
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, roll_probabilities
+from fivethousand_rl.envs.solver import STEP, option_tables
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ def _max_step(rules: Rules) -> int:
 
 def _levels(rules: Rules) -> int:
     """Turn-total levels followed: past them banking is lost (see
-    ``envs.turn_planner.solve_turn``): a turn there can only end as a bust does."""
+    ``fivethousand_rl.envs.turn_planner.solve_turn``): a turn there can only end as a bust does."""
     return rules.target // STEP + 1 + _max_step(rules) + 1
 
 

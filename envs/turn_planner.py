@@ -27,10 +27,10 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from envs.batch import bank_batch, bank_table
-from envs.game import Move, bank_outcome
-from envs.rules import NUM_DICE, Rules
-from envs.solver import STEP, TwoPlayerSolution, option_tables, turn_values
+from fivethousand_rl.envs.batch import bank_batch, bank_table
+from fivethousand_rl.envs.game import Move, bank_outcome
+from fivethousand_rl.envs.rules import NUM_DICE, Rules
+from fivethousand_rl.envs.solver import STEP, TwoPlayerSolution, option_tables, turn_values
 
 ValueFn = Callable[[np.ndarray], np.ndarray]
 

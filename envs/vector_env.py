@@ -1,5 +1,5 @@
 """``FiveThousand-v0`` as a Gymnasium vector environment: N games stepped at once with
-array operations (``envs.batch``).
+array operations (``fivethousand_rl.envs.batch``).
 
     gym.make_vec("FiveThousand-v0", num_envs=4096, vectorization_mode="vector_entry_point",
                  n_players=2, opponents="threshold:350")
@@ -7,7 +7,7 @@ array operations (``envs.batch``).
 Same options and game as ``envs.gym_env.FiveThousandEnv`` (which checks them, with the
 same messages), compact and rich observations alike, written from the arrays
 (``observe_batch``, also the trained models' batched side in ``agents.neural``) bit for
-bit as ``envs.encoding`` writes them. Autoreset is *same-step*
+bit as ``fivethousand_rl.envs.encoding`` writes them. Autoreset is *same-step*
 (``AutoresetMode.SAME_STEP``): when a game ends, ``step`` returns the first observation of
 the next game in that row, and the last observation and info of the finished one in
 ``infos["final_obs"]`` / ``infos["final_info"]`` (with the masks ``"_final_obs"`` /
@@ -29,7 +29,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from envs.batch import (
+from fivethousand_rl.envs.batch import (
     NO_ROLL,
     ROLL_BUST,
     ROLL_DICE,
@@ -38,7 +38,7 @@ from envs.batch import (
     bank_batch,
     play_batch,
 )
-from envs.encoding import (
+from fivethousand_rl.envs.encoding import (
     _ROLL_FEATURE_TABLE,
     ACTION_FEATURES,
     OBS_HIGH,
@@ -50,11 +50,11 @@ from envs.encoding import (
     off_score_step,
     score_bins,
 )
-from envs.game import IllegalMoveError
-from envs.gym_env import FiveThousandEnv
-from envs.policy import resolve_policy
-from envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
-from envs.solver import STEP, turn_ev_table
+from fivethousand_rl.envs.game import IllegalMoveError
+from fivethousand_rl.envs.gym_env import FiveThousandEnv
+from fivethousand_rl.envs.policy import resolve_policy
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
+from fivethousand_rl.envs.solver import STEP, turn_ev_table
 
 
 def rich_features(
@@ -179,10 +179,10 @@ class FiveThousandVectorEnv(VectorEnv):
     opponents, learner_seat, max_turns, illegal_action, dict_obs, obs_encoding,
     opponent_pool, and the rules: hold, target, entry, bump, overshoot, fifty_rule, or
     rules=Rules(...), RULES.md R5 and V1-V5), with the same meaning, per game: the
-    batched games follow every rule switch as ``envs.game.Game`` does. Differences:
+    batched games follow every rule switch as ``fivethousand_rl.envs.game.Game`` does. Differences:
 
     - ``render_mode`` is refused (nothing is drawn); both observations are written from
-      the arrays (``rich_features``), equal to ``envs.encoding``'s to the bit;
+      the arrays (``rich_features``), equal to ``fivethousand_rl.envs.encoding``'s to the bit;
     - actions are an integer array of shape (num_envs,); a wrong shape or dtype, or an
       action outside 0..63, raises ValueError and changes nothing;
     - an action illegal under the mask: with ``illegal_action="raise"`` an

@@ -18,8 +18,8 @@ import tyro
 from torch import nn
 from torch.distributions import Categorical
 
-import envs  # registers FiveThousand-v0
-from envs.rules import NUM_ACTIONS  # 64: 5 bits of dice to hold, 1 bit to bank
+import fivethousand_rl.envs  # registers FiveThousand-v0
+from fivethousand_rl.envs.rules import NUM_ACTIONS  # 64: 5 bits of dice to hold, 1 bit to bank
 
 
 @dataclass
@@ -84,7 +84,7 @@ def train(cfg: Config) -> Agent:
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
     env = gym.make_vec(
-        envs.ENV_ID, num_envs=cfg.num_envs, vectorization_mode="vector_entry_point",
+        fivethousand_rl.envs.ENV_ID, num_envs=cfg.num_envs, vectorization_mode="vector_entry_point",
         opponents=cfg.opponent, learner_seat="random",
     )  # fmt: skip
     obs_size = env.single_observation_space.shape[0]

@@ -7,7 +7,7 @@ exploitability, and a leaderboard row beside the shipped agents.
 The network becomes a player by one call, ``agents.from_function`` (the batched-agent
 protocol: observations and masks in, actions out), playing greedily: the legal action
 of highest logit, which makes it deterministic, as an exact best response needs. The
-games are one tournament (``agents.tournament``): every pair of the agent, `smart`,
+games are one tournament (``fivethousand_rl.agents.tournament``): every pair of the agent, `smart`,
 `turn-ev` and `optimal` plays `--games` games, batched, seed `--seed`. The shipped
 agents' rows come from their cards' evaluations (``checkpoints/NAME/evaluation.json``)
 and exploitabilities (``docs/exploitability.json``).
@@ -25,11 +25,11 @@ import numpy as np
 import torch
 import tyro
 
-from agents import FunctionAgent, from_function
-from agents.best_response import exploitability
-from agents.shipped import shipped_folder
-from agents.tournament import run, schedule, summarize
-from envs.rules import Rules
+from fivethousand_rl.agents import FunctionAgent, from_function
+from fivethousand_rl.agents.best_response import exploitability
+from fivethousand_rl.agents.shipped import shipped_folder
+from fivethousand_rl.agents.tournament import run, schedule, summarize
+from fivethousand_rl.envs.rules import Rules
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cleanrl_ppo import load  # noqa: E402  (the network's definition, beside this file)
@@ -64,7 +64,7 @@ def make_agent(path: str, name: str = "my-ppo", rules: Rules | None = None) -> F
 
 def tournament(agent: FunctionAgent, games: int, seed: int) -> dict:
     """Every pair of the agent and the `OPPONENTS` plays `games` games: the pairwise
-    win rates with their 95% intervals (``agents.tournament.summarize``)."""
+    win rates with their 95% intervals (``fivethousand_rl.agents.tournament.summarize``)."""
     players = [agent, *OPPONENTS]
     results = run(players, schedule(len(players), 2, games), Rules(), seed)
     return summarize([agent.name, *OPPONENTS], results, 2)["pairwise"]

@@ -22,7 +22,10 @@ DISTRIBUTION = "fivethousand-rl"  # the name pip installs, whose version --versi
 # Subcommand -> (the module whose main it runs, one line for the list), in list order.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "play": ("fivethousand_rl.play", "play 5000 in the terminal against bots or agents"),
-    "serve": ("webplay.__main__", "serve the game in a browser (http://127.0.0.1:8000/)"),
+    "serve": (
+        "fivethousand_rl.webplay.__main__",
+        "serve the game in a browser (http://127.0.0.1:8000/)",
+    ),
     "evaluate": ("fivethousand_rl.evaluate", "play a tournament between agents"),
     "train": ("fivethousand_rl.train", "train a MaskablePPO agent"),
     "train-planner": ("fivethousand_rl.train_planner", "train a planner agent's value network"),
@@ -35,10 +38,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "ship": ("fivethousand_rl.ship", "package a training run as a shipped agent"),
     "sweep": ("fivethousand_rl.sweep", "sweep training settings on Ray Tune"),
     "demo": ("fivethousand_rl.demo", "train a small agent and measure it, or watch bots play"),
-    "regret": ("agents.regret", "exact regret of a 2-player agent's decisions"),
-    "optimal": ("agents.optimal", "the exact numbers of optimal 2-player play"),
+    "regret": ("fivethousand_rl.agents.regret", "exact regret of a 2-player agent's decisions"),
+    "optimal": ("fivethousand_rl.agents.optimal", "the exact numbers of optimal 2-player play"),
     "best-response": (
-        "agents.best_response.cli",
+        "fivethousand_rl.agents.best_response.cli",
         "exploitability, or the most any agent can win at a table of bots",
     ),
 }
@@ -46,7 +49,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 # The programs that cannot start without (part of) the training extra, and the modules
 # of it they need (None: all); the others reach for it only for some options, a plot,
 # and are caught when they do. Export needs onnx for any graph, torch for a checkpoint
-# (a bundle of a shipped PPO agent's export needs no torch: agents.shipped).
+# (a bundle of a shipped PPO agent's export needs no torch: fivethousand_rl.agents.shipped).
 NEEDS_EXTRA: dict[str, tuple[str, ...] | None] = {
     "train": None,
     "train-planner": None,
@@ -62,7 +65,7 @@ def missing_extra(name: str) -> str | None:
     environment lacks, or None."""
     if name not in NEEDS_EXTRA:
         return None
-    from agents.shipped import EXTRA_MODULES, importable
+    from fivethousand_rl.agents.shipped import EXTRA_MODULES, importable
 
     needed = NEEDS_EXTRA[name] or EXTRA_MODULES
     return next((module for module in needed if not importable(module)), None)
@@ -113,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(SUBCOMMANDS)
         print(f"{COMMAND}: unknown subcommand {name!r}; the subcommands: {known}", file=sys.stderr)
         return 2
-    from agents.shipped import EXTRA_MODULES, needs_extra  # after --help: at once
+    from fivethousand_rl.agents.shipped import EXTRA_MODULES, needs_extra  # after --help: at once
 
     prog = f"{COMMAND} {name}"
     missing = missing_extra(name)

@@ -21,13 +21,13 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from agents import make_policy
-from agents.rule_flags import add_rule_flags, house_rules, rules_from_args
-from agents.shipped import needs_extra, training_installed
-from envs.driver import play
-from envs.game import OVER, Event, Game, Moved, Rolled
-from envs.render import event_text
-from envs.rules import Rules, format_dice
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.rule_flags import add_rule_flags, house_rules, rules_from_args
+from fivethousand_rl.agents.shipped import needs_extra, training_installed
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import OVER, Event, Game, Moved, Rolled
+from fivethousand_rl.envs.render import event_text
+from fivethousand_rl.envs.rules import Rules, format_dice
 
 RUN_DIR = Path("checkpoints") / "demo_quick"  # the demo's own run, in the current folder
 SHIPPED_PPO = "ppo-2p"  # the shipped agent the new one is measured beside: trained alike
@@ -70,8 +70,8 @@ def measure(
 ) -> dict[tuple[str, str], str]:
     """Each agent (label -> spec) against each bot of BOTS, `games` games per pair with
     seats alternating, in one pool of workers; "win rate ±half-interval" per pair."""
-    from agents.tournament import schedule, summarize
-    from agents.tournament_report import run_with_bar
+    from fivethousand_rl.agents.tournament import schedule, summarize
+    from fivethousand_rl.agents.tournament_report import run_with_bar
 
     names = [*agents, *BOTS]
     seatings = [  # agents against bots, not against each other
@@ -128,8 +128,8 @@ def train_and_evaluate(seed: int, games: int, workers: int) -> int:
 
     from rich.panel import Panel
 
-    from agents.training import ppo, progress
-    from agents.training.config import load_preset, new_run_config
+    from fivethousand_rl.agents.training import ppo, progress
+    from fivethousand_rl.agents.training.config import load_preset, new_run_config
 
     console = Console()
     console.print(Panel(INTRO, title="5000-RL demo", expand=False))

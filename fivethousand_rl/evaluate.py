@@ -7,7 +7,7 @@ ppo-2p, ...), SB3 checkpoints (.zip), value nets (.npz), exported bots (.onnx).
     python evaluate.py planner-2p ppo-2p smart optimal --games 2000
     python evaluate.py smart turn-ev optimal --no-bump --overshoot lost --entry 300
 
-The rule flags (``agents.rule_flags``: --hold, --target, --entry, --bump/--no-bump,
+The rule flags (``fivethousand_rl.agents.rule_flags``: --hold, --target, --entry, --bump/--no-bump,
 --overshoot, --fifty-rule/--no-fifty-rule; RULES.md R5, V1-V5) choose the game: any
 bot plays any rules, a trained agent only the rules it was trained for (refused in one
 line otherwise). The JSON records them (``rules``), the Markdown says them first.
@@ -17,13 +17,13 @@ Installed, the same program is ``fivethousand evaluate``.
 Every K-subset of the agents plays N games, seats rotating so that each agent sits in
 each seat equally often. Prints a table of win rates (Wilson 95% intervals), mean game
 length and ratings (Elo scale, fitted to all the games at once: see
-``agents.tournament.ratings``), plus the pairwise matrix for 2 players
-(``agents.tournament_report``). Agents are shown by short names (a shipped agent's
+``fivethousand_rl.agents.tournament.ratings``), plus the pairwise matrix for 2 players
+(``fivethousand_rl.agents.tournament_report``). Agents are shown by short names (a shipped agent's
 folder, a run's name, an exported bot's file name); the JSON and CSV also give each
 agent's spec as typed.
 
 When every agent is a table-driven bot (random, threshold:T, smart, turn-ev, optimal),
-the games are played thousands at a time (``agents.tournament``, batched): about ten
+the games are played thousands at a time (``fivethousand_rl.agents.tournament``, batched): about ten
 times faster, reproducible per seed, but not the same games as the per-game path, so
 the numbers differ from older results within their intervals. ``--per-game`` plays
 one game at a time, each seeded by its number, game for game as before.
@@ -43,20 +43,20 @@ import json
 import sys
 from pathlib import Path
 
-from agents import ray_tools
-from agents import tournament_report as report
-from agents.base import check_output_path, check_plot_path
-from agents.neural import first_line
-from agents.rule_flags import (
+from fivethousand_rl.agents import ray_tools
+from fivethousand_rl.agents import tournament_report as report
+from fivethousand_rl.agents.base import check_output_path, check_plot_path
+from fivethousand_rl.agents.neural import first_line
+from fivethousand_rl.agents.rule_flags import (
     add_rule_flags,
     describe_rules,
     house_rules,
     rule_flags,
     rules_from_args,
 )
-from agents.shipped import SHIPPED
-from envs.game import check_players
-from envs.rules import Rules
+from fivethousand_rl.agents.shipped import SHIPPED
+from fivethousand_rl.envs.game import check_players
+from fivethousand_rl.envs.rules import Rules
 
 
 def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Namespace:
@@ -102,7 +102,7 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Name
 
 def check_args(args: argparse.Namespace) -> None:
     """Raise ValueError (one line) for bad numbers or output paths, before any work (too
-    few agents for --players: ``agents.tournament.schedule`` says so)."""
+    few agents for --players: ``fivethousand_rl.agents.tournament.schedule`` says so)."""
     if args.games < 1:
         raise ValueError(f"--games must be positive, got {args.games}")
     check_players(args.players, "--players")

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import make_policy
-from agents.base import atomic_write, check_output_folder, read_text_capped
-from agents.exported import (
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.base import atomic_write, check_output_folder, read_text_capped
+from fivethousand_rl.agents.exported import (
     ACTION_ENCODING_VERSION,
     FORMAT,
     FORMAT_VERSION,
@@ -46,15 +46,15 @@ from agents.exported import (
     metadata_path,
     read_metadata,
 )
-from agents.neural import (
+from fivethousand_rl.agents.neural import (
     OBS_SPEC_ATTRIBUTE,
     RUN_MODEL_FOLDERS,
     CheckpointError,
     SB3Policy,
     first_line,
 )
-from agents.shipped import SHIPPED, shipped_model
-from agents.value_net import KIND, ValueNet, npz_kind
+from fivethousand_rl.agents.shipped import SHIPPED, shipped_model
+from fivethousand_rl.agents.value_net import KIND, ValueNet, npz_kind
 
 ONNX_OPSET = 17  # MatMul, Add, Tanh: any onnxruntime of the last years runs it
 
@@ -125,7 +125,8 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
                 "inputs": {"features": ["batch", net.spec.size]},
                 "outputs": {"logits": ["batch", net.spec.max_players]},
                 "output": "softmax over the seats present (float64), seat 0 the player to move",
-                "play": "plan each turn exactly against these win probabilities (agents.planner)",
+                "play": "plan each turn exactly against these win probabilities "
+                "(fivethousand_rl.agents.planner)",
                 "provenance": provenance("value_net", checkpoint, config, onnx=onnx.__version__),
             }
 
@@ -425,7 +426,7 @@ def page_messages() -> dict:
     project, from its gettext catalogues (``envs.i18n.catalogue_json``): a msgid to its
     translation, a plural one to its forms by CLDR category (``Intl.PluralRules`` picks
     one). English is the msgids themselves; a text a catalogue lacks stays English."""
-    from envs import i18n
+    from fivethousand_rl.envs import i18n
 
     keys = [m if isinstance(m, str) else m[0] for m in PAGE_MESSAGES]
     languages = {}
@@ -556,7 +557,7 @@ def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
 def observation_layout(spec) -> dict:
     """The observation's named slices (offset, size, meaning) and the action row's
     columns, from the spec the model reads."""
-    from envs.encoding import ACTION_FEATURES, Col
+    from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
 
     slices = [
         {"name": name, "offset": s.start, "size": s.stop - s.start, "meaning": SLICE_MEANINGS[name]}
@@ -588,7 +589,7 @@ def rules_section(rules) -> dict:
     """Every rule field (envs.rules.Rules), what each means, and the scoring (R2)."""
     from dataclasses import asdict
 
-    from envs.rules import SINGLE_VALUE, STRAIGHT_VALUE, STRAIGHTS, TRIPLE_VALUE
+    from fivethousand_rl.envs.rules import SINGLE_VALUE, STRAIGHT_VALUE, STRAIGHTS, TRIPLE_VALUE
 
     return {
         **asdict(rules),
@@ -635,7 +636,7 @@ def actions_section() -> dict:
 
 
 def turn_ev_section(rules) -> tuple[dict, bytes]:
-    from envs.solver import STEP, turn_ev_table
+    from fivethousand_rl.envs.solver import STEP, turn_ev_table
 
     table = turn_ev_table(rules)
     data = np.ascontiguousarray(table.value, dtype="<f8").tobytes()
@@ -653,7 +654,8 @@ def turn_ev_section(rules) -> tuple[dict, bytes]:
         "total": "the turn total after the hold (a multiple of 50)",
         "dice": "the dice the next roll would have, 1..5 (index 0 unused)",
         "meaning": "expected points the rest of the turn banks under points-maximizing play, "
-        "before rolling `dice` dice with `total` held (envs.solver.solve_turn_ev); it "
+        "before rolling `dice` dice with `total` held "
+        "(fivethousand_rl.envs.solver.solve_turn_ev); it "
         "ignores the scores",
         "used_by": "observation action column TURN_EV of a rolling action",
         "sha256": sha256(data),
@@ -664,7 +666,7 @@ def play_test_vectors(bot: ExportedBot, count: int, seed: int) -> dict:
     """At least `count` decisions of real games (whole games) between the bot and the
     opponents of its table size, every decision of either seat: the state, the
     observation of the player to move, its legal actions and the bot's action there."""
-    from envs.game import DECIDE, Game
+    from fivethousand_rl.envs.game import DECIDE, Game
 
     spec = bot.spec
     names = VECTOR_OPPONENTS.get(spec.n_players, OTHER_OPPONENTS)
@@ -709,7 +711,8 @@ def play_test_vectors(bot: ExportedBot, count: int, seed: int) -> dict:
         "seed": seed,
         "games": games,
         "fields": {
-            "state": "the game state before the decision (envs.game.GameState.to_dict): "
+            "state": "the game state before the decision "
+            "(fivethousand_rl.envs.game.GameState.to_dict): "
             "banked scores by seat, the seat to move, the turn total before this roll, "
             "dice_left (the roll's size), the sorted roll, this turn's earlier holds, phase "
             "('decide'), winner (null), turns completed",

@@ -41,9 +41,9 @@ from typing import NoReturn
 
 import numpy as np
 
-from agents import MODEL_SUFFIXES, make_policy
-from agents.base import read_text_capped
-from agents.rule_flags import (
+from fivethousand_rl.agents import MODEL_SUFFIXES, make_policy
+from fivethousand_rl.agents.base import read_text_capped
+from fivethousand_rl.agents.rule_flags import (
     add_rule_flags,
     describe_rules,
     given_rule_flags,
@@ -51,9 +51,9 @@ from agents.rule_flags import (
     rules_from_args,
     unset_rule_flags,
 )
-from agents.value_net import shipped_planner
-from envs import driver
-from envs.game import (
+from fivethousand_rl.agents.value_net import shipped_planner
+from fivethousand_rl.envs import driver
+from fivethousand_rl.envs.game import (
     OVER,
     BankOutcome,
     Event,
@@ -64,8 +64,8 @@ from envs.game import (
     is_int,
     rng_state_problem,
 )
-from envs.game_log import apply_event, check_fields, log_entry, one_line, replay_log
-from envs.i18n import (
+from fivethousand_rl.envs.game_log import apply_event, check_fields, log_entry, one_line, replay_log
+from fivethousand_rl.envs.i18n import (
     LANGUAGES,
     N_,
     _,
@@ -75,8 +75,8 @@ from envs.i18n import (
     pgettext,
     using,
 )
-from envs.policy import Policy
-from envs.render import (
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.render import (
     action_text,
     board_text,
     count_dice,
@@ -88,8 +88,15 @@ from envs.render import (
     refusal,
     render_text,
 )
-from envs.rules import BANK_BIT, ROLL_INFO, Rules, action_for, check_target_bound, hold_score
-from envs.rules_text import house_rule_names, rules_text
+from fivethousand_rl.envs.rules import (
+    BANK_BIT,
+    ROLL_INFO,
+    Rules,
+    action_for,
+    check_target_bound,
+    hold_score,
+)
+from fivethousand_rl.envs.rules_text import house_rule_names, rules_text
 
 HUMAN = "you"
 # The commands at a decision, each with what it does (``commands_text``).
@@ -551,7 +558,7 @@ class Session:
         if self.game.n_players != 2:
             return self.planner_hint()
         if self._optimal is None:
-            from agents.optimal import OptimalBot
+            from fivethousand_rl.agents.optimal import OptimalBot
 
             self._optimal = OptimalBot()
         try:  # exact under the game's rules: solved the first time (seconds), then cached
@@ -573,7 +580,7 @@ class Session:
         most often against these very bots, and every player's chances then; else None."""
         game = self.game
         if self._table is False:
-            from agents.best_response import BestResponseBot, cached_best_response
+            from fivethousand_rl.agents.best_response import BestResponseBot, cached_best_response
 
             n, me = game.n_players, self.humans[0]
             bots = [self.players[(me + i) % n] for i in range(1, n)]  # after me, in turn order

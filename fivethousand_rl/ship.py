@@ -21,7 +21,7 @@ duration.
 The work is ``agents.shipping``'s. The evaluation is the tournament evaluate.py plays
 (its command is on the card): with 2 players a round robin of the agent, optimal and the
 scripted bots (what optimal wins beside what the agent wins); with more, the agent at
-the standard table of scripted bots (``agents.tournament.standard_table``). The card
+the standard table of scripted bots (``fivethousand_rl.agents.tournament.standard_table``). The card
 names files relative to the current folder, as they were given (run it from a clone's
 root, as the examples do, and the card names them as the repository does). Installed,
 the same program is ``fivethousand ship``.
@@ -39,12 +39,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agents import make_policy, shipping
-from agents.rule_flags import house_rules
-from agents.shipping import VALUE_NET, ShipError, stages
-from agents.training.config import saved_rules
-from envs.game import MAX_PLAYERS, MIN_PLAYERS
-from envs.rules import DEFAULT_RULES, HOLD_VARIANTS
+from fivethousand_rl.agents import make_policy, shipping
+from fivethousand_rl.agents.rule_flags import house_rules
+from fivethousand_rl.agents.shipping import VALUE_NET, ShipError, stages
+from fivethousand_rl.agents.training.config import saved_rules
+from fivethousand_rl.envs.game import MAX_PLAYERS, MIN_PLAYERS
+from fivethousand_rl.envs.rules import DEFAULT_RULES, HOLD_VARIANTS
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # one plain folder name, not hidden
 SHIPPED_FILES = ("MODEL_CARD.md", "model.zip", "value_net.npz")  # a shipped agent's files
@@ -80,7 +80,7 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Name
         default=[],
         metavar="NET",
         help="planner runs: ship the average of the run's network and this value net "
-        "(.npz; repeatable) as one network (agents.value_net.average_nets)",
+        "(.npz; repeatable) as one network (fivethousand_rl.agents.value_net.average_nets)",
     )
     p.add_argument(
         "--out",

@@ -44,9 +44,9 @@ try:  # an optional extra: main() says how to install it when it is missing
 except ImportError:
     tune, Callback = None, object
 
-import agents
-from agents.base import check_output_folder, duration, read_text_capped
-from agents.training.config import (
+import fivethousand_rl
+from fivethousand_rl.agents.base import check_output_folder, duration, read_text_capped
+from fivethousand_rl.agents.training.config import (
     RUNS,
     TrainConfig,
     check_plain_name,
@@ -61,7 +61,7 @@ from agents.training.config import (
 )
 
 SCRIPT = "python sweep.py"  # how the command names itself when run as a script
-LIBRARY = Path(agents.__file__).resolve().parent.parent  # the folder of the packages
+LIBRARY = Path(fivethousand_rl.__file__).resolve().parent.parent  # the folder holding the package
 METRIC = "mean_win_rate"  # train.py's evaluation score: the mean over its opponents
 DISTRIBUTIONS = ("uniform", "loguniform", "randint", "choice")
 
@@ -266,8 +266,8 @@ def run_trial(space: dict, settings: dict) -> None:
     """One trial, in a Ray worker: a train.py run with the trial's values (or resuming
     its run after an interruption), each evaluation reported to Tune."""
     sys.path.insert(0, settings["library"])  # this project's packages, in a Ray worker
-    from agents.threads import one_thread_per_process
-    from agents.training import checkpoint, ppo
+    from fivethousand_rl.agents.threads import one_thread_per_process
+    from fivethousand_rl.agents.training import checkpoint, ppo
 
     one_thread_per_process()  # trials side by side; the run then sets torch_threads
 
@@ -492,7 +492,7 @@ def pct(value: float | None) -> str:
 
 def plot_curves(rows: list[dict], path: Path) -> None:
     """Each trial's evaluation win rate against training steps."""
-    from agents.tournament_report import figure  # saved without a display
+    from fivethousand_rl.agents.tournament_report import figure  # saved without a display
 
     with figure(path, figsize=(8, 5)) as (_, ax):
         for row in rows:
@@ -510,7 +510,9 @@ def print_results(rows: list[dict], varied: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from agents.tournament_report import print_whole  # a table wider than the terminal, uncut
+    from fivethousand_rl.agents.tournament_report import (
+        print_whole,  # a table wider than the terminal, uncut
+    )
 
     table = Table(title="sweep results, best first")
     for col in ["trial", *varied, "status", "steps", "best", "at steps", "last"]:
@@ -542,7 +544,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line's exit code; `prog`: the command as typed, for its usage and its
     record (default: this script's)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from agents import ray_tools
+    from fivethousand_rl.agents import ray_tools
 
     with contextlib.ExitStack() as ray_session:  # a Ray started here stops at the end
         try:

@@ -25,8 +25,8 @@ from typing import Annotated
 
 import tyro
 
-from agents.training import checkpoint, ppo, progress
-from agents.training.config import (
+from fivethousand_rl.agents.training import checkpoint, ppo, progress
+from fivethousand_rl.agents.training.config import (
     RUNS,
     TrainConfig,
     open_run,

@@ -47,7 +47,7 @@ def _config_type(prog: str):
     try:
         import onnx  # noqa: F401 (the export at the end of the run needs it)
 
-        from agents.training.jax_ppo import JaxPPOConfig
+        from fivethousand_rl.agents.training.jax_ppo import JaxPPOConfig
     except ModuleNotFoundError as e:
         if (e.name or "").partition(".")[0] not in ("jax", "jaxlib", "optax", "onnx"):
             raise
@@ -88,7 +88,7 @@ def run_folder(args, config) -> Path:
     folder = Path(args.checkpoints) / name
     if folder.exists() and not args.force:
         raise ValueError(f"{folder} exists: another --run-name, or --force to replace it")
-    from agents.base import check_output_folder
+    from fivethousand_rl.agents.base import check_output_folder
 
     check_output_folder(folder, "the run folder")
     folder.mkdir(parents=True, exist_ok=True)
@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         prog=prog or SCRIPT,
         description=__doc__.split("\n\n")[0],
     )
-    from agents.base import atomic_write, duration
-    from agents.training import jax_ppo
+    from fivethousand_rl.agents.base import atomic_write, duration
+    from fivethousand_rl.agents.training import jax_ppo
 
     try:
         if args.stop_after < 0:

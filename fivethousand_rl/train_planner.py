@@ -31,9 +31,9 @@ from typing import Annotated
 
 import tyro
 
-from agents.base import atomic_write, duration
-from agents.neural import first_line
-from agents.training.config import (
+from fivethousand_rl.agents.base import atomic_write, duration
+from fivethousand_rl.agents.neural import first_line
+from fivethousand_rl.agents.training.config import (
     RULE_FIELDS,
     RUNS,
     PlannerConfig,
@@ -46,8 +46,13 @@ from agents.training.config import (
     save_json,
     stopped_by_write_error,
 )
-from agents.training.progress import Reporter, play_command, rules_said, shown
-from agents.training.value_iteration import ValueIteration, evaluate, exact_error, table_label
+from fivethousand_rl.agents.training.progress import Reporter, play_command, rules_said, shown
+from fivethousand_rl.agents.training.value_iteration import (
+    ValueIteration,
+    evaluate,
+    exact_error,
+    table_label,
+)
 
 SCRIPT = "python train_planner.py"  # how the command names itself when run as a script
 
@@ -137,7 +142,7 @@ class Run:
         self.saved_iteration = self.trainer.iteration if saved is not None else None
         self.solution = None  # the exact 2-player solution: to log the value error, never a target
         if 2 in config.players:
-            from agents.optimal import two_player_solution
+            from fivethousand_rl.agents.optimal import two_player_solution
 
             self.solution = two_player_solution(config.rules, show_progress=False)
         self.clock = time.monotonic()

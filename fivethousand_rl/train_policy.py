@@ -30,8 +30,8 @@ from typing import Annotated
 
 import tyro
 
-from agents.base import atomic_write, duration
-from agents.training.imitation import ImitationConfig, train
+from fivethousand_rl.agents.base import atomic_write, duration
+from fivethousand_rl.agents.training.imitation import ImitationConfig, train
 
 SCRIPT = "python train_policy.py"  # how the command names itself when run as a script
 

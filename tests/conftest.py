@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from agents.optimal import CACHE_ENV
+from fivethousand_rl.agents.optimal import CACHE_ENV
 
 TEST_CACHE = tempfile.mkdtemp(prefix="fivethousand-test-cache-")
 os.environ[CACHE_ENV] = TEST_CACHE

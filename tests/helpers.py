@@ -1,7 +1,7 @@
 """Small helpers for building positions in tests."""
 
-from envs.game import Game
-from envs.rules import Rules, action_for
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.rules import Rules, action_for
 
 
 def game_at(scores, current=0, hold="free", target=5000, entry=500, seed=0):

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import BOT_NAMES, Policy, RandomBot, ThresholdBot, make_policy
-from agents.neural import (
+from fivethousand_rl.agents import BOT_NAMES, Policy, RandomBot, ThresholdBot, make_policy
+from fivethousand_rl.agents.neural import (
     OBS_SPEC_ATTRIBUTE,
     SETTINGS_MEMBER,
     CheckpointError,
@@ -21,10 +21,10 @@ from agents.neural import (
     read_settings,
     write_settings,
 )
-from envs import driver
-from envs.encoding import ObsSpec
-from envs.game import Game
-from envs.rules import BANK_BIT, Rules, action_for
+from fivethousand_rl.envs import driver
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.rules import BANK_BIT, Rules, action_for
 from tests.helpers import game_at, play
 
 
@@ -233,7 +233,14 @@ SPEC_CASES = {
     "its own game": (SHIPPED_2P, OWN, 2, "free", None, None),
     "snapshot, its own game": (SNAPSHOT_2P, OWN, 2, "free", None, None),
     "no spec": (SHIPPED_2P, None, 2, "free", "carries no observation spec (saved", "load"),
-    "snapshot, no spec": (SNAPSHOT_2P, None, 2, "free", "add it with agents.neural.", "load"),
+    "snapshot, no spec": (
+        SNAPSHOT_2P,
+        None,
+        2,
+        "free",
+        "add it with fivethousand_rl.agents.neural.",
+        "load",
+    ),
     "other players": (SHIPPED_2P, OWN, 3, "free", "for 2 players, this game has 3", "game"),
     "snapshot, other players": (SNAPSHOT_2P, OWN, 4, "free", "this game has 4", "game"),
     "other rules": (SHIPPED_2P, OWN, 2, "all", "trained under these rules: exactly", "game"),
@@ -298,7 +305,7 @@ def test_the_shipped_models_carry_the_spec_of_their_run():
     """Issue 10: every committed checkpoint and snapshot says what it reads, and that
     agrees with its config.json (since issue 29 item 7 only the shipped agents' models
     are committed; the test snapshot is checked by the spec cases above)."""
-    from agents.value_net import KIND, npz_kind
+    from fivethousand_rl.agents.value_net import KIND, npz_kind
 
     # The committed files only: runs a user trains into checkpoints/ stay local.
     listed = subprocess.run(
@@ -309,7 +316,7 @@ def test_the_shipped_models_carry_the_spec_of_their_run():
     committed = [ROOT / name for name in listed.stdout.split("\0") if name]
     files = sorted(p for p in committed if p.suffix == ".zip") + sorted(
         p for p in committed if p.suffix == ".npz" and npz_kind(p) != KIND
-    )  # value nets carry their own feature spec (agents.value_net), not an ObsSpec
+    )  # value nets carry their own feature spec (fivethousand_rl.agents.value_net), not an ObsSpec
     assert [p.relative_to(ROOT).as_posix() for p in files] == [
         "checkpoints/policy-2p/model.zip",
         "checkpoints/ppo-2p/model.zip",
@@ -325,9 +332,9 @@ def test_training_saves_the_spec_with_checkpoints_and_snapshots(tmp_path):
     from its policy; a policy without one makes no snapshot (none could be loaded)."""
     from sb3_contrib import MaskablePPO
 
-    from agents.networks import ActionScoringPolicy, policy_kwargs_for
-    from agents.neural import NumpyScorer
-    from envs.gym_env import FiveThousandEnv
+    from fivethousand_rl.agents.networks import ActionScoringPolicy, policy_kwargs_for
+    from fivethousand_rl.agents.neural import NumpyScorer
+    from fivethousand_rl.envs.gym_env import FiveThousandEnv
 
     env = FiveThousandEnv(n_players=2, obs_encoding="rich")
     kwargs = policy_kwargs_for(2, Rules(), state_layers=(8,), scorer_layers=(8,))
@@ -392,6 +399,6 @@ def test_play_refuses_the_shipped_agent_under_another_hold_rule():
 def test_model_files_have_short_names(path, name):
     """Issue 9 item 11: tables show a shipped agent by its name, a run's models by the
     run's name, other files by their stem."""
-    from agents.neural import short_name
+    from fivethousand_rl.agents.neural import short_name
 
     assert short_name(path) == name

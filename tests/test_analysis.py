@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents import analysis, make_policy
-from agents.analysis import fair_start, main, measure, self_play
-from agents.optimal import two_player_solution
-from envs.driver import play
-from envs.game import Game, Moved, Rolled
-from envs.rules import Rules
+from fivethousand_rl.agents import analysis, make_policy
+from fivethousand_rl.agents.analysis import fair_start, main, measure, self_play
+from fivethousand_rl.agents.optimal import two_player_solution
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game, Moved, Rolled
+from fivethousand_rl.envs.rules import Rules
 
 SMALL = dict(target=1000, entry=300)
 VARIANTS = [

@@ -17,23 +17,29 @@ import pickle
 import numpy as np
 import pytest
 
-from agents import FunctionAgent, from_function, make_policy
-from agents import best_response as br_core
-from agents.best_response import (
+from fivethousand_rl.agents import FunctionAgent, from_function, make_policy
+from fivethousand_rl.agents import best_response as br_core
+from fivethousand_rl.agents.best_response import (
     NotDeterministicError,
     best_response,
     bot_key,
     exploitability,
     summary,
 )
-from agents.best_response import cli as br_cli
-from agents.neural import CheckpointError, SB3Policy, read_obs_spec, read_settings, write_settings
-from envs.best_response import BestResponse, ScoreSpace
-from envs.encoding import ObsSpec
-from envs.game import Game
-from envs.policy import Policy
-from envs.rules import BANK_BIT, ROLL_INFO, Rules, can_bank
-from envs.turn_outcomes import turn_ends
+from fivethousand_rl.agents.best_response import cli as br_cli
+from fivethousand_rl.agents.neural import (
+    CheckpointError,
+    SB3Policy,
+    read_obs_spec,
+    read_settings,
+    write_settings,
+)
+from fivethousand_rl.envs.best_response import BestResponse, ScoreSpace
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import BANK_BIT, ROLL_INFO, Rules, can_bank
+from fivethousand_rl.envs.turn_outcomes import turn_ends
 
 SMALL = Rules(target=1000, entry=300)
 
@@ -45,7 +51,7 @@ def train_plain(path, **env_options):
     import gymnasium as gym
     from sb3_contrib import MaskablePPO
 
-    import envs  # noqa: F401  (registers FiveThousand-v0)
+    import fivethousand_rl.envs  # noqa: F401  (registers FiveThousand-v0)
 
     env = gym.make("FiveThousand-v0", **env_options)
     policy = "MultiInputPolicy" if env_options.get("dict_obs") else "MlpPolicy"
@@ -142,7 +148,7 @@ def test_a_rich_model_of_other_rules_is_refused(tmp_path):
     """The rich observation's size grows with the score grid (V5): trained under target
     1000, no player count matches it under the default rules, so it is refused, naming
     migrate_checkpoint; given its spec that way, it plays its own game."""
-    from agents.neural import migrate_checkpoint
+    from fivethousand_rl.agents.neural import migrate_checkpoint
 
     path = train_plain(tmp_path / "rich1000.zip", obs_encoding="rich", target=1000)
     with pytest.raises(CheckpointError, match="no FiveThousand-v0 observation under the default"):
@@ -285,7 +291,7 @@ def test_policies_are_known_by_what_they_do():
     assert bot_key("optimal") == "optimal"
     assert bot_key("ppo-2p").startswith("ppo-2p@")
     key = bot_key("threshold:300")
-    assert key is not None and key.startswith("agents.batched.BatchedThresholdBot#")
+    assert key is not None and key.startswith("fivethousand_rl.agents.batched.BatchedThresholdBot#")
     assert key == bot_key("threshold:250") != bot_key("threshold:350")
     assert bot_key(PlainThreshold(300)) != key  # another class
     assert bot_key(PlainThreshold(300)) == bot_key(PlainThreshold(300))
@@ -349,7 +355,7 @@ def test_a_batch_function_sees_the_environments_observations():
     masks its action_masks()."""
     import gymnasium as gym
 
-    import envs  # noqa: F401
+    import fivethousand_rl.envs  # noqa: F401
 
     env = gym.make("FiveThousand-v0", obs_encoding="rich")
     obs, _ = env.reset(seed=3)

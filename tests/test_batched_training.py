@@ -10,13 +10,13 @@ import pytest
 import torch
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-from agents.training.batched_env import BatchedVecEnv
-from agents.training.config import BATCHED_FROM, TrainConfig
-from agents.training.model import make_vec_env
-from envs.encoding import ObsSpec
-from envs.rules import Rules
-from envs.vector_env import FiveThousandVectorEnv
 from fivethousand_rl import train
+from fivethousand_rl.agents.training.batched_env import BatchedVecEnv
+from fivethousand_rl.agents.training.config import BATCHED_FROM, TrainConfig
+from fivethousand_rl.agents.training.model import make_vec_env
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.vector_env import FiveThousandVectorEnv
 from tests.test_train import TINY
 
 

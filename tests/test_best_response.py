@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import best_response as br_core
-from agents import make_policy
-from agents.best_response import (
+from fivethousand_rl.agents import best_response as br_core
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.best_response import (
     BestResponseBot,
     best_response,
     bot_key,
@@ -22,13 +22,13 @@ from agents.best_response import (
     summary,
     table_of,
 )
-from agents.best_response import cli as br_cli
-from agents.optimal import two_player_solution
-from envs.batch import play_games
-from envs.best_response import ScoreSpace, solve_best_response
-from envs.rules import NUM_DICE, Rules
-from envs.turn_outcomes import turn_ends, turn_outcomes
-from envs.turn_planner import plan_turn
+from fivethousand_rl.agents.best_response import cli as br_cli
+from fivethousand_rl.agents.optimal import two_player_solution
+from fivethousand_rl.envs.batch import play_games
+from fivethousand_rl.envs.best_response import ScoreSpace, solve_best_response
+from fivethousand_rl.envs.rules import NUM_DICE, Rules
+from fivethousand_rl.envs.turn_outcomes import turn_ends, turn_outcomes
+from fivethousand_rl.envs.turn_planner import plan_turn
 
 SMALL = Rules(target=1000, entry=300)
 TINY = Rules(target=800, entry=300)  # 6 scores a player can start a turn with
@@ -190,7 +190,7 @@ def test_a_model_is_known_by_its_contents():
     """A shipped agent's (or a file's) cache key carries a digest of its file, so a
     retrained model never reads an old result; a scripted bot is known by its class and
     its decisions (tests/test_any_agent.py), optimal by its name."""
-    assert bot_key("smart").startswith("agents.batched.BatchedSmartBot#")
+    assert bot_key("smart").startswith("fivethousand_rl.agents.batched.BatchedSmartBot#")
     assert bot_key("optimal") == "optimal"
     assert bot_key("planner-2p").startswith("planner-2p@")
     assert len(bot_key("planner-2p").split("@")[1]) == 16
@@ -297,7 +297,7 @@ def test_the_table_report_puts_agents_beside_the_ceiling(tmp_path):
     """--report with --players 3: the exact ceiling at the table and each agent's win
     rate with its seat rotated, none above the ceiling by more than chance; a planner of
     a value network of that table gets its mean value error against the exact values."""
-    from agents.value_net import FeatureSpec, ValueNet
+    from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet
 
     table = ("threshold:350", "turn-ev")
     spec = FeatureSpec(TINY, max_players=3, table=table)

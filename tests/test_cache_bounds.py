@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import cache
-from agents.cache import LRU, bound_disk, cache_max_bytes, is_ours, nbytes, remember
-from envs.rules import Rules
+from fivethousand_rl.agents import cache
+from fivethousand_rl.agents.cache import LRU, bound_disk, cache_max_bytes, is_ours, nbytes, remember
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
 MB = 1 << 20
@@ -96,8 +96,8 @@ def test_remember_bounds_a_plain_dict_by_count():
 
 
 def test_the_solver_and_best_response_memories_are_bounded():
-    from agents import best_response as br
-    from agents import optimal
+    from fivethousand_rl.agents import best_response as br
+    from fivethousand_rl.agents import optimal
 
     for memory in (optimal._MEMORY, br._MEMORY):
         assert isinstance(memory, LRU) and memory.max_count == cache.MAX_IN_MEMORY
@@ -107,7 +107,7 @@ def test_the_solver_and_best_response_memories_are_bounded():
 
 
 def test_the_catalogue_keeps_per_table_work_bounded_and_the_bots_for_good():
-    from webplay.bots import Catalogue
+    from fivethousand_rl.webplay.bots import Catalogue
 
     catalogue = Catalogue(max_kept=3, max_bytes=int(2.5 * MB))
     made = []
@@ -145,8 +145,8 @@ def test_hints_at_many_tables_keep_at_most_the_bound_of_planners(tmp_path):
     pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
     from fastapi.testclient import TestClient
 
-    from webplay.app import create_app
-    from webplay.bots import Catalogue
+    from fivethousand_rl.webplay.app import create_app
+    from fivethousand_rl.webplay.bots import Catalogue
 
     nets = tmp_path / "nets" / "multi"
     nets.mkdir(parents=True)
@@ -224,7 +224,7 @@ def test_the_size_bound_comes_from_the_environment(monkeypatch):
 def test_solves_keep_the_disk_cache_within_its_bound(tmp_path, monkeypatch):
     """Each new variant's solution is written, then the least recently used of the
     others go past the bound; reading a solution from the disk counts as a use."""
-    from agents import optimal
+    from fivethousand_rl.agents import optimal
 
     monkeypatch.setenv(optimal.CACHE_ENV, str(tmp_path))
     monkeypatch.setattr(optimal, "_MEMORY", {})
@@ -254,8 +254,8 @@ def test_the_operator_restricts_which_rules_the_server_solves(tmp_path, monkeypa
     pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
     from fastapi.testclient import TestClient
 
-    from agents import optimal
-    from webplay.app import Work, create_app
+    from fivethousand_rl.agents import optimal
+    from fivethousand_rl.webplay.app import Work, create_app
 
     monkeypatch.setenv(optimal.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(optimal, "_MEMORY", {})
@@ -291,7 +291,7 @@ def test_the_operator_restricts_which_rules_the_server_solves(tmp_path, monkeypa
 
 
 def test_the_server_checks_its_solve_and_cache_flags_before_serving(capsys):
-    from webplay.__main__ import main
+    from fivethousand_rl.webplay.__main__ import main
 
     with pytest.raises(SystemExit):  # argparse: not one of the choices
         main(["--solve", "everything"])

@@ -19,13 +19,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import ray_tools, shipping
-from agents.shipped import shipped_folder
-from agents.training import checkpoint
-from agents.training.config import PlannerConfig, TrainConfig, parse_run_args, read_config_json
-from agents.value_net import KIND, ValueNet
-from envs.rules import MAX_TARGET, Rules, check_target_bound
 from fivethousand_rl import demo, evaluate, export, play, ship, sweep, train, train_planner
+from fivethousand_rl.agents import ray_tools, shipping
+from fivethousand_rl.agents.shipped import shipped_folder
+from fivethousand_rl.agents.training import checkpoint
+from fivethousand_rl.agents.training.config import (
+    PlannerConfig,
+    TrainConfig,
+    parse_run_args,
+    read_config_json,
+)
+from fivethousand_rl.agents.value_net import KIND, ValueNet
+from fivethousand_rl.envs.rules import MAX_TARGET, Rules, check_target_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_NET = shipped_folder("planner-2p") / "value_net.npz"
@@ -183,7 +188,9 @@ def test_resume_refuses_params(tmp_path, capsys):
 
 
 # ------------------------------------------------------------ item 11: python -m
-@pytest.mark.parametrize("module", ["agents.optimal", "agents.regret"])
+@pytest.mark.parametrize(
+    "module", ["fivethousand_rl.agents.optimal", "fivethousand_rl.agents.regret"]
+)
 def test_python_m_runs_without_runpy_warning(module):
     """Issue 28 item 11: `python -m agents.optimal` warned that agents.optimal was in
     sys.modules before it ran (agents imports it); now the command is its __main__."""
@@ -449,8 +456,8 @@ def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_resume_continues(
 def test_settings_and_record_files_are_read_with_a_bound(tmp_path, monkeypatch, capsys):
     """Issue 42 (deliver 4): a preset's YAML, a run's JSON records and an exported bot's
     metadata are read with a bound (agents.base.MAX_TEXT_BYTES): past it, one line."""
-    from agents import base
-    from agents.exported import ExportError, read_metadata
+    from fivethousand_rl.agents import base
+    from fivethousand_rl.agents.exported import ExportError, read_metadata
 
     preset = tmp_path / "mine.yaml"
     preset.write_text("n_envs: 2\n" + "# a long comment line\n" * 100)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.shipped import SHIPPED
+from fivethousand_rl.agents.shipped import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINTS = ROOT / "checkpoints"
@@ -42,7 +42,7 @@ OTHER_MEASUREMENTS: dict[tuple[str, str | None], str] = {
     ),
     ("docs/exploitability.md", None): (
         "the exploitability report's own 2,000 games against optimal and its estimates "
-        "from regrets (python -m agents.best_response --report)"
+        "from regrets (python -m fivethousand_rl.agents.best_response --report)"
     ),
     ("docs/table_3p.md", None): "the 3-player table report's own 20,000 games per agent",
     ("README.md", "| agent | exploitability |"): (

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agents.shipped import SHIPPED
+from fivethousand_rl.agents.shipped import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

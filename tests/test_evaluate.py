@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from agents import tournament as tour
-from agents import tournament_report
-from agents.neural import attach_obs_spec
-from envs.encoding import ObsSpec
-from envs.rules import Rules
 from fivethousand_rl import evaluate
+from fivethousand_rl.agents import tournament as tour
+from fivethousand_rl.agents import tournament_report
+from fivethousand_rl.agents.neural import attach_obs_spec
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,7 +138,7 @@ def test_sb3_checkpoint_plays_in_a_tournament(tmp_path):
     import gymnasium as gym
     from sb3_contrib import MaskablePPO
 
-    import envs  # noqa: F401
+    import fivethousand_rl.envs  # noqa: F401
 
     model = MaskablePPO(
         "MlpPolicy",
@@ -392,7 +392,7 @@ def test_progress_is_told_of_every_game(monkeypatch, batched, workers):
 def test_batched_bots_by_name_play_per_game_exactly_as_the_plain_bots():
     # make_policy's names are the batched classes; one game at a time they are the bots
     # they extend, to the last die (the per-game path's results are unchanged).
-    from agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
+    from fivethousand_rl.agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
 
     plain = [RandomBot(), ThresholdBot(350), SmartBot(), TurnEVBot()]
     names = ["random", "threshold:350", "smart", "turn-ev"]
@@ -403,7 +403,7 @@ def test_batched_bots_by_name_play_per_game_exactly_as_the_plain_bots():
 
 
 def test_batched_path_refuses_an_agent_without_a_batched_side():
-    from agents.scripted import RandomBot
+    from fivethousand_rl.agents.scripted import RandomBot
 
     seatings = tour.schedule(2, 2, 2)
     with pytest.raises(ValueError, match=r"^random has no batched side \(act_batch\)"):

@@ -1,4 +1,4 @@
-"""The exact-table method (agents.training.value_iteration, method="exact-table"): a
+"""The exact-table method (fivethousand_rl.agents.training.value_iteration, method="exact-table"): a
 best response to one table's bots by fitted value iteration over every turn start, the
 bots' turns expanded exactly (envs.turn_outcomes). Checked: the agent's index in each
 recorded position names the player who moves there; the exact 2-player values are a
@@ -9,10 +9,10 @@ network of no table with the same values; bad settings are refused in one line."
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.optimal import two_player_solution
-from agents.training.config import PlannerConfig
-from agents.training.value_iteration import (
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.optimal import two_player_solution
+from fivethousand_rl.agents.training.config import PlannerConfig
+from fivethousand_rl.agents.training.value_iteration import (
     ValueIteration,
     bot_turn_targets,
     table_bot,
@@ -21,11 +21,11 @@ from agents.training.value_iteration import (
     torch_net,
     turn_targets,
 )
-from agents.value_net import FeatureSpec, ValueNet
-from envs.batch import BatchGames, play_batch
-from envs.rules import Rules
-from envs.turn_outcomes import turn_outcomes
-from envs.turn_planner import exact_two_player_values
+from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet
+from fivethousand_rl.envs.batch import BatchGames, play_batch
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.turn_outcomes import turn_outcomes
+from fivethousand_rl.envs.turn_planner import exact_two_player_values
 
 SMALL = Rules(target=1000, entry=300)
 TABLE = ("threshold:300", "threshold:400")

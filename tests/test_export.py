@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.exported import ExportedBot, ExportError, masked_choice
-from agents.neural import read_obs_spec, read_settings, write_settings
-from envs.encoding import ObsSpec
-from envs.game import ROLL, Game
-from envs.rules import Rules
-from envs.rules_text import describe_rules
 from fivethousand_rl import export
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.exported import ExportedBot, ExportError, masked_choice
+from fivethousand_rl.agents.neural import read_obs_spec, read_settings, write_settings
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.game import ROLL, Game
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.rules_text import describe_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p" / "model.zip"
@@ -78,8 +78,8 @@ def test_metadata_records_the_spec_and_provenance(exported):
 def test_exported_bot_runs_without_torch(exported):
     code = (
         "import sys, numpy as np\n"
-        "from agents.exported import ExportedBot\n"
-        "from envs.game import Game\n"
+        "from fivethousand_rl.agents.exported import ExportedBot\n"
+        "from fivethousand_rl.envs.game import Game\n"
         f"bot = ExportedBot({str(exported)!r})\n"
         "g = Game(2, seed=0); g.roll([1, 1, 5, 2, 3])\n"
         "print(bot.act(g, np.random.default_rng(0)) in g.legal_actions())\n"
@@ -90,8 +90,8 @@ def test_exported_bot_runs_without_torch(exported):
 
 
 def test_exported_bot_plays_in_evaluate_env_and_play(exported, tmp_path):
-    from envs.gym_env import FiveThousandEnv
     from fivethousand_rl import evaluate, play
+    from fivethousand_rl.envs.gym_env import FiveThousandEnv
 
     assert (
         evaluate.main([str(exported), "smart", "--games", "20", "--json", str(tmp_path / "e.json")])

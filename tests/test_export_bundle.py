@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.exported import ExportedBot
-from envs.encoding import ObsSpec
-from envs.game import Game, GameState
-from envs.rules import Rules
-from envs.solver import turn_ev_table
 from fivethousand_rl import export
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.exported import ExportedBot
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.game import Game, GameState
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.solver import turn_ev_table
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.game import DECIDE, OVER, ROLL, Game, state_problem
-from envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, can_bank
+from fivethousand_rl.envs.game import DECIDE, OVER, ROLL, Game, state_problem
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, can_bank
 
 
 def check_invariants(game: Game, before: dict | None = None) -> None:
@@ -121,7 +121,7 @@ def test_json_round_trip_anywhere(seed, n_players):
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 def test_dice_stream_is_uniform(n):
     """The fast dice stream draws each sorted roll with its exact probability."""
-    from envs.rules import roll_probabilities
+    from fivethousand_rl.envs.rules import roll_probabilities
 
     game = Game(2, seed=n)
     draws = 60_000

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs import driver
-from envs.game import (
+from fivethousand_rl.envs import driver
+from fivethousand_rl.envs.game import (
     DECIDE,
     OVER,
     ROLL,
@@ -26,9 +26,9 @@ from envs.game import (
     chance_index,
     format_dice,
 )
-from envs.policy import Policy
-from envs.render import bank_text, event_text, lost_reason
-from envs.rules import (
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.render import bank_text, event_text, lost_reason
+from fivethousand_rl.envs.rules import (
     BANK_BIT,
     ROLL_BY_CODE,
     Rules,
@@ -280,7 +280,7 @@ def test_illegal_actions_name_the_legal_ones_and_change_nothing(action):
 
 
 def test_same_seed_same_game():
-    from agents import make_policy
+    from fivethousand_rl.agents import make_policy
 
     def trajectory(seed):
         g = Game(3, seed=seed)

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script too
-import envs  # noqa: E402, F401 - registers FiveThousand-v0
-from envs.gym_env import NO_WINNER  # noqa: E402
-from envs.policy import Policy  # noqa: E402
-from envs.rules import NUM_ACTIONS, Rules  # noqa: E402
+import fivethousand_rl.envs  # noqa: E402, F401 - registers FiveThousand-v0
+from fivethousand_rl.envs.gym_env import NO_WINNER  # noqa: E402
+from fivethousand_rl.envs.policy import Policy  # noqa: E402
+from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules  # noqa: E402
 
 # 10,000 async steps with 8 worker processes took 18 to 75 s on 2 busy cores: the script
 # (python tests/test_gym_conventions.py) runs those; the unit test a tenth.
@@ -229,7 +229,7 @@ def test_pettingzoo_state_test_and_parallel_api_test(n_players):
     from pettingzoo.test import parallel_api_test, state_test
     from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
-    from envs.pettingzoo_env import env
+    from fivethousand_rl.envs.pettingzoo_env import env
 
     state_test(env(n_players=n_players), turn_based_aec_to_parallel(env(n_players=n_players)))
     parallel_api_test(turn_based_aec_to_parallel(env(n_players=n_players)), num_cycles=500)
@@ -240,8 +240,8 @@ def test_pettingzoo_state_is_the_compact_observation_from_seat_0(obs_encoding):
     """The game hides nothing, so the state is what player_0 would see in the compact
     encoding, whatever encoding the agents observe: every score in seat order, whose
     turn (by seat number), the turn total and the roll."""
-    from envs.encoding import ObsSpec, compact_slices
-    from envs.pettingzoo_env import raw_env
+    from fivethousand_rl.envs.encoding import ObsSpec, compact_slices
+    from fivethousand_rl.envs.pettingzoo_env import raw_env
 
     aec = raw_env(n_players=3, obs_encoding=obs_encoding)
     with pytest.raises(RuntimeError, match="reset"):
@@ -268,7 +268,7 @@ def test_turn_based_aec_to_parallel_plays_whole_games():
     agent whose decision is due (the one with a legal action) is heard."""
     from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
-    from envs.pettingzoo_env import env
+    from fivethousand_rl.envs.pettingzoo_env import env
 
     par = turn_based_aec_to_parallel(env(n_players=3))
     rng = np.random.default_rng(0)
@@ -348,7 +348,7 @@ def test_the_env_pickles_with_plain_pickle_and_plays_on_identically(kind, export
     """Whatever sits in the opponents' seats, pickle.dumps/loads gives an env that goes
     on exactly as the original (same observations, rewards and infos for the same
     actions), and plays the same game again from the same seed."""
-    from agents.shipped import shipped_model
+    from fivethousand_rl.agents.shipped import shipped_model
 
     n_players, opponents, steps = OPPONENTS[kind]
     files = {"ZIP": str(shipped_model("ppo-2p")), **exported_bots}
@@ -366,8 +366,8 @@ def test_the_env_pickles_with_plain_pickle_and_plays_on_identically(kind, export
 
 
 def test_an_onnx_bot_whose_file_changed_is_refused_when_unpickled(exported_bots, tmp_path):
-    from agents import make_policy
-    from agents.exported import ExportError
+    from fivethousand_rl.agents import make_policy
+    from fivethousand_rl.agents.exported import ExportError
 
     path = tmp_path / "bot.onnx"
     path.write_bytes(Path(exported_bots["ONNX"]).read_bytes())
@@ -405,7 +405,7 @@ def test_maskable_ppo_trains_through_the_public_sb3_adapter():
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecEnv
 
-    from agents.sb3 import make_sb3_vec_env
+    from fivethousand_rl.agents.sb3 import make_sb3_vec_env
 
     vec_env = make_sb3_vec_env(16, seed=0, opponents="smart")
     assert isinstance(vec_env, VecEnv) and vec_env.num_envs == 16
@@ -424,7 +424,7 @@ def test_maskable_ppo_trains_through_the_public_sb3_adapter():
 
 
 def test_the_adapter_takes_make_vecs_env_and_refuses_others():
-    from agents.sb3 import BatchedVecEnv
+    from fivethousand_rl.agents.sb3 import BatchedVecEnv
 
     vec = gym.make_vec(
         "FiveThousand-v0", num_envs=4, vectorization_mode="vector_entry_point", n_players=3
@@ -435,13 +435,13 @@ def test_the_adapter_takes_make_vecs_env_and_refuses_others():
     with pytest.raises(ValueError, match="^BatchedVecEnv takes the vector environment of"):
         BatchedVecEnv(sync)
     with pytest.raises(ValueError, match="^n_players must be"):
-        from agents.sb3 import make_sb3_vec_env
+        from fivethousand_rl.agents.sb3 import make_sb3_vec_env
 
         make_sb3_vec_env(4, n_players=9)
 
 
 def test_the_trainers_schedule_pickles_and_decays_linearly():
-    from agents.training.model import LinearLearningRate
+    from fivethousand_rl.agents.training.model import LinearLearningRate
 
     schedule = pickle.loads(pickle.dumps(LinearLearningRate(3e-4, 1e-5)))
     assert schedule(1.0) == 3e-4 and schedule(0.0) == 1e-5

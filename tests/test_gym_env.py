@@ -9,11 +9,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-import envs  # noqa: F401 - registers FiveThousand-v0
-from envs.encoding import ObsSpec, compact_slices, observation_size
-from envs.game import DECIDE, IllegalMoveError
-from envs.gym_env import FiveThousandEnv
-from envs.rules import BANK_BIT, NUM_ACTIONS, Rules, format_dice
+import fivethousand_rl.envs  # noqa: F401 - registers FiveThousand-v0
+from fivethousand_rl.envs.encoding import ObsSpec, compact_slices, observation_size
+from fivethousand_rl.envs.game import DECIDE, IllegalMoveError
+from fivethousand_rl.envs.gym_env import FiveThousandEnv
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, Rules, format_dice
 
 
 def random_legal(env, rng):
@@ -186,7 +186,7 @@ def test_bad_arguments_give_clear_errors(kwargs, message):
 
 
 def test_opponents_may_be_policy_objects_per_seat():
-    from agents import RandomBot, ThresholdBot
+    from fivethousand_rl.agents import RandomBot, ThresholdBot
 
     env = FiveThousandEnv(n_players=3, opponents=[ThresholdBot(400), RandomBot()], learner_seat=2)
     env.reset(seed=0)
@@ -221,8 +221,8 @@ def test_rgb_render_works_with_sb3_make_vec_env():
 
 
 def test_rich_encoding_describes_each_legal_action():
-    from envs.encoding import ACTION_FEATURES
-    from envs.rules import Rules, action_for
+    from fivethousand_rl.envs.encoding import ACTION_FEATURES
+    from fivethousand_rl.envs.rules import Rules, action_for
 
     env = FiveThousandEnv(obs_encoding="rich", opponents="smart")
     env.reset(seed=0)
@@ -265,10 +265,10 @@ TURN_EV_CASES = [
 
 @pytest.mark.parametrize("scores, total, roll, held, bank, expected", TURN_EV_CASES)
 def test_rich_slot_40_is_the_turn_ev_of_the_action(scores, total, roll, held, bank, expected):
-    from envs.encoding import ACTION_FEATURES, action_features
-    from envs.game import Game
-    from envs.rules import Rules, action_for
-    from envs.solver import solve_turn_ev
+    from fivethousand_rl.envs.encoding import ACTION_FEATURES, action_features
+    from fivethousand_rl.envs.game import Game
+    from fivethousand_rl.envs.rules import Rules, action_for
+    from fivethousand_rl.envs.solver import solve_turn_ev
 
     game = Game(2, seed=0)
     game.state.scores = list(scores)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.batch import bank_batch
-from envs.driver import play
-from envs.game import Game, bank_outcome
-from envs.policy import Policy
-from envs.rules import Rules, can_bank
+from fivethousand_rl.envs.batch import bank_batch
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game, bank_outcome
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules, can_bank
 
 SEEDS = Rules()
 

@@ -1,5 +1,5 @@
 """Issue 31 item 2, the programs: every command line takes the same rule flags
-(agents.rule_flags: RULES.md R5 and the house-rule switches V1-V5), a trained agent
+(fivethousand_rl.agents.rule_flags: RULES.md R5 and the house-rule switches V1-V5), a trained agent
 plays only the rules it was trained under, terminal play under house rules to the end
 with exact hints, saves and logs that carry the rules, and recorded commands that name
 them again."""
@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from agents import make_policy, regret, tournament
-from agents.optimal import OptimalBot
-from agents.rule_flags import describe_rules, rule_flags, rules_from_args
-from agents.training import progress
-from agents.training.config import (
+from fivethousand_rl import demo, evaluate, play, train, train_planner
+from fivethousand_rl.agents import make_policy, regret, tournament
+from fivethousand_rl.agents.optimal import OptimalBot
+from fivethousand_rl.agents.rule_flags import describe_rules, rule_flags, rules_from_args
+from fivethousand_rl.agents.training import progress
+from fivethousand_rl.agents.training.config import (
     PlannerConfig,
     TrainConfig,
     default_run_name,
@@ -25,10 +26,9 @@ from agents.training.config import (
     saved_rules,
     with_params,
 )
-from envs.game import Game, describe_action
-from envs.game_log import apply_event
-from envs.rules import Rules
-from fivethousand_rl import demo, evaluate, play, train, train_planner
+from fivethousand_rl.envs.game import Game, describe_action
+from fivethousand_rl.envs.game_log import apply_event
+from fivethousand_rl.envs.rules import Rules
 from tests.test_play import run_play
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,17 +22,17 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from pettingzoo.test import api_test
 
-import envs  # noqa: F401 - registers FiveThousand-v0
-from agents import make_policy
-from agents.neural import read_obs_spec, read_settings, spec_problem, write_settings
-from agents.value_net import FeatureSpec, ValueNet
-from envs.driver import play as play_loop
-from envs.encoding import RULE_OPTIONS, ObsSpec, score_bins
-from envs.game import DECIDE, ROLL, Game
-from envs.gym_env import FiveThousandEnv
-from envs.pettingzoo_env import env as pettingzoo_env
-from envs.pettingzoo_env import raw_env
-from envs.rules import BANK_BIT, SWITCH_DEFAULTS, Rules, can_bank
+import fivethousand_rl.envs  # noqa: F401 - registers FiveThousand-v0
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.neural import read_obs_spec, read_settings, spec_problem, write_settings
+from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet
+from fivethousand_rl.envs.driver import play as play_loop
+from fivethousand_rl.envs.encoding import RULE_OPTIONS, ObsSpec, score_bins
+from fivethousand_rl.envs.game import DECIDE, ROLL, Game
+from fivethousand_rl.envs.gym_env import FiveThousandEnv
+from fivethousand_rl.envs.pettingzoo_env import env as pettingzoo_env
+from fivethousand_rl.envs.pettingzoo_env import raw_env
+from fivethousand_rl.envs.rules import BANK_BIT, SWITCH_DEFAULTS, Rules, can_bank
 from tests.helpers import play
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +105,7 @@ def test_the_seeds_rules_by_default(maker):
     [
         ({"rules": Rules(), "bump": False}, r"either as rules=Rules\(\.\.\.\) or as options"),
         ({"rules": Rules(), "hold": "free"}, r"not both \(got rules= and hold=\)"),
-        ({"rules": {"bump": False}}, "rules must be an envs.rules.Rules"),
+        ({"rules": {"bump": False}}, "rules must be an fivethousand_rl.envs.rules.Rules"),
         ({"entry": 325}, "entry must be a multiple of 50"),  # V1
         ({"entry": 25}, "entry must be between 50 and target"),  # V1
         ({"bump": "no"}, "bump must be true or false"),  # V2

@@ -2,7 +2,7 @@
 item 3): the rules' grid of banked scores, the 2-player solver's Bellman equations,
 optimal self-play in the engine against the solver's numbers, the turn-EV table against
 an independent recursion and the engine, the turn planner and the turn outcomes, the
-scripted and optimal bots (per game and batched alike), ``python -m agents.optimal``
+scripted and optimal bots (per game and batched alike), ``python -m fivethousand_rl.agents.optimal``
 with the rule flags, and one cache file per variant. Shrunken games (targets 1000 and
 1500, V5) keep it fast."""
 
@@ -12,18 +12,18 @@ import math
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents import optimal as optimal_module
-from agents.optimal import OptimalBot, _cache_path, _load, two_player_solution
-from agents.planner import PlannerBot
-from agents.scripted import SmartBot, ThresholdBot, TurnEVBot
-from envs.batch import ROLL_ID, BatchGames, play_games
-from envs.driver import play
-from envs.game import Game, bank_outcome
-from envs.rules import NUM_DICE, ROLL_INFO, Rules, action_for, can_bank
-from envs.solver import solve_turn_ev, turn_ev_table
-from envs.turn_outcomes import turn_outcomes
-from envs.turn_planner import exact_two_player_values, plan_turn
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents import optimal as optimal_module
+from fivethousand_rl.agents.optimal import OptimalBot, _cache_path, _load, two_player_solution
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.agents.scripted import SmartBot, ThresholdBot, TurnEVBot
+from fivethousand_rl.envs.batch import ROLL_ID, BatchGames, play_games
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game, bank_outcome
+from fivethousand_rl.envs.rules import NUM_DICE, ROLL_INFO, Rules, action_for, can_bank
+from fivethousand_rl.envs.solver import solve_turn_ev, turn_ev_table
+from fivethousand_rl.envs.turn_outcomes import turn_outcomes
+from fivethousand_rl.envs.turn_planner import exact_two_player_values, plan_turn
 from tests.test_planner import CheckedAgainstSolver
 from tests.test_solver import bellman_residual, independent_turn_ev
 
@@ -163,7 +163,7 @@ def test_turn_ev_table_is_an_independent_recursions(rules, cap):
 @pytest.mark.parametrize("rules, cap", TURN_EV_RULES[:3])
 def test_turn_ev_bot_banks_the_table_value_in_the_engine(rules, cap):
     """The turn-ev bot's turn, pushed exactly through the engine's moves (every end with
-    its probability, envs.turn_outcomes), banks on average what the table promises.
+    its probability, fivethousand_rl.envs.turn_outcomes), banks on average what the table promises.
     A far target keeps overshoots and exact wins out of the way."""
     far = Rules(**{**rules.to_dict(), "target": 20_000})
     out = turn_outcomes(make_policy("turn-ev"), (1000, 0), far)

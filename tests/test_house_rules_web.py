@@ -13,11 +13,11 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 
-from envs.game import Game  # noqa: E402
-from envs.rules import Rules  # noqa: E402
-from envs.solver import solve_two_player  # noqa: E402
+from fivethousand_rl.envs.game import Game  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
+from fivethousand_rl.envs.solver import solve_two_player  # noqa: E402
+from fivethousand_rl.webplay.games import MAX_TARGET, rules_line  # noqa: E402
 from tests.test_webplay_api import client, greedy, move, play_on, restart  # noqa: E402
-from webplay.games import MAX_TARGET, rules_line  # noqa: E402
 
 SEEDS = Rules()
 ALL_HOUSE = {
@@ -256,7 +256,7 @@ def test_a_hint_the_solver_refuses_is_unavailable_and_the_game_goes_on(tmp_path,
     """Should the solver refuse a game's rules, the hint says so in one line, the view
     then offers no hint, and play continues (a stand-in refusal: the solver takes every
     variant)."""
-    from agents.optimal import OptimalBot
+    from fivethousand_rl.agents.optimal import OptimalBot
 
     def refuse(self, rules):
         raise ValueError("the 2-player solver does not take these rules (the test's stand-in)")

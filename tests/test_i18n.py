@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from envs import i18n
-from envs.i18n import (
+from fivethousand_rl.envs import i18n
+from fivethousand_rl.envs.i18n import (
     LANGUAGES,
     accept_language,
     catalogue_json,
@@ -25,8 +25,8 @@ from envs.i18n import (
     timespan,
     using,
 )
-from envs.rules import Rules
-from envs.rules_text import rules_text
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.rules_text import rules_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TRANSLATED = [lang for lang in LANGUAGES if lang != i18n.SOURCE_LANGUAGE]

@@ -12,20 +12,20 @@ import pytest
 
 pytest.importorskip("torch", reason="training needs the train extra")
 
-from agents import make_policy  # noqa: E402
-from agents.batched import BatchedOptimalBot, optimal_values  # noqa: E402
-from agents.optimal import OptimalBot  # noqa: E402
-from agents.training.imitation import (  # noqa: E402
+from fivethousand_rl.agents import make_policy  # noqa: E402
+from fivethousand_rl.agents.batched import BatchedOptimalBot, optimal_values  # noqa: E402
+from fivethousand_rl.agents.optimal import OptimalBot  # noqa: E402
+from fivethousand_rl.agents.training.imitation import (  # noqa: E402
     Decisions,
     ImitationConfig,
     _soft_cross_entropy,
     train,
 )
-from envs.batch import BatchGames, play_batch  # noqa: E402
-from envs.encoding import ACTION_FEATURES, ObsSpec  # noqa: E402
-from envs.game import Game  # noqa: E402
-from envs.rules import NUM_ACTIONS, Rules  # noqa: E402
-from envs.vector_env import observe_batch  # noqa: E402
+from fivethousand_rl.envs.batch import BatchGames, play_batch  # noqa: E402
+from fivethousand_rl.envs.encoding import ACTION_FEATURES, ObsSpec  # noqa: E402
+from fivethousand_rl.envs.game import Game  # noqa: E402
+from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules  # noqa: E402
+from fivethousand_rl.envs.vector_env import observe_batch  # noqa: E402
 
 
 def positions(n_games: int = 64, seed: int = 3) -> list[tuple[BatchGames, np.ndarray]]:

@@ -16,16 +16,16 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-from agents.batched import (  # noqa: E402
+from fivethousand_rl.agents.batched import (  # noqa: E402
     BatchedRandomBot,
     BatchedThresholdBot,
     BatchedTurnEVBot,
 )
-from agents.jax_bots import JAX_BOTS, jax_bot, turn_ev_choices, uniform_index  # noqa: E402
-from agents.scripted import RandomBot, ThresholdBot, TurnEVBot  # noqa: E402
-from envs.batch import NO_ROLL, ROLL_BUST, ROLLS, BatchGames, move_tables  # noqa: E402
-from envs.jax_env import FiveThousandJax  # noqa: E402
-from envs.rules import BANK_BIT, Rules  # noqa: E402
+from fivethousand_rl.agents.jax_bots import JAX_BOTS, jax_bot, turn_ev_choices, uniform_index  # noqa: E402
+from fivethousand_rl.agents.scripted import RandomBot, ThresholdBot, TurnEVBot  # noqa: E402
+from fivethousand_rl.envs.batch import NO_ROLL, ROLL_BUST, ROLLS, BatchGames, move_tables  # noqa: E402
+from fivethousand_rl.envs.jax_env import FiveThousandJax  # noqa: E402
+from fivethousand_rl.envs.rules import BANK_BIT, Rules  # noqa: E402
 
 CONFIGS = {
     "default": (2, Rules()),
@@ -254,5 +254,5 @@ def test_names_are_parsed_as_make_policy_parses_them():
 
 def test_agents_does_not_import_jax():
     """The light install: importing agents (and its numpy bots) loads no jax."""
-    code = "import sys, agents, agents.batched; sys.exit('jax' in sys.modules)"
+    code = "import sys, agents, fivethousand_rl.agents.batched; sys.exit('jax' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

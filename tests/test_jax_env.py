@@ -15,7 +15,7 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 from benchmarks.jax_parity import CONFIGS, Config, Mismatch, _compare, run_parity  # noqa: E402
-from envs.batch import (  # noqa: E402
+from fivethousand_rl.envs.batch import (  # noqa: E402
     NO_ROLL,
     ROLL_ID,
     ROLLS,
@@ -23,10 +23,10 @@ from envs.batch import (  # noqa: E402
     bank_batch,
     decision_tables,
 )
-from envs.encoding import ObsSpec, encode  # noqa: E402
-from envs.game import Game  # noqa: E402
-from envs.jax_env import FiveThousandJax, LearnerEnv, draw_roll  # noqa: E402
-from envs.rules import BANK_BIT, Rules, action_for  # noqa: E402
+from fivethousand_rl.envs.encoding import ObsSpec, encode  # noqa: E402
+from fivethousand_rl.envs.game import Game  # noqa: E402
+from fivethousand_rl.envs.jax_env import FiveThousandJax, LearnerEnv, draw_roll  # noqa: E402
+from fivethousand_rl.envs.rules import BANK_BIT, Rules, action_for  # noqa: E402
 
 SMALL = (
     Config(2),
@@ -90,7 +90,7 @@ def test_rich_rows_equal_the_encoder_on_every_bank_outcome(
     """R8-R9 with V1-V5 on chosen positions: the rich observation of the player to move
     and of the others (whose action rows are zeros) equal encode_rich bit for bit; each
     position shows the consequences it was chosen for."""
-    from envs.encoding import Col, action_features, encode_rich
+    from fivethousand_rl.envs.encoding import Col, action_features, encode_rich
 
     roll = tuple(sorted(roll))
     env = FiveThousandJax(3, rules, encoding="rich")
@@ -176,7 +176,7 @@ def every_decision():
 )
 def test_mask_equals_the_engines_for_every_decision(every_decision, rules):
     """R5-R8, V1, V4: the mask of every roll, entered or not, at every turn total level
-    is envs.game's (decision_tables); no decision on NO_ROLL."""
+    is fivethousand_rl.envs.game's (decision_tables); no decision on NO_ROLL."""
     tables, states, roll = every_decision(rules)
     mask = np.asarray(states.legal_action_mask)
     live = roll != NO_ROLL
@@ -259,7 +259,7 @@ def test_a_bust_ends_the_turn_and_the_next_player_rolls():
 
 def test_step_is_decide_then_resolve_and_observes_the_mover():
     """The documented key schedule: step(s, a, k) == resolve(decide(s, a), k); the
-    observation is envs.encoding's for the player to move, bit for bit."""
+    observation is fivethousand_rl.envs.encoding's for the player to move, bit for bit."""
     env = FiveThousandJax(3)
     step, decide, resolve = jax.jit(env.step), jax.jit(env.decide), jax.jit(env.resolve)
     s = env.init(jax.random.key(5))

@@ -15,12 +15,12 @@ pytest.importorskip("onnx")
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from agents.exported import ExportedBot  # noqa: E402
-from agents.training import jax_ppo  # noqa: E402
-from envs.batch import ROLL_ID  # noqa: E402
-from envs.encoding import ObsSpec  # noqa: E402
-from envs.rules import Rules  # noqa: E402
 from fivethousand_rl import train_jax  # noqa: E402
+from fivethousand_rl.agents.exported import ExportedBot  # noqa: E402
+from fivethousand_rl.agents.training import jax_ppo  # noqa: E402
+from fivethousand_rl.envs.batch import ROLL_ID  # noqa: E402
+from fivethousand_rl.envs.encoding import ObsSpec  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 TINY = [
     "--num-envs", "64", "--num-steps", "16", "--total-steps", "2048",
@@ -167,7 +167,7 @@ def test_lanes_are_shared_out_by_weight():
 
 def test_without_the_jax_extra_the_program_says_so_in_one_line(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "optax", None)
-    monkeypatch.delitem(sys.modules, "agents.training.jax_ppo")
+    monkeypatch.delitem(sys.modules, "fivethousand_rl.agents.training.jax_ppo")
     assert train_jax.main(["--help"], prog="fivethousand train-jax") == 2
     err = capsys.readouterr().err
     assert err == "error: fivethousand train-jax needs optax: pip install 'fivethousand-rl[jax]'\n"
@@ -177,8 +177,8 @@ def test_the_seeds_report_measures_each_run_exactly(tmp_path, capsys):
     """benchmarks/jax_ppo_seeds.py (issue 45 item 5's report) on a tiny run of a
     shrunken game (V5: target 1000): each run's speed from its summary, games against
     optimal, its exact exploitability, the mean; a folder that is no run: one line."""
-    from agents.best_response import exploitability
     from benchmarks import jax_ppo_seeds
+    from fivethousand_rl.agents.best_response import exploitability
 
     small = ["--target", "1000", "--entry", "300", "--checkpoints", str(tmp_path)]
     assert train_jax.main([*TINY, *small, "--seed", "3", "--run-name", "s3"]) == 0

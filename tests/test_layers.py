@@ -11,7 +11,7 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ["envs", "agents", "webplay", "fivethousand_rl"]
+PACKAGES = ["fivethousand_rl"]
 # The programs: the modules of fivethousand_rl/ but its dispatcher (cli), which runs them.
 PROGRAMS = sorted(
     path.stem

@@ -24,15 +24,21 @@ import numpy as np
 import pytest
 from filelock import FileLock
 
-import agents
-import agents.shipped
-from agents import make_policy
-from agents.exported import ExportedBot, metadata_path
-from agents.neural import CheckpointError
-from agents.shipped import EXPORTED, EXTRA_MODULES, SHIPPED, TRAIN_EXTRA, shipped_folder
+import fivethousand_rl.agents
+import fivethousand_rl.agents.shipped
 from benchmarks.light_install import measure
-from envs.driver import play
-from envs.game import Game
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.exported import ExportedBot, metadata_path
+from fivethousand_rl.agents.neural import CheckpointError
+from fivethousand_rl.agents.shipped import (
+    EXPORTED,
+    EXTRA_MODULES,
+    SHIPPED,
+    TRAIN_EXTRA,
+    shipped_folder,
+)
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MB = 250  # the issue's bound on the light install's site-packages
@@ -67,8 +73,8 @@ import contextlib, importlib, io, json, sys
 for module in ("fivethousand_rl.cli", "fivethousand_rl.play", "fivethousand_rl.evaluate",
                "webplay.app", "webplay.__main__", "webplay.bots", "agents.exported"):
     importlib.import_module(module)
-from agents import make_policy
-from agents.shipped import SHIPPED
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.shipped import SHIPPED
 from fivethousand_rl.cli import main
 made = {name: [type(p).__name__, p.name] for name in SHIPPED for p in [make_policy(name)]}
 err = io.StringIO()
@@ -97,14 +103,14 @@ print(json.dumps({"made": made, "train": [code, err.getvalue()], "loaded": loade
 @pytest.fixture
 def no_training(monkeypatch):
     """As if the training extra were not installed."""
-    monkeypatch.setattr(agents.shipped, "training_installed", lambda: False)
-    monkeypatch.setattr(agents, "training_installed", lambda: False)
+    monkeypatch.setattr(fivethousand_rl.agents.shipped, "training_installed", lambda: False)
+    monkeypatch.setattr(fivethousand_rl.agents, "training_installed", lambda: False)
 
 
 def test_with_the_training_extra_a_ppo_agent_plays_its_checkpoint():
     """Today's behaviour where torch is installed: the SB3 model, not the export."""
     for name in PPO:
-        assert agents.shipped.shipped_model(name).name == SHIPPED[name]
+        assert fivethousand_rl.agents.shipped.shipped_model(name).name == SHIPPED[name]
         assert type(make_policy(name)).__name__ == "SB3Policy"
 
 
@@ -125,10 +131,10 @@ def test_without_the_extra_a_ppo_agent_plays_its_export_move_for_move(name, monk
     """The export decides as the checkpoint does (every decision of 20 games against
     smart); named as the agent."""
     checkpoint = make_policy(name)
-    monkeypatch.setattr(agents.shipped, "training_installed", lambda: False)
+    monkeypatch.setattr(fivethousand_rl.agents.shipped, "training_installed", lambda: False)
     exported = make_policy(name)
     assert isinstance(exported, ExportedBot) and exported.name == name
-    assert agents.shipped.shipped_model(name).name == EXPORTED
+    assert fivethousand_rl.agents.shipped.shipped_model(name).name == EXPORTED
 
     class Both:
         decisions = differences = 0
@@ -205,8 +211,8 @@ def test_the_light_install_is_small_and_has_no_training_extra(light, empty):
 def test_the_light_install_makes_every_shipped_agent(light, empty):
     code = """
 import json, sys
-from agents import make_policy
-from envs.rules import Rules
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.envs.rules import Rules
 players = json.loads(sys.argv[1])
 made = {}
 for name in sys.argv[2:]:

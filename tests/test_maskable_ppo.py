@@ -8,7 +8,7 @@ from sb3_contrib.common.maskable.evaluation import evaluate_policy
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-import envs  # noqa: F401 - registers FiveThousand-v0
+import fivethousand_rl.envs  # noqa: F401 - registers FiveThousand-v0
 
 
 class CountIllegal(gym.Wrapper):
@@ -80,9 +80,9 @@ def test_the_actor_scores_legal_rows_only_with_the_function_of_every_row():
     gives every row, the illegal ones 0 (masked out by MaskablePPO)."""
     import torch
 
-    from agents.networks import ActionScoringNet
-    from envs.encoding import ACTION_FEATURES, Col, ObsSpec
-    from envs.rules import NUM_ACTIONS, Rules
+    from fivethousand_rl.agents.networks import ActionScoringNet
+    from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col, ObsSpec
+    from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules
 
     spec = ObsSpec("rich", 3, Rules())
     n_state = spec.slices["actions"].start

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.neural import CheckpointError, SB3Policy
-from envs.game import Game
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.neural import CheckpointError, SB3Policy
+from fivethousand_rl.envs.game import Game
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p"
@@ -170,8 +170,8 @@ def test_a_run_whose_state_pkl_would_run_code_is_refused_on_resume(tmp_path, mar
     """train.py --resume reads latest/state.pkl (a pickle) only once it is checked to
     name nothing but data (issue 42, item 7): a payload is refused in one line,
     and the run's own state.pkl resumes (tests/test_train.py resumes it exactly)."""
-    from agents.neural import read_data_pickle
     from fivethousand_rl import ship, train
+    from fivethousand_rl.agents.neural import read_data_pickle
 
     tiny = ["--preset", "quick", "--no-progress", "--params", "n_envs=2", "n_steps=128"]
     tiny += ["batch_size=128", "eval_freq=256", "eval_episodes=2", "checkpoint_freq=256"]
@@ -203,7 +203,7 @@ def test_model_files_that_are_no_plain_file_or_too_big_are_refused_unread(tmp_pa
     one line naming the file, before any loader reads it."""
     import os
 
-    from agents import base
+    from fivethousand_rl.agents import base
 
     fifo = tmp_path / "model.zip"
     os.mkfifo(fifo)

@@ -2,19 +2,19 @@
 
 Oracles: with 2 players both are the exact 2-player solver's values (zero-sum: the
 opponent maximizing its own chance minimizes the other's), under the seeds' rules and
-house rules; one max-n backup is the single-turn planner's (envs.turn_planner) every
+house rules; one max-n backup is the single-turn planner's (fivethousand_rl.envs.turn_planner) every
 player's values against the same values; the paranoid values satisfy their Bellman
-equations, rebuilt from the engine's banking (envs.game.bank_outcome, R8-R9) and the
+equations, rebuilt from the engine's banking (fivethousand_rl.envs.game.bank_outcome, R8-R9) and the
 single-turn recursion; and no fixed bots can hold a player below its paranoid value."""
 
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.optimal import two_player_solution
-from envs.best_response import ScoreSpace, solve_best_response
-from envs.game import bank_outcome, in_turn_order
-from envs.multiplayer_values import (
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.optimal import two_player_solution
+from fivethousand_rl.envs.best_response import ScoreSpace, solve_best_response
+from fivethousand_rl.envs.game import bank_outcome, in_turn_order
+from fivethousand_rl.envs.multiplayer_values import (
     Turns,
     detect_cycle,
     end_values,
@@ -23,9 +23,9 @@ from envs.multiplayer_values import (
     solve_paranoid,
     turn_vectors,
 )
-from envs.rules import NUM_DICE, Rules, can_bank
-from envs.solver import STEP, option_tables
-from envs.turn_planner import plan_turn, solve_turn
+from fivethousand_rl.envs.rules import NUM_DICE, Rules, can_bank
+from fivethousand_rl.envs.solver import STEP, option_tables
+from fivethousand_rl.envs.turn_planner import plan_turn, solve_turn
 
 SMALL = Rules(target=1000, entry=300)
 TINY = Rules(target=700, entry=300)  # 5 scores a player can start a turn with
@@ -211,14 +211,14 @@ def test_the_command_writes_the_page_and_its_plot(tmp_path, capsys):
     """``python -m agents.equilibrium`` writes the page, its command line at the top,
     every variant's row, the paranoid values and the plot beside it; a bad flag costs
     one line and no work."""
-    from agents.equilibrium import VARIANTS, main
+    from fivethousand_rl.agents.equilibrium import VARIANTS, main
 
     out = tmp_path / "eq.md"
     argv = ["--out", str(out), "--targets", "700", "--entry", "300", "--sweeps", "5"]
     assert main(argv) == 0
     text = out.read_text()
     assert text.startswith("# The 3-player equilibrium question")
-    assert "`python -m agents.equilibrium " + " ".join(argv) + "`" in text
+    assert "`python -m fivethousand_rl.agents.equilibrium " + " ".join(argv) + "`" in text
     assert all(f"| 700 | {v.label} |" in text for v in VARIANTS)
     assert "Flesch, Thuijsman and Vrieze (1997)" in text
     assert "## Paranoid values" in text

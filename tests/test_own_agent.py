@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from envs.driver import play
-from envs.game import Game
-from envs.rules import Rules
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -74,7 +74,7 @@ def test_the_agent_plays_legal_moves(model, examples):
 
 def test_exploitability_and_leaderboard_row(model, examples, capsys):
     evaluate = examples[1]
-    from agents.best_response import exploitability
+    from fivethousand_rl.agents.best_response import exploitability
 
     small = evaluate.make_agent(str(model), rules=SMALL)
     assert 0.0 < exploitability(small, rules=SMALL, show_progress=False) < 0.5

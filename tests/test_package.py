@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.shipped import SHIPPED
+from fivethousand_rl.agents.shipped import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -124,10 +124,10 @@ def test_the_installed_package_plays_the_shipped_agents_by_name_from_any_folder(
     the fresh environment, not the checkout."""
     code = """
 import json, sys, numpy as np
-import agents, envs, gymnasium as gym
-from agents import make_policy
-from envs.driver import play
-from envs.game import Game
+import fivethousand_rl.agents, envs, gymnasium as gym
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game
 bots = [make_policy("planner-2p"), make_policy("smart")]
 wins = [0, 0]
 for seed in range(6):
@@ -151,7 +151,7 @@ def test_the_installed_web_app_lists_the_shipped_agents(venv, user_folder):
     code = """
 import json
 from fastapi.testclient import TestClient
-from webplay.app import create_app
+from fivethousand_rl.webplay.app import create_app
 client = TestClient(create_app("saves"), base_url="http://localhost")
 print(json.dumps(client.get("/api/bots").json()["bots"]))
 """
@@ -171,7 +171,7 @@ def test_the_installed_command_runs_a_tournament_by_name(venv, user_folder):
 def test_pyproject_lists_every_package_and_every_shipped_agent():
     """The package list is explicit (two data folders are mapped into `agents`), so a
     new package folder must be added to it; the wheel's agent folders are those of
-    ``agents.shipped.SHIPPED``, each tracked in git."""
+    ``fivethousand_rl.agents.shipped.SHIPPED``, each tracked in git."""
     setuptools = PYPROJECT["tool"]["setuptools"]
     folders = {
         ".".join(p.parent.relative_to(ROOT).parts)
@@ -180,8 +180,13 @@ def test_pyproject_lists_every_package_and_every_shipped_agent():
     }
     mapped = setuptools["package-dir"]
     assert set(setuptools["packages"]) == folders | set(mapped)
-    assert mapped == {"agents.checkpoints": "checkpoints", "agents.hyperparams": "hyperparams"}
-    assert setuptools["package-data"]["agents.checkpoints"] == [f"{name}/*" for name in SHIPPED]
+    assert mapped == {
+        "fivethousand_rl.agents.checkpoints": "checkpoints",
+        "fivethousand_rl.agents.hyperparams": "hyperparams",
+    }
+    assert setuptools["package-data"]["fivethousand_rl.agents.checkpoints"] == [
+        f"{name}/*" for name in SHIPPED
+    ]
     tracked = set(project_files())
     for name, model in SHIPPED.items():
         assert f"checkpoints/{name}/{model}" in tracked

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test, seed_test
 
-from envs.game import DECIDE
-from envs.pettingzoo_env import env as make_env
-from envs.pettingzoo_env import raw_env
+from fivethousand_rl.envs.game import DECIDE
+from fivethousand_rl.envs.pettingzoo_env import env as make_env
+from fivethousand_rl.envs.pettingzoo_env import raw_env
 
 
 # api_test warns about any dict observation; the {"observation", "action_mask"} dict is
@@ -115,7 +115,7 @@ def test_an_action_outside_the_space_is_a_one_line_value_error(make, action):
 )
 def test_bad_options_are_refused_in_one_line_as_by_the_gym_env(kwargs, message):
     """raw_env checks the options it shares with FiveThousand-v0 by the same function
-    (envs.encoding.check_env_options), so with the same one-line messages."""
+    (fivethousand_rl.envs.encoding.check_env_options), so with the same one-line messages."""
     with pytest.raises(ValueError, match=message) as e:
         raw_env(**kwargs)
     assert "\n" not in str(e.value)

@@ -5,14 +5,14 @@ it plays any table of 2 to 8 players under every rule variant."""
 import numpy as np
 import pytest
 
-from agents.optimal import OptimalBot, two_player_solution
-from agents.planner import PlannerBot
-from envs.driver import play
-from envs.game import DECIDE, Game, bank_outcome
-from envs.policy import Policy
-from envs.rules import Rules, action_for
-from envs.solver import _turn_recursion, option_tables
-from envs.turn_planner import exact_two_player_values, plan_turn, solve_turn
+from fivethousand_rl.agents.optimal import OptimalBot, two_player_solution
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import DECIDE, Game, bank_outcome
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules, action_for
+from fivethousand_rl.envs.solver import _turn_recursion, option_tables
+from fivethousand_rl.envs.turn_planner import exact_two_player_values, plan_turn, solve_turn
 from tests.helpers import game_at
 
 SOLVER_TOL = 1e-12  # how far the solver's own values are converged

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.exported import ExportedBot, ExportError, OnnxValueNet, load_exported
-from agents.planner import PlannerBot
-from agents.value_net import FeatureSpec, ValueNet, agent_name, npz_kind
 from benchmarks.exported_planner_parity import compare
-from envs.game import Game
-from envs.rules import Rules
 from fivethousand_rl import export
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.exported import ExportedBot, ExportError, OnnxValueNet, load_exported
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet, agent_name, npz_kind
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT_2P = ROOT / "tests" / "data" / "ppo_2p_free_seed1" / "snapshots" / "step7753728.npz"
@@ -140,8 +140,8 @@ def test_tables_and_rules_the_net_cannot_value_are_refused(tmp_path, players, ru
 
 
 def test_a_planner_plays_in_evaluate_as_an_opponent_and_in_play(shipped, tmp_path):
-    from envs.gym_env import FiveThousandEnv
     from fivethousand_rl import evaluate, play
+    from fivethousand_rl.envs.gym_env import FiveThousandEnv
 
     (tmp_path / "planner-x").mkdir()
     full = random_net(Rules(), hidden=(8,)).save(tmp_path / "planner-x" / "value_net.npz")
@@ -215,7 +215,7 @@ def test_an_exported_table_net_chooses_the_nets_actions(tmp_path):
     """A network of one table (it reads the agent's seat: FeatureSpec version 2) exports
     with its table, plays that table size only, and its .onnx planner chooses the .npz
     planner's actions; hints never come from it."""
-    from agents.value_net import shipped_planner
+    from fivethousand_rl.agents.value_net import shipped_planner
 
     (tmp_path / "planner-table").mkdir()
     path = tmp_path / "planner-table" / "value_net.npz"
@@ -237,7 +237,7 @@ def test_the_shipped_multi_player_planner_exports_and_gives_the_hints_of_big_tab
     """planner-multi (issue 11, items 4 and 5): its exported bot chooses its actions at
     3, 4 and 6 players, and it is the source of hints at every table of 3 to 8 players
     under the default rules (an estimate; 2 players keep the exact solver)."""
-    from agents.value_net import shipped_planner
+    from fivethousand_rl.agents.value_net import shipped_planner
 
     net = ROOT / "checkpoints" / "planner-multi" / "value_net.npz"
     onnx_path = tmp_path / "planner-multi.onnx"
@@ -264,7 +264,7 @@ def test_the_shipped_table_planners_export_and_play_their_table_only(
     table (the first two made from averages with planner-multi's); the exported bot chooses
     their actions, they play games of their table's size only, and hints never come
     from them."""
-    from agents.value_net import ValueNet, shipped_planner
+    from fivethousand_rl.agents.value_net import ValueNet, shipped_planner
 
     players = len(table) + 1
     net = ROOT / "checkpoints" / name / "value_net.npz"
@@ -287,8 +287,8 @@ def test_the_exported_planner_runs_without_torch(exported):
     code = (
         "import sys, numpy as np\n"
         "from agents import make_policy\n"
-        "from envs.game import Game\n"
-        "from envs.rules import Rules\n"
+        "from fivethousand_rl.envs.game import Game\n"
+        "from fivethousand_rl.envs.rules import Rules\n"
         f"bot = make_policy({str(exported)!r})\n"
         "g = Game(4, Rules(target=2000, entry=300), seed=0); g.roll([1, 1, 5, 2, 3])\n"
         "print(bot.act(g, np.random.default_rng(0)) in g.legal_actions())\n"

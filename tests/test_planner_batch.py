@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from agents import make_policy
-from agents.batched import BatchedRandomBot
-from agents.planner import PlannerBot
-from envs.batch import (
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.batched import BatchedRandomBot
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.envs.batch import (
     CODE_TO_ROLL,
     NO_ROLL,
     NUM_CODES,
@@ -25,8 +25,8 @@ from envs.batch import (
     BatchGames,
     play_batch,
 )
-from envs.game import Game
-from envs.rules import BANK_BIT, Rules
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.rules import BANK_BIT, Rules
 from tests.test_planner import share
 
 SMALL = Rules(target=1000, entry=300)
@@ -231,7 +231,7 @@ def test_a_small_plan_cache_reuses_its_rows_and_plays_alike():
 def test_the_value_cache_asks_each_position_once():
     """ValueCache: the same values as the function, each grid position computed once;
     positions off the grid, and tables too big to keep, go straight to the function."""
-    from agents.planner import ValueCache
+    from fivethousand_rl.agents.planner import ValueCache
 
     calls = []
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from envs.game import Game
-from envs.render import render_text
-from envs.rules import Rules, action_for
 from fivethousand_rl import play
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.render import render_text
+from fivethousand_rl.envs.rules import Rules, action_for
 
 ROOT = Path(__file__).resolve().parent.parent
 BANK_ELSE_ROLL = "b\nr\n" * 1500  # bank when allowed, else roll on with the best hold
@@ -107,7 +107,7 @@ def planner_folder(tmp_path: Path, nets: dict[str, tuple[Rules, int, list[int] |
     the table sizes its config.json says it was trained at, or None: no config)."""
     import numpy as np
 
-    from agents.value_net import FeatureSpec, ValueNet
+    from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet
 
     root = tmp_path / "checkpoints"
     for i, (name, (rules, most, trained)) in enumerate(nets.items()):
@@ -134,7 +134,7 @@ def planner_folder(tmp_path: Path, nets: dict[str, tuple[Rules, int, list[int] |
     ],
 )
 def test_the_shipped_planner_that_fits_the_table_is_found(tmp_path, players, hold, found):
-    from agents.value_net import shipped_planner
+    from fivethousand_rl.agents.value_net import shipped_planner
 
     root = planner_folder(
         tmp_path,
@@ -152,7 +152,7 @@ def test_the_shipped_planner_that_fits_the_table_is_found(tmp_path, players, hol
 
 
 def hint_lines(monkeypatch, root: Path | None, opponents: list[str], hint: bool = True):
-    from agents.value_net import shipped_planner
+    from fivethousand_rl.agents.value_net import shipped_planner
 
     if root is not None:
         monkeypatch.setattr(play, "shipped_planner", lambda n, r: shipped_planner(n, r, root))

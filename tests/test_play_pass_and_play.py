@@ -8,11 +8,11 @@ import shlex
 
 import pytest
 
-from agents import make_policy
-from agents.optimal import OptimalBot
-from envs.i18n import percent
-from envs.render import action_text
 from fivethousand_rl import play
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.optimal import OptimalBot
+from fivethousand_rl.envs.i18n import percent
+from fivethousand_rl.envs.render import action_text
 from tests.test_play import planner_folder
 
 MOVES = ["b", "r"] * 1500  # bank when allowed, else roll on with the best hold
@@ -109,8 +109,8 @@ def test_people_only_play_to_the_end_with_their_own_hints(sessions, monkeypatch,
     """Three people and no bot: a table of 3 (R11), its hints the planner's estimate
     for the seat to move; the exact best response to a table of bots is never asked
     for (the others are people, not bots)."""
-    from agents.value_net import shipped_planner
-    from envs.rules import Rules
+    from fivethousand_rl.agents.value_net import shipped_planner
+    from fivethousand_rl.envs.rules import Rules
 
     root = planner_folder(tmp_path, {"planner-multi": (Rules(), 8, [3])})
     monkeypatch.setattr(play, "shipped_planner", lambda n, r: shipped_planner(n, r, root))

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from envs.encoding import ObsSpec
-from envs.game import DECIDE, Game
-from envs.rules import Rules
 from fivethousand_rl import export
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.game import DECIDE, Game
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_PORT = ROOT / "ports" / "python" / "fivethousand_port.py"

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from envs.game import DECIDE, Game, Moved, Rolled
-from envs.rules import Rules
+from fivethousand_rl.envs.game import DECIDE, Game, Moved, Rolled
+from fivethousand_rl.envs.rules import Rules
 from fivethousand_rl.export import rules_section
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ TABLES = {
 }
 
 # Replays each game's record: after every step, the state and the event as the engine
-# records them (a banking outcome in envs.game.BankOutcome's fields).
+# records them (a banking outcome in fivethousand_rl.envs.game.BankOutcome's fields).
 REPLAY = """
 import { readFileSync } from "node:fs";
 const [port, path] = process.argv.slice(1);

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from envs import i18n
-from envs.game import DECIDE, GameState
-from envs.rules import Rules
 from fivethousand_rl import export
+from fivethousand_rl.envs import i18n
+from fivethousand_rl.envs.game import DECIDE, GameState
+from fivethousand_rl.envs.rules import Rules
 
 pytest.importorskip("playwright", reason="the browser tests need playwright (dev extras)")
 from playwright.sync_api import sync_playwright  # noqa: E402

@@ -2,7 +2,7 @@
 and ExportedBot) decides exactly as their per-game act does: on 1,000 decisions of real
 games each (2 and 4 players), in any order and any chunking, refusing the games act
 refuses; and when sampling, from the legal actions with the caller's generator. Their
-observations (``envs.vector_env.observe_batch``) are the encoders' to the bit."""
+observations (``fivethousand_rl.envs.vector_env.observe_batch``) are the encoders' to the bit."""
 
 from collections.abc import Callable
 from functools import cache
@@ -12,16 +12,22 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.exported import ExportError
-from agents.neural import CheckpointError, NumpyScorer, SB3Policy, batch_actions, load_snapshot
-from agents.shipped import shipped_model
-from envs.batch import NO_ROLL, BatchGames, play_batch
-from envs.encoding import ObsSpec
-from envs.policy import Policy
-from envs.rules import NUM_DICE, Rules
-from envs.vector_env import observe_batch
 from fivethousand_rl import export
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.exported import ExportError
+from fivethousand_rl.agents.neural import (
+    CheckpointError,
+    NumpyScorer,
+    SB3Policy,
+    batch_actions,
+    load_snapshot,
+)
+from fivethousand_rl.agents.shipped import shipped_model
+from fivethousand_rl.envs.batch import NO_ROLL, BatchGames, play_batch
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import NUM_DICE, Rules
+from fivethousand_rl.envs.vector_env import observe_batch
 
 SNAPSHOT_2P = Path(__file__).parent / "data" / "ppo_2p_free_seed1" / "snapshots" / "step7753728.npz"
 ROWS = 1000  # decisions compared per model
@@ -199,7 +205,7 @@ def test_the_mode_without_the_distribution_objects_is_maskableppos():
     import torch
     from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 
-    from agents.neural import masked_mode
+    from fivethousand_rl.agents.neural import masked_mode
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(50_000, 64, generator=g) * 5

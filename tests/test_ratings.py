@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import tournament as tour
-from agents.tournament import ELO_PER_UNIT, GameResult, luce_fit, ratings
-from envs.rules import Rules
+from fivethousand_rl.agents import tournament as tour
+from fivethousand_rl.agents.tournament import ELO_PER_UNIT, GameResult, luce_fit, ratings
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
 

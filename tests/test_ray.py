@@ -12,10 +12,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from agents import ray_tools  # noqa: E402
-from agents import tournament as tour  # noqa: E402
-from envs.rules import Rules  # noqa: E402
 from fivethousand_rl import evaluate  # noqa: E402
+from fivethousand_rl.agents import ray_tools  # noqa: E402
+from fivethousand_rl.agents import tournament as tour  # noqa: E402
+from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BOTS = ["smart", "turn-ev", "random"]

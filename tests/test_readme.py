@@ -78,8 +78,8 @@ COMMAND_SUBSTITUTIONS = [
         "command wrote it, with 20,000 games per rule set: 2 here)",
     ),
     Substitution(
-        "agents.best_response smart",
-        "agents.best_response smart --target 1000 --entry 300",
+        "fivethousand_rl.agents.best_response smart",
+        "fivethousand_rl.agents.best_response smart --target 1000 --entry 300",
         "the exact best response to smart takes a minute or two at full size; a shrunken "
         "game (target 1000) runs the same code in seconds",
     ),

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envs.rules import (
+from fivethousand_rl.envs.rules import (
     BANK_BIT,
     ROLL_INFO,
     Rules,
@@ -339,7 +339,7 @@ def _seats(cell: str) -> dict[str, int]:
 
 
 def test_the_docs_banking_examples_are_the_engines_r9():
-    from envs.game import bank_outcome
+    from fivethousand_rl.envs.game import bank_outcome
 
     rows = _table(9)
     assert len(rows) >= 10

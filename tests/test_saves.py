@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents import make_policy
-from envs.game import OVER, ROLL, Game, state_problem
 from fivethousand_rl import play
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.envs.game import OVER, ROLL, Game, state_problem
 
 # Bank when allowed, else roll on with the best hold.
 MOVES = ["b", "r"] * 400
@@ -272,8 +272,8 @@ def test_a_crafted_checkpoint_named_by_a_save_runs_nothing(tmp_path, valid_save,
     import pickle
     import zipfile
 
-    from envs.encoding import ObsSpec
-    from envs.rules import Rules
+    from fivethousand_rl.envs.encoding import ObsSpec
+    from fivethousand_rl.envs.rules import Rules
 
     marker = tmp_path / "code-ran"
 

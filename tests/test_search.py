@@ -8,14 +8,14 @@ import pickle
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.optimal import OptimalBot
-from agents.planner import PlannerBot
-from agents.search import ExpectimaxBot
-from envs.driver import play
-from envs.game import DECIDE, Game
-from envs.policy import Policy
-from envs.rules import Rules
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.optimal import OptimalBot
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.agents.search import ExpectimaxBot
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import DECIDE, Game
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules
 from tests.helpers import game_at
 from tests.helpers import play as play_turn
 

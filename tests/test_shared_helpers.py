@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from agents.base import atomic_write, duration, program
-from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players, in_turn_order
+from fivethousand_rl.agents.base import atomic_write, duration, program
+from fivethousand_rl.envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players, in_turn_order
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import shipping, tournament_report
-from envs.rules import Rules
 from fivethousand_rl import ship
+from fivethousand_rl.agents import shipping, tournament_report
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p"
@@ -294,8 +294,8 @@ def planner_run(
 
     import numpy as np
 
-    from agents.training.value_iteration import PlannerConfig
-    from agents.value_net import FeatureSpec, ValueNet
+    from fivethousand_rl.agents.training.value_iteration import PlannerConfig
+    from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet
 
     cfg = dataclasses.asdict(PlannerConfig(players=players, games_per_iteration=20))
     cfg.update(config or {})
@@ -474,8 +474,8 @@ def assert_same_net(a, b) -> None:
 )
 def test_a_planner_run_ships_averaged_with_other_nets(tmp_path, others, wording):
     """--average-with (repeatable): the shipped network is the run's averaged with the
-    named nets (agents.value_net.average_nets), and the card names them all."""
-    from agents.value_net import ValueNet, average_nets
+    named nets (fivethousand_rl.agents.value_net.average_nets), and the card names them all."""
+    from fivethousand_rl.agents.value_net import ValueNet, average_nets
 
     run = planner_run(tmp_path / "planner_run", [3])
     paths = [
@@ -523,7 +523,7 @@ def test_averaging_with_what_is_no_fitting_value_net_is_refused_first(
 def test_an_averaged_network_is_timed_as_it_will_be_shipped(tmp_path, monkeypatch):
     """The duration told before the evaluation is timed with the averaged network (wider,
     so slower), not with the run's own."""
-    from agents.value_net import ValueNet
+    from fivethousand_rl.agents.value_net import ValueNet
 
     timed = []
 
@@ -551,7 +551,7 @@ def test_every_committed_planner_config_still_reads(folder):
     """Issue 29 item 1: the committed planner runs and agents saved the removed table
     method's settings unused (rollouts 0, lam 0.8); ship.py and train_planner.py --resume
     still read their config.json."""
-    from agents.training.config import METHODS, PlannerConfig, read_run_config
+    from fivethousand_rl.agents.training.config import METHODS, PlannerConfig, read_run_config
 
     config = shipping.read_json(folder / "config.json")
     assert shipping.planner_config(config).method in METHODS

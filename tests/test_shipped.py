@@ -7,12 +7,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents.shipped
-from agents import make_policy
-from agents.shipped import SHIPPED, data_folder, shipped_model
-from envs.driver import play
-from envs.game import Game
-from envs.rules import Rules
+import fivethousand_rl.agents.shipped
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.shipped import SHIPPED, data_folder, shipped_model
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.rules import Rules
 
 # name -> the table sizes it plays (table agents play their own table size only)
 PLAYS = {
@@ -59,7 +59,7 @@ def test_an_unknown_name_lists_the_shipped_agents():
 
 
 def test_a_shipped_agent_whose_model_is_missing_is_refused_in_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(agents.shipped, "data_folder", lambda name: tmp_path)
+    monkeypatch.setattr(fivethousand_rl.agents.shipped, "data_folder", lambda name: tmp_path)
     with pytest.raises(ValueError, match="'planner-2p' is missing its model") as err:
         make_policy("planner-2p")
     assert "\n" not in str(err.value)
@@ -68,9 +68,11 @@ def test_a_shipped_agent_whose_model_is_missing_is_refused_in_one_line(tmp_path,
 def test_the_installed_copy_of_the_data_is_preferred(tmp_path, monkeypatch):
     """In a wheel the data lies inside the package (agents/checkpoints); a clone has
     none there and uses its root's folders."""
-    assert data_folder("checkpoints") == agents.shipped.PACKAGE.parent / "checkpoints"
+    assert (
+        data_folder("checkpoints") == fivethousand_rl.agents.shipped.PACKAGE.parent / "checkpoints"
+    )
     (tmp_path / "checkpoints").mkdir()
-    monkeypatch.setattr(agents.shipped, "PACKAGE", tmp_path)
+    monkeypatch.setattr(fivethousand_rl.agents.shipped, "PACKAGE", tmp_path)
     assert data_folder("checkpoints") == tmp_path / "checkpoints"
     assert data_folder("hyperparams") == tmp_path.parent / "hyperparams"
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.optimal import OptimalBot, _cache_path, cache_dir, two_player_solution
-from agents.tournament import play_game
-from envs.game import ROLL, Game, GameState
-from envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
-from envs.solver import (
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.optimal import OptimalBot, _cache_path, cache_dir, two_player_solution
+from fivethousand_rl.agents.tournament import play_game
+from fivethousand_rl.envs.game import ROLL, Game, GameState
+from fivethousand_rl.envs.rules import NUM_DICE, ROLL_INFO, Rules, can_bank, roll_probabilities
+from fivethousand_rl.envs.solver import (
     STEP,
     TwoPlayerSolution,
     _turn_recursion,
@@ -203,7 +203,7 @@ def test_optimal_plays_legally_with_more_players():
 
 
 def test_cache_is_keyed_by_rules_and_rebuilt_when_corrupt(tmp_path, monkeypatch, capsys):
-    from agents import optimal
+    from fivethousand_rl.agents import optimal
 
     monkeypatch.setenv("FIVETHOUSAND_CACHE", str(tmp_path))
     monkeypatch.setattr(optimal, "_MEMORY", {})
@@ -229,7 +229,7 @@ def test_cache_is_keyed_by_rules_and_rebuilt_when_corrupt(tmp_path, monkeypatch,
 
 
 def test_cli_prints_the_exact_numbers(tmp_path, capsys):
-    from agents.optimal import main
+    from fivethousand_rl.agents.optimal import main
 
     assert main(["--json", "--plot", str(tmp_path / "strategy.png")]) == 0
     import json
@@ -243,7 +243,7 @@ def test_cli_prints_the_exact_numbers(tmp_path, capsys):
 
 # ------------------------------------------------------------------ regret analysis
 def test_optimal_gives_nothing_away_and_regrets_predict_the_result():
-    from agents.regret import measure
+    from fivethousand_rl.agents.regret import measure
 
     report = measure("optimal", "smart", games=300, seed=0)
     assert report.regret["player"] == 0.0 and report.mistakes["player"] == 0
@@ -257,7 +257,7 @@ def test_optimal_gives_nothing_away_and_regrets_predict_the_result():
 
 
 def test_regret_report_names_the_mistakes():
-    from agents.regret import measure
+    from fivethousand_rl.agents.regret import measure
 
     report = measure("threshold:350", "turn-ev", games=40, seed=1).to_dict(top=3)
     assert report["regret_per_game"]["player"] > 0
@@ -281,7 +281,7 @@ SHIPPED_2P = str(Path(__file__).resolve().parent.parent / "checkpoints/ppo-2p/mo
 )
 def test_regret_cli_refuses_bad_input_in_one_line(args, message, capsys, monkeypatch):
     """Issue 9 items 2, 5 and 6: refused in one line, before any game is played."""
-    from agents import optimal, regret
+    from fivethousand_rl.agents import optimal, regret
 
     def no_solve(*args, **kwargs):
         raise AssertionError("the work began")
@@ -301,7 +301,7 @@ def test_regret_cli_refuses_bad_input_in_one_line(args, message, capsys, monkeyp
 )
 def test_optimal_cli_checks_the_plot_path_before_solving(plot, message, capsys, monkeypatch):
     """Issue 9 item 5."""
-    from agents import optimal
+    from fivethousand_rl.agents import optimal
 
     def no_solve(*args, **kwargs):
         raise AssertionError("solved before checking the output path")

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from agents import ray_tools, threads
-from agents import tournament as tour
-from envs.rules import Rules
+from fivethousand_rl.agents import ray_tools, threads
+from fivethousand_rl.agents import tournament as tour
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -76,8 +76,8 @@ def test_a_tournament_worker_runs_one_thread(monkeypatch):
 @needs_cpus
 def test_a_planner_trainer_worker_runs_one_thread():
     """issue 28 item 7: train_planner.py --workers N, a forked pool."""
-    from agents.training import value_iteration as vi
-    from agents.value_net import ValueNet
+    from fivethousand_rl.agents.training import value_iteration as vi
+    from fivethousand_rl.agents.value_net import ValueNet
 
     cfg = vi.PlannerConfig(workers=2, eval_tables=["smart"])  # no bot to solve or load
     net = ValueNet.load(os.path.join(ROOT, "checkpoints/planner-2p/value_net.npz"))
@@ -93,8 +93,8 @@ def test_a_subprocess_environment_runs_one_thread(monkeypatch):
     server: each worker then imports torch, seconds)."""
     from stable_baselines3.common import vec_env
 
-    from agents.training.config import TrainConfig
-    from agents.training.model import make_vec_env
+    from fivethousand_rl.agents.training.config import TrainConfig
+    from fivethousand_rl.agents.training.model import make_vec_env
 
     forked = functools.partial(vec_env.SubprocVecEnv, start_method="fork")
     monkeypatch.setattr(vec_env, "SubprocVecEnv", forked)
@@ -112,7 +112,7 @@ def test_a_subprocess_environment_runs_one_thread(monkeypatch):
 
 
 def actor_limits(*_task) -> dict:
-    """A Ray actor's set-up, without Ray (``agents.ray_tools._Worker``), then
+    """A Ray actor's set-up, without Ray (``fivethousand_rl.agents.ray_tools._Worker``), then
     ``thread_limits`` as its task."""
     actor = ray_tools._Worker(tour._init_worker, (["smart"], Rules(), 0, 1000), thread_limits)
     return actor.play(0)

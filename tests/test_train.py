@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from agents import make_policy
-from agents.neural import SB3Policy
-from agents.training import callback, checkpoint, progress
-from agents.training.config import (
+from fivethousand_rl import evaluate, train
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.neural import SB3Policy
+from fivethousand_rl.agents.training import callback, checkpoint, progress
+from fivethousand_rl.agents.training.config import (
     PRESETS,
     TrainConfig,
     init_path,
@@ -23,8 +24,7 @@ from agents.training.config import (
     parse_run_args,
     read_run_config,
 )
-from envs.game import ROLL, Game
-from fivethousand_rl import evaluate, train
+from fivethousand_rl.envs.game import ROLL, Game
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -129,8 +129,8 @@ def test_numpy_scorer_matches_the_torch_policy(trained_run):
     """Self-play snapshots and evaluation use the numpy copy of the actor: same logits."""
     from sb3_contrib import MaskablePPO
 
-    from agents.neural import NumpyScorer
-    from envs.encoding import encode_rich
+    from fivethousand_rl.agents.neural import NumpyScorer
+    from fivethousand_rl.envs.encoding import encode_rich
 
     model = MaskablePPO.load(trained_run / "latest" / "model.zip", device="cpu")
     scorer = NumpyScorer.from_policy(model.policy)
@@ -640,7 +640,7 @@ def test_one_torch_thread_by_default():
 def test_evaluation_plays_the_games_it_played_before_the_tournament():
     """Evaluation goes through agents.tournament; with 2 players it plays the very games
     its own seating loop played before (seat g % 2, seeds [seed, 10007, g])."""
-    from agents.tournament import play_game
+    from fivethousand_rl.agents.tournament import play_game
 
     config = TrainConfig(players=2, seed=5, eval_episodes=12, eval_opponents=["smart"])
     learner, opponent = make_policy("turn-ev"), make_policy("smart")
@@ -660,7 +660,7 @@ def test_evaluation_plays_the_games_it_played_before_the_tournament():
 def test_monitor_state_is_the_one_place_that_reads_sb3_private_fields():
     """Resume restores SB3 Monitor's episode bookkeeping through checkpoint.monitor_state
     alone; if SB3 renames these attributes, this fails (not a silent wrong resume)."""
-    from agents.training.model import make_vec_env
+    from fivethousand_rl.agents.training.model import make_vec_env
 
     config = TrainConfig(n_envs=2, opponents=["smart"])
     vec = make_vec_env(config)

@@ -7,17 +7,17 @@ import json
 import numpy as np
 import pytest
 
-import agents.shipped
-from agents.training.config import (
+import fivethousand_rl.agents.shipped
+from fivethousand_rl import train_planner
+from fivethousand_rl.agents.training.config import (
     PlannerConfig,
     load_preset,
     make_config,
     read_run_config,
     read_saved_state,
 )
-from agents.training.value_iteration import table_label
-from agents.value_net import ValueNet
-from fivethousand_rl import train_planner
+from fivethousand_rl.agents.training.value_iteration import table_label
+from fivethousand_rl.agents.value_net import ValueNet
 
 # A shrunken game (R10 scores to 1000, entry 300) and a tiny network: seconds per run.
 TINY = [
@@ -133,8 +133,8 @@ def test_the_best_response_method_learns_the_exact_values_where_the_planner_read
     """The best-response method's targets are the exact best response's values after the
     agent's turn (R1-R12 on a shrunken game, 3 players): a net fitted to them values
     the ends of the agent's turn as the best response does, and plays no game to learn."""
-    from agents import make_policy
-    from agents.best_response import best_response
+    from fivethousand_rl.agents import make_policy
+    from fivethousand_rl.agents.best_response import best_response
 
     argv = ["--target", "800", "--players", "3", "--eval-tables", "smart,turn-ev"]
     argv += ["--iterations", "3", "--fit-steps", "400", "--batch-size", "64", "--hidden", "32"]
@@ -319,7 +319,9 @@ def test_the_2_player_tables_never_depend_on_the_files_there(tmp_path, monkeypat
         "2p:smart",
         "2p:ppo-2p",
     ]
-    monkeypatch.setattr(agents.shipped, "data_folder", lambda name: tmp_path / "gone")
+    monkeypatch.setattr(
+        fivethousand_rl.agents.shipped, "data_folder", lambda name: tmp_path / "gone"
+    )
     argv = ["--players", "2", "--iterations", "1", "--checkpoints", str(tmp_path / "runs")]
     assert train_planner.main(argv) == 2
     err = capsys.readouterr().err.strip()

@@ -8,16 +8,16 @@ import itertools
 import numpy as np
 import pytest
 
-from agents import make_policy
-from agents.batched import batched
-from agents.optimal import two_player_solution
-from agents.planner import PlannerBot
-from envs.driver import play
-from envs.game import Game
-from envs.policy import Policy
-from envs.rules import Rules
-from envs.turn_outcomes import turn_ends, turn_outcomes
-from envs.turn_planner import exact_two_player_values
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.batched import batched
+from fivethousand_rl.agents.optimal import two_player_solution
+from fivethousand_rl.agents.planner import PlannerBot
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules
+from fivethousand_rl.envs.turn_outcomes import turn_ends, turn_outcomes
+from fivethousand_rl.envs.turn_planner import exact_two_player_values
 from tests.test_planner import share
 
 SMALL_GAMES = [Rules(target=1000, entry=300), Rules(target=1500, hold="all")]

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-import envs  # noqa: F401 - registers FiveThousand-v0
-from agents import make_policy
-from agents.batched import (
+import fivethousand_rl.envs  # noqa: F401 - registers FiveThousand-v0
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.batched import (
     BatchedOptimalBot,
     BatchedRandomBot,
     BatchedSmartBot,
@@ -24,9 +24,9 @@ from agents.batched import (
     BatchedTurnEVBot,
     batched,
 )
-from agents.optimal import OptimalBot
-from agents.scripted import SmartBot, ThresholdBot, TurnEVBot
-from envs.batch import (
+from fivethousand_rl.agents.optimal import OptimalBot
+from fivethousand_rl.agents.scripted import SmartBot, ThresholdBot, TurnEVBot
+from fivethousand_rl.envs.batch import (
     CODE_TO_ROLL,
     NO_ROLL,
     ROLL_ID,
@@ -37,11 +37,18 @@ from envs.batch import (
     play_batch,
     play_games,
 )
-from envs.driver import play
-from envs.encoding import ObsSpec
-from envs.game import DECIDE, OVER, Game, IllegalMoveError, _legal_moves, bank_outcome
-from envs.rules import ROLL_BY_CODE, Rules
-from envs.vector_env import FiveThousandVectorEnv
+from fivethousand_rl.envs.driver import play
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.game import (
+    DECIDE,
+    OVER,
+    Game,
+    IllegalMoveError,
+    _legal_moves,
+    bank_outcome,
+)
+from fivethousand_rl.envs.rules import ROLL_BY_CODE, Rules
+from fivethousand_rl.envs.vector_env import FiveThousandVectorEnv
 
 
 def make_env(num_envs: int = 8, **kwargs) -> FiveThousandVectorEnv:

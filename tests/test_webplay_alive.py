@@ -21,10 +21,10 @@ pytest.importorskip("playwright", reason="the browser tests need playwright (dev
 
 from playwright.sync_api import expect  # noqa: E402
 
-from envs import i18n  # noqa: E402
+from fivethousand_rl.envs import i18n  # noqa: E402
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
+from fivethousand_rl.webplay.games import Limits  # noqa: E402
 from tests.test_webplay_browser import browser, new_page, serving, settle  # noqa: E402, F401
-from webplay.app import create_app  # noqa: E402
-from webplay.games import Limits  # noqa: E402
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

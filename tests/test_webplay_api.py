@@ -12,9 +12,9 @@ pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from envs.game import Game  # noqa: E402
-from webplay.app import create_app  # noqa: E402
-from webplay.games import FORMAT  # noqa: E402
+from fivethousand_rl.envs.game import Game  # noqa: E402
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
+from fivethousand_rl.webplay.games import FORMAT  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -372,9 +372,9 @@ def test_the_page_and_the_bot_list(tmp_path):
 def test_hints_exact_at_a_table_whose_best_response_was_computed(tmp_path):
     """A table of bots whose best response is cached (agents.best_response) gets exact
     hints: the move that wins most often against these bots, every seat's chances."""
-    from agents import make_policy
-    from agents.best_response import best_response
-    from envs.rules import Rules
+    from fivethousand_rl.agents import make_policy
+    from fivethousand_rl.agents.best_response import best_response
+    from fivethousand_rl.envs.rules import Rules
 
     rules = Rules(target=800, entry=300)
     best_response(("threshold:350", "turn-ev"), rules, make_policy, show_progress=False)

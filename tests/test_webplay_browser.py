@@ -30,7 +30,7 @@ pytest.importorskip("playwright", reason="the browser tests need playwright (dev
 import uvicorn  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
-from webplay.app import create_app  # noqa: E402
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

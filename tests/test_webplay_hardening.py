@@ -19,13 +19,13 @@ pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 import uvicorn  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
-from agents import RandomBot  # noqa: E402
-from envs.policy import Policy  # noqa: E402
+from fivethousand_rl.agents import RandomBot  # noqa: E402
+from fivethousand_rl.envs.policy import Policy  # noqa: E402
+from fivethousand_rl.webplay import __main__ as cli  # noqa: E402
+from fivethousand_rl.webplay.app import LOCAL_HOSTS, create_app  # noqa: E402
+from fivethousand_rl.webplay.bots import Bot, Catalogue  # noqa: E402
+from fivethousand_rl.webplay.games import Limits  # noqa: E402
 from tests.test_webplay_api import client, greedy, move, new_game, play_on, restart  # noqa: E402
-from webplay import __main__ as cli  # noqa: E402
-from webplay.app import LOCAL_HOSTS, create_app  # noqa: E402
-from webplay.bots import Bot, Catalogue  # noqa: E402
-from webplay.games import Limits  # noqa: E402
 
 GRACE = 600.0
 KEEP_FINISHED, KEEP_IDLE = 10_000.0, 50_000.0
@@ -286,11 +286,11 @@ def test_heavy_work_on_one_game_does_not_hold_up_another(tmp_path, monkeypatch, 
         release.wait(3)
         raise RuntimeError("the test's stand-in for a solve")
 
-    import webplay.bots
-    from agents.optimal import OptimalBot
+    import fivethousand_rl.webplay.bots
+    from fivethousand_rl.agents.optimal import OptimalBot
 
-    real = webplay.bots.make_policy
-    monkeypatch.setattr(webplay.bots, "make_policy", make_policy)
+    real = fivethousand_rl.webplay.bots.make_policy
+    monkeypatch.setattr(fivethousand_rl.webplay.bots, "make_policy", make_policy)
     monkeypatch.setattr(OptimalBot, "solution", solution)
     catalogue = Catalogue(tmp_path / "no-models")
     for key in ("stalling", "slow-load"):

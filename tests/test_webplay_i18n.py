@@ -19,9 +19,9 @@ pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from envs import i18n  # noqa: E402
-from webplay import games  # noqa: E402
-from webplay.app import create_app, request_language  # noqa: E402
+from fivethousand_rl.envs import i18n  # noqa: E402
+from fivethousand_rl.webplay import games  # noqa: E402
+from fivethousand_rl.webplay.app import create_app, request_language  # noqa: E402
 
 
 def client(folder) -> TestClient:

@@ -12,9 +12,9 @@ pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from envs.game import Game  # noqa: E402
-from webplay import games  # noqa: E402
-from webplay.app import create_app  # noqa: E402
+from fivethousand_rl.envs.game import Game  # noqa: E402
+from fivethousand_rl.webplay import games  # noqa: E402
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
 
 
 def client(folder, **kw) -> TestClient:
@@ -92,7 +92,7 @@ def test_people_without_names_are_player_1_2_in_the_language_in_use(tmp_path):
 def test_each_persons_hint_is_for_their_own_seat(tmp_path):
     """Two people, no bot: the exact hint at each decision is optimal's best action for
     the seat whose decision it is, its win probability that seat's (R12: the solver)."""
-    from agents.optimal import OptimalBot
+    from fivethousand_rl.agents.optimal import OptimalBot
 
     optimal = OptimalBot(show_progress=False)
     c = client(tmp_path)

@@ -14,6 +14,8 @@ import pytest
 pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 pytest.importorskip("playwright", reason="the browser tests need playwright (dev extras)")
 
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
+from fivethousand_rl.webplay.games import Limits  # noqa: E402
 from tests.test_webplay_browser import browser, new_page, serving  # noqa: E402, F401
 from tests.test_webplay_languages import (  # noqa: E402
     AXE,
@@ -23,8 +25,6 @@ from tests.test_webplay_languages import (  # noqa: E402
     serious_violations,
     untranslated,
 )
-from webplay.app import create_app  # noqa: E402
-from webplay.games import Limits  # noqa: E402
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(

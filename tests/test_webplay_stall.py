@@ -17,10 +17,10 @@ pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 
 import uvicorn  # noqa: E402
 
-from agents.optimal import OptimalBot  # noqa: E402
-from webplay.__main__ import HEAD_TIMEOUT, listening_socket, server_config  # noqa: E402
-from webplay.app import create_app  # noqa: E402
-from webplay.games import MAX_WAITING  # noqa: E402
+from fivethousand_rl.agents.optimal import OptimalBot  # noqa: E402
+from fivethousand_rl.webplay.__main__ import HEAD_TIMEOUT, listening_socket, server_config  # noqa: E402
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
+from fivethousand_rl.webplay.games import MAX_WAITING  # noqa: E402
 
 QUEUED = 60  # requests sent to the slow game at once (the scenario)
 PROMPT = 3.0  # s: a generous bound for "answers promptly" on a loaded 2-core machine

@@ -1,5 +1,5 @@
-"""``python -m webplay [--host 127.0.0.1] [--port 8000] [--data DIR] ...``: serve the page
-(``--help`` says how long games are kept and which Host names are answered)."""
+"""``python -m fivethousand_rl.webplay [--host 127.0.0.1] [--port 8000] [--data DIR] ...``:
+serve the page (``--help`` says how long games are kept and which Host names are answered)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import uvicorn
 
-from agents.cache import CACHE_MAX_ENV, DEFAULT_CACHE_MAX_MB, cache_max_bytes
-from webplay.games import HOUR, MAX_WORK, MAX_WORK_PER_ADDRESS, MINUTE, SOLVE_CHOICES, Limits
+from fivethousand_rl.agents.cache import CACHE_MAX_ENV, DEFAULT_CACHE_MAX_MB, cache_max_bytes
+from fivethousand_rl.webplay.games import (
+    HOUR,
+    MAX_WORK,
+    MAX_WORK_PER_ADDRESS,
+    MINUTE,
+    SOLVE_CHOICES,
+    Limits,
+)
 
 DEFAULT_DATA = Path.home() / ".local" / "share" / "fivethousand-rl" / "web"
 WILDCARDS = ("", "0.0.0.0", "::")  # every address of the machine
@@ -108,7 +115,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.webplay") -> int:
     """The server's command line (`prog`: the command as typed, for its usage); the exit
     code once the server stops."""
     defaults = Limits()
@@ -179,7 +186,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
         f"past it (default ${CACHE_MAX_ENV}, else {DEFAULT_CACHE_MAX_MB})",
     )
     args = p.parse_args(argv)
-    from webplay.app import LOCAL_HOSTS, Work, check_hosts  # fastapi: after --help
+    from fivethousand_rl.webplay.app import LOCAL_HOSTS, Work, check_hosts  # fastapi: after --help
 
     own = [] if args.host in WILDCARDS else [in_url(args.host)]
     try:
@@ -205,7 +212,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m webplay") -> int:
         return 2
     import uvicorn
 
-    from webplay.app import create_app
+    from fivethousand_rl.webplay.app import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     try:

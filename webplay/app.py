@@ -6,14 +6,14 @@ JSON answer ``{"error": "one line"}`` and leaves the game as it was. A new game 
 its rules, a field per house-rule switch (``envs.rules.Rules``, checked by it; the seeds'
 rules by default), which the game's views, save and replay carry. Game ids are
 unguessable (``secrets.token_urlsafe``); an unknown one is a 404; DELETE abandons one.
-Which games are kept, and for how long: webplay.games.
+Which games are kept, and for how long: fivethousand_rl.webplay.games.
 
 A move names the position it answers (``at``, the view's count of steps so far), so a
 repeated or late request (a double click, a retry) is refused (409) instead of being
 played at a later decision; a step request may name it too, and a repeated rematch
 answers the same new game.
 
-Each game has a turn of its own (``webplay.games.Gate``): a request waits only for
+Each game has a turn of its own (``fivethousand_rl.webplay.games.Gate``): a request waits only for
 requests on the same game, and waits in the event loop, not in a worker thread, so a
 game busy with slow work holds one thread, never the pool the other games need; more
 than ``MAX_WAITING`` requests waiting for one game get a 429. One-time work (a model
@@ -27,7 +27,7 @@ Every answer is in the request's language (``Language``): the one the page names
 ``Accept-Language``, else English; the texts a player reads (the log, the choices, the
 rules line, hints, errors) are put in words as the answer is made, never stored
 translated, so saves hold what they always held. The page's own texts come from
-``/api/i18n/{lang}`` (``envs.i18n.catalogue_json``); ``/api/languages`` lists them.
+``/api/i18n/{lang}`` (``fivethousand_rl.envs.i18n.catalogue_json``); ``/api/languages`` lists them.
 
 Every response carries security headers (a strict Content-Security-Policy: the page
 has no inline script or style; no framing; no referrer; no MIME sniffing), and a request
@@ -63,16 +63,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from agents import make_policy
-from agents.best_response import PREFIX as BEST_RESPONSE
-from agents.best_response import BestResponseBot, cached_best_response
-from agents.value_net import CHECKPOINTS, shipped_planner
-from envs import i18n
-from envs.game import IllegalMoveError, Move
-from envs.game_log import one_line
-from envs.i18n import _, ngettext
-from envs.render import action_text, count_dice, join_words, refusal
-from envs.rules import (
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.best_response import PREFIX as BEST_RESPONSE
+from fivethousand_rl.agents.best_response import BestResponseBot, cached_best_response
+from fivethousand_rl.agents.value_net import CHECKPOINTS, shipped_planner
+from fivethousand_rl.envs import i18n
+from fivethousand_rl.envs.game import IllegalMoveError, Move
+from fivethousand_rl.envs.game_log import one_line
+from fivethousand_rl.envs.i18n import _, ngettext
+from fivethousand_rl.envs.render import action_text, count_dice, join_words, refusal
+from fivethousand_rl.envs.rules import (
     BANK_BIT,
     DEFAULT_RULES,
     HOLD_VARIANTS,
@@ -80,9 +80,9 @@ from envs.rules import (
     Rules,
     check_target_bound,
 )
-from envs.rules_text import rules_sections
-from webplay.bots import Catalogue
-from webplay.games import (
+from fivethousand_rl.envs.rules_text import rules_sections
+from fivethousand_rl.webplay.bots import Catalogue
+from fivethousand_rl.webplay.games import (
     LOG_LINES,
     MAX_TARGET,
     MAX_WORK,
@@ -178,7 +178,7 @@ class Work:
     def check_solvable(self, rules: Rules) -> None:
         """ValueError (one line) if the 2-player solution of `rules` would need a solve
         this server does not run (``solve``); nothing is solved here."""
-        from agents.optimal import solution_known
+        from fivethousand_rl.agents.optimal import solution_known
 
         if self.solve == "any" or (self.solve == "standard" and rules == DEFAULT_RULES):
             return
@@ -213,7 +213,7 @@ class RulesOnly(BaseModel):
 
 class NewGame(RulesOnly):
     """A new game: the bots (keys of /api/bots), the person's seat, and the rules: a
-    field per field of envs.rules.Rules (R5, V1-V5), the seeds' rules when left out.
+    field per field of fivethousand_rl.envs.rules.Rules (R5, V1-V5), the seeds' rules when left out.
     Pass and play: `humans`, the seats of the people taking turns on this device (then
     not `seat`), and `people`, their names (null: "player N"); the bots sit in the other
     seats in order. 2 to 8 players in all. Here only the types are checked; the values by
@@ -337,7 +337,7 @@ class HostCheck:
 
     def __init__(self, app, allowed_hosts: Sequence[str]) -> None:
         async def passed(scope, receive, send) -> None:
-            scope["webplay.host_checked"] = True
+            scope["fivethousand_rl.webplay.host_checked"] = True
             await app(scope, receive, send)
 
         self.app = app
@@ -349,7 +349,7 @@ class HostCheck:
             return
 
         async def answer(message: dict) -> None:
-            if scope.get("webplay.host_checked"):
+            if scope.get("fivethousand_rl.webplay.host_checked"):
                 await send(message)
             elif message["type"] == "http.response.start":  # the refusal: ours instead
                 refused = _error(
@@ -366,7 +366,7 @@ LANGUAGE_HEADER = "x-language"  # the page's choice, sent with each API call
 def request_language(scope: dict) -> str:
     """The language of a request: the one it names (a ``lang`` query parameter, else
     the page's ``X-Language`` header) if this project speaks it, else the best of its
-    ``Accept-Language`` (``envs.i18n.negotiate``), else English."""
+    ``Accept-Language`` (``fivethousand_rl.envs.i18n.negotiate``), else English."""
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     headers = {k.lower(): v for k, v in scope.get("headers") or []}
     named = query.get("lang", [""])[-1] or headers.get(LANGUAGE_HEADER.encode(), b"").decode(
@@ -476,7 +476,7 @@ def create_app(
 ) -> FastAPI:
     """The app over the saved games of the folder `data` (created if missing, and locked
     until the app shuts down: OSError EBUSY if another server holds it), kept by `limits`
-    (webplay.games) on the time of `clock`; it answers requests for the Host names
+    (fivethousand_rl.webplay.games) on the time of `clock`; it answers requests for the Host names
     `allowed_hosts` only ('*' for any). Hints for 3+ players come from a shipped planner
     in `planners` (``shipped_planner``). `work` bounds the expensive work (``Work()``)."""
     hosts = check_hosts(allowed_hosts)
@@ -587,7 +587,7 @@ def create_app(
                 if table and cached_best_response(table, rules) is not None:  # exact
                     return BestResponseBot(table, make_policy, show_progress=False), ""
                 return shipped_planner(n, rules, planners), ""
-            from agents.optimal import OptimalBot
+            from fivethousand_rl.agents.optimal import OptimalBot
 
             bot = OptimalBot(show_progress=False)
             try:

@@ -2,13 +2,13 @@
 name bots by key and never send a file path.
 
 Scripted bots and ``optimal`` by name; the project's shipped agents by name
-(``agents.shipped``, wherever the package is installed); from the server's folder
+(``fivethousand_rl.agents.shipped``, wherever the package is installed); from the server's folder
 (``root``, the current one by default), agents shipped there (``checkpoints/NAME/``
 holding a ``model.zip`` or ``value_net.npz``, as ``ship.py`` writes them) and exported
-bots (``bots/*.onnx``). Each is built by ``agents.make_policy``, once, the
+bots (``bots/*.onnx``). Each is built by ``fivethousand_rl.agents.make_policy``, once, the
 first time a game needs it, and shared by every game (policies keep no per-game state).
 What is made per table or rules (hint planners, solves) is kept while recently used,
-within a bound on count and bytes (``agents.cache.LRU``).
+within a bound on count and bytes (``fivethousand_rl.agents.cache.LRU``).
 Heavy one-time work (a model load, a solve) holds up only the requests that need it.
 """
 
@@ -20,17 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from agents import make_policy
-from agents.cache import LRU, MB
-from agents.shipped import shipped_models
-from envs.i18n import N_, _
-from envs.policy import Policy
-from envs.rules import Rules
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.cache import LRU, MB
+from fivethousand_rl.agents.shipped import shipped_models
+from fivethousand_rl.envs.i18n import N_, _
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 # What a catalogue keeps made per table or rules, at most (a hint planner's caches grow
-# to tens of MB as it is used: agents.planner).
+# to tens of MB as it is used: fivethousand_rl.agents.planner).
 MAX_KEPT = 32
 MAX_KEPT_BYTES = 256 * MB
 _MISSING = object()
@@ -101,7 +101,7 @@ class Catalogue:
         self._lock = threading.Lock()  # guards the three below, held for a lookup only
         # The bots themselves are kept for good (the list is fixed); what is made per
         # table or rules (hint planners, prepared solves) is kept while recently used,
-        # at most `max_kept` entries and about `max_bytes` (agents.cache.LRU).
+        # at most `max_kept` entries and about `max_bytes` (fivethousand_rl.agents.cache.LRU).
         self._made: dict[Hashable, object] = {}
         self._kept = LRU(max_kept, max_bytes)
         self._making: dict[Hashable, threading.Lock] = {}

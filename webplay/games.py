@@ -57,14 +57,14 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
-from agents.base import atomic_write, duration
-from envs import driver
-from envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
-from envs.game_log import check_fields, log_entry, one_line, replay_log
-from envs.i18n import N_, _, ngettext, timespan
-from envs.render import event_text
-from envs.rules import DEFAULT_RULES, Rules
-from webplay.bots import ROOT, Catalogue
+from fivethousand_rl.agents.base import atomic_write, duration
+from fivethousand_rl.envs import driver
+from fivethousand_rl.envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
+from fivethousand_rl.envs.game_log import check_fields, log_entry, one_line, replay_log
+from fivethousand_rl.envs.i18n import N_, _, ngettext, timespan
+from fivethousand_rl.envs.render import event_text
+from fivethousand_rl.envs.rules import DEFAULT_RULES, Rules
+from fivethousand_rl.webplay.bots import ROOT, Catalogue
 
 log = logging.getLogger("webplay")
 
@@ -90,7 +90,7 @@ MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 # client can ask for nothing bigger than the seeds' game.
 MAX_TARGET = 5000
 MAX_WAITING = 16  # requests that may wait for one game; the page sends one at a time
-MAX_WORK, MAX_WORK_PER_ADDRESS = 2, 1  # expensive work at once (webplay.app.Work)
+MAX_WORK, MAX_WORK_PER_ADDRESS = 2, 1  # expensive work at once (fivethousand_rl.webplay.app.Work)
 # Which rules the server solves exactly when no solution is cached (--solve): a solve
 # of new house rules takes 6-35 s of CPU and writes about 40 MB to the solver's cache.
 SOLVE_CHOICES = {
@@ -197,7 +197,7 @@ class WebGame:
         self.owner: str | None = None  # the client address that created (or resumed) it
         self.rematch: str | None = None  # the id of its rematch: a repeated request gets it
         self.lock = threading.Lock()  # one request at a time on this game
-        self.gate = Gate()  # where requests for it wait their turn (webplay.app)
+        self.gate = Gate()  # where requests for it wait their turn (fivethousand_rl.webplay.app)
         self.gone = False  # deleted while a request waited for its lock
 
     @property

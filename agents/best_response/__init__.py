@@ -1,17 +1,17 @@
 """Exact yardsticks: how exploitable a 2-player policy is, and the most that any player
 can win at a table of fixed bots.
 
-    python -m agents.best_response POLICY [rule flags] [--json]
-    python -m agents.best_response --players 3 smart turn-ev [--json]
+    python -m fivethousand_rl.agents.best_response POLICY [rule flags] [--json]
+    python -m fivethousand_rl.agents.best_response --players 3 smart turn-ev [--json]
 
 With one POLICY (any bot name, shipped agent or model file), the game is 2 players: it
 prints the win probability of the best response to POLICY from each seat, their mean,
 and POLICY's *exploitability*, that mean minus one half: what an opponent who knows
-POLICY exactly wins beyond a fair share (0 for the optimal player, ``envs.solver``).
+POLICY exactly wins beyond a fair share (0 for the optimal player, ``fivethousand_rl.envs.solver``).
 With ``--players N`` and N - 1 bots, the bots sit after the responder in turn order
 (as evaluations seat a table) and it prints the best response's win probability from
 each seat, its seat rotating as evaluations rotate it, and their mean: what no agent
-can beat at that table. The computation is ``envs.best_response``; its results are
+can beat at that table. The computation is ``fivethousand_rl.envs.best_response``; its results are
 cached (per rules and per bot, each known by what it does: below) beside the solver's
 cache.
 
@@ -23,7 +23,7 @@ loaded the first time a game's rules ask for it.
 The bots are named, and made by the ``make_policy`` the caller passes (by default the
 package's own, ``agents.make_policy``, which makes this bot too: it is imported only when
 needed), or given as Policy objects: ``exploitability(policy)`` is the one-call form for
-a 2-player policy of one's own. The command line is ``agents.best_response.cli``.
+a 2-player policy of one's own. The command line is ``fivethousand_rl.agents.best_response.cli``.
 
 The cache never answers for another policy: it is keyed by what each bot does
 (``bot_key``): a model file (or shipped agent) by the digest of its bytes, ``optimal``
@@ -39,14 +39,14 @@ minute for a simple rule in Python; docs/exact.md). Three optional methods make 
 faster or possible:
 
 - ``act_batch(games, idx, rng)``: the actions in the games `idx` of an
-  ``envs.batch.BatchGames`` at once (``envs.batch.BatchPolicy``);
+  ``fivethousand_rl.envs.batch.BatchGames`` at once (``fivethousand_rl.envs.batch.BatchPolicy``);
 - ``turn_view(starts, rules)``: the part of the turn-start scores (rows in the mover's
   order) its choices read, e.g. ``starts[:, :1]`` for its own score alone: starts with
-  the same view are followed once (``envs.turn_outcomes.view_keys``);
+  the same view are followed once (``fivethousand_rl.envs.turn_outcomes.view_keys``);
 - ``action_probabilities(games, idx)``: a policy that draws gives the chance of each of
   the 64 actions, ``(len(idx), 64)``, and is followed along every branch.
 
-    from agents.best_response import exploitability
+    from fivethousand_rl.agents.best_response import exploitability
     exploitability(MyBot(), rules=Rules(target=1000, entry=300))  # a short game: seconds
 """
 
@@ -60,17 +60,23 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import MODEL_SUFFIXES, atomic_write
-from agents.cache import LRU, MAX_IN_MEMORY, MB, bound_disk, remember, touch
-from agents.optimal import cache_dir
-from agents.shipped import SHIPPED, shipped_model
-from envs.batch import ROLL_BUST, ROLLS, BatchGames, decide
-from envs.best_response import BestResponse, ScoreSpace, solve_best_response
-from envs.game import Game, check_players
-from envs.policy import Policy, resolve_policy
-from envs.rules import NUM_ACTIONS, NUM_DICE, Rules
-from envs.solver import STEP
-from envs.turn_outcomes import TurnEnds, live_levels, turn_chunk, turn_ends, view_keys
+from fivethousand_rl.agents.base import MODEL_SUFFIXES, atomic_write
+from fivethousand_rl.agents.cache import LRU, MAX_IN_MEMORY, MB, bound_disk, remember, touch
+from fivethousand_rl.agents.optimal import cache_dir
+from fivethousand_rl.agents.shipped import SHIPPED, shipped_model
+from fivethousand_rl.envs.batch import ROLL_BUST, ROLLS, BatchGames, decide
+from fivethousand_rl.envs.best_response import BestResponse, ScoreSpace, solve_best_response
+from fivethousand_rl.envs.game import Game, check_players
+from fivethousand_rl.envs.policy import Policy, resolve_policy
+from fivethousand_rl.envs.rules import NUM_ACTIONS, NUM_DICE, Rules
+from fivethousand_rl.envs.solver import STEP
+from fivethousand_rl.envs.turn_outcomes import (
+    TurnEnds,
+    live_levels,
+    turn_chunk,
+    turn_ends,
+    view_keys,
+)
 
 VERSION = 2  # of the cached numbers and keys: a change in how they are computed raises it
 PREFIX = "best-response:"
@@ -96,7 +102,7 @@ def _is_package_maker(make_policy: MakePolicy | None) -> bool:
     if make_policy is None or make_policy is resolve_policy:
         return True
     where = (getattr(make_policy, "__module__", None), getattr(make_policy, "__qualname__", None))
-    return where == ("agents", "make_policy")
+    return where == ("fivethousand_rl.agents", "make_policy")
 
 
 def _maker(make_policy: MakePolicy | None) -> MakePolicy:
@@ -307,7 +313,7 @@ def best_response(
     workers: int = 1,
 ) -> BestResponse:
     """The exact best response to `bots` (after the responder in turn order: names or
-    model files, made by `make_policy`, by default ``agents.make_policy``, or Policy
+    model files, made by `make_policy`, by default ``fivethousand_rl.agents.make_policy``, or Policy
     objects) under `rules` (None: the seeds' rules): from memory, from the disk cache,
     or computed now (with progress bars; the bots' turns in `workers` processes) and
     cached, each bot known by what it does (``identify``)."""
@@ -434,7 +440,7 @@ _WORKER: dict = {}
 
 
 def _init_worker(policy: Policy, rules: Rules) -> None:
-    from agents.threads import one_thread_per_process
+    from fivethousand_rl.agents.threads import one_thread_per_process
 
     one_thread_per_process()
     _WORKER.update(policy=policy, rules=rules)
@@ -454,7 +460,7 @@ def parallel_turn_ends(
 ) -> TurnEnds:
     """``turn_ends`` of `policy` from every position, in `workers` processes (the same
     numbers whatever their number); `progress(done, total)` counts positions. The
-    positions a policy plays alike (``envs.turn_outcomes.view_keys``) go to the same
+    positions a policy plays alike (``fivethousand_rl.envs.turn_outcomes.view_keys``) go to the same
     worker, side by side, so that each of their turns is followed once; the result
     lists them in that order."""
     done = [0]
@@ -543,7 +549,7 @@ class BestResponseBot(Policy):
 
     def planner(self, rules: Rules):
         """The planner of the best response under `rules`."""
-        from agents.planner import PlannerBot
+        from fivethousand_rl.agents.planner import PlannerBot
 
         planner = self._planners.get(rules)
         if planner is None:

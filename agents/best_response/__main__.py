@@ -1,7 +1,8 @@
-"""``python -m agents.best_response``: the command line (``agents.best_response.cli``)."""
+"""``python -m fivethousand_rl.agents.best_response``: the command line
+(``fivethousand_rl.agents.best_response.cli``)."""
 
 import sys
 
-from agents.best_response.cli import main
+from fivethousand_rl.agents.best_response.cli import main
 
 sys.exit(main())

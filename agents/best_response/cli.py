@@ -1,6 +1,6 @@
-"""The command line of the best response (``python -m agents.best_response``,
+"""The command line of the best response (``python -m fivethousand_rl.agents.best_response``,
 ``fivethousand best-response``): one table's numbers, or the report of how exploitable
-each of several 2-player agents is (``--report``). See ``agents.best_response``."""
+each of several 2-player agents is (``--report``). See ``fivethousand_rl.agents.best_response``."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import make_policy
-from agents.base import atomic_write, check_output_path, duration
-from agents.best_response import best_response, summary, table_of
-from agents.optimal import rules_line
-from agents.regret import measure
-from agents.rule_flags import add_rule_flags, rules_from_args
-from envs.rules import Rules
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.base import atomic_write, check_output_path, duration
+from fivethousand_rl.agents.best_response import best_response, summary, table_of
+from fivethousand_rl.agents.optimal import rules_line
+from fivethousand_rl.agents.regret import measure
+from fivethousand_rl.agents.rule_flags import add_rule_flags, rules_from_args
+from fivethousand_rl.envs.rules import Rules
 
 # ------------------------------------------------------------------ the report
 # The 2-player agents of the README's table, from the weakest to the strongest.
@@ -35,7 +35,7 @@ def exploitability_rows(
     show_progress: bool = True,
 ) -> list[dict]:
     """For each 2-player policy: its exploitability (exact, ``best_response``) beside
-    what ``agents.regret`` measures in `games` games against ``optimal`` (seats
+    what ``fivethousand_rl.agents.regret`` measures in `games` games against ``optimal`` (seats
     alternating): its win rate, the same estimated from the regrets (far less noisy),
     and its regret per game."""
     rows = []
@@ -109,7 +109,7 @@ The *exploitability* of a policy is what an opponent who knows it exactly, and p
 best response to it, wins beyond a fair half, averaged over the two seats (exact, to
 about 1e-12: `python -m agents.best_response POLICY`). The optimal player's is 0. The
 other columns come from {games:,} games against `optimal` (seats alternating,
-`python -m agents.regret POLICY --against optimal`): the win rate counted, the same
+`python -m fivethousand_rl.agents.regret POLICY --against optimal`): the win rate counted, the same
 estimated from the exact regrets of both players' decisions, and the win probability the
 policy gives away per game. "Best response in" is the time the best response took here,
 or its load time from the cache.
@@ -130,7 +130,7 @@ def value_error(policy, br) -> float | None:
     order): the positions a planner reads its network at (``BestResponse.value_fn``),
     for a planner of a value network (a net of this very table reads the agent's seat);
     None for any other agent."""
-    from agents.value_net import ValueNet
+    from fivethousand_rl.agents.value_net import ValueNet
 
     net = getattr(policy, "value_fn", None)
     if not isinstance(net, ValueNet):
@@ -153,7 +153,7 @@ def table_rows(
     evaluations seat it; played batched where every player can be): its win rate over
     `games` games beside the exact ceiling, and
     for a value-net planner its mean value error against the exact values."""
-    from agents.tournament import seat_record
+    from fivethousand_rl.agents.tournament import seat_record
 
     rows = []
     for name in agents:
@@ -203,8 +203,11 @@ the network should learn at this table).
 
 
 # ------------------------------------------------------------------ the command
-def main(argv: list[str] | None = None, prog: str = "python -m agents.best_response") -> int:
-    """The command line (run by ``python -m agents.best_response``): the exit code."""
+def main(
+    argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.agents.best_response"
+) -> int:
+    """The command line (run by ``python -m fivethousand_rl.agents.best_response``): the
+    exit code."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description="The exact best response to fixed players: exploitability (2 players) "

@@ -1,15 +1,15 @@
 """The exactly optimal player, its on-disk cache, and the numbers and picture it gives.
 
-    python -m agents.optimal [rule flags] [--json] [--plot PATH.png]
+    python -m fivethousand_rl.agents.optimal [rule flags] [--json] [--plot PATH.png]
 
 prints the first player's probability of winning a 2-player game when both play
 optimally, and the best expected points of one turn for a player who has entered,
-under the rules the flags name (``agents.rule_flags``: --hold, --target, --entry,
+under the rules the flags name (``fivethousand_rl.agents.rule_flags``: --hold, --target, --entry,
 --bump/--no-bump, --overshoot, --fifty-rule/--no-fifty-rule; the seeds' rules by
 default). Every variant is solved exactly and cached under its own file.
 
 With 2 players ``OptimalBot`` maximizes its probability of winning, exactly (see
-``envs.solver``). With 3 or more players no exact solution is computed; the bot then
+``fivethousand_rl.envs.solver``). With 3 or more players no exact solution is computed; the bot then
 plays the 2-player optimal policy against the *leader*, the opponent with the highest
 banked score, as if that were the only opponent. The engine still applies every rule
 to every player (bumps, gifts to the lowest qualified player); the approximation only
@@ -27,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import atomic_write, check_plot_path
-from agents.cache import LRU, MAX_IN_MEMORY, MB, bound_disk, remember, touch
-from agents.rule_flags import DEFAULTS, add_rule_flags, rules_from_args
-from envs.game import Game
-from envs.policy import Policy
-from envs.rules import NUM_DICE, Rules
-from envs.solver import STEP, TwoPlayerSolution, solve_two_player, turn_ev_table
+from fivethousand_rl.agents.base import atomic_write, check_plot_path
+from fivethousand_rl.agents.cache import LRU, MAX_IN_MEMORY, MB, bound_disk, remember, touch
+from fivethousand_rl.agents.rule_flags import DEFAULTS, add_rule_flags, rules_from_args
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import NUM_DICE, Rules
+from fivethousand_rl.envs.solver import STEP, TwoPlayerSolution, solve_two_player, turn_ev_table
 
 SOLVER_VERSION = 1
 CACHE_ENV = "FIVETHOUSAND_CACHE"
@@ -91,7 +91,7 @@ def _save(path: Path, sol: TwoPlayerSolution) -> None:
     atomic_write(path, lambda aside: np.savez(aside, **arrays))
 
 
-# The solutions kept in memory, the most recently used last (``agents.cache``). A
+# The solutions kept in memory, the most recently used last (``fivethousand_rl.agents.cache``). A
 # full-size solution takes about 50 MB, and a server offering house rules must not keep
 # every variant it is asked for: past this many (or bytes), the least recently used is
 # dropped (the disk cache still has it).
@@ -162,7 +162,7 @@ class OptimalBot(Policy):
     @staticmethod
     def turn_view(starts: np.ndarray, rules: Rules) -> np.ndarray:
         """What its choices read of the scores (mover's order): its own and the leading
-        opponent's (``envs.turn_outcomes.view_keys``)."""
+        opponent's (``fivethousand_rl.envs.turn_outcomes.view_keys``)."""
         return np.column_stack([starts[:, 0], starts[:, 1:].max(axis=1)])
 
     def action_values(self, game: Game) -> dict[int, float]:
@@ -271,7 +271,9 @@ def exact_numbers(rules: Rules, show_progress: bool = False) -> dict:
     return numbers
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m agents.optimal") -> int:
+def main(
+    argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.agents.optimal"
+) -> int:
     """The command line of ``python -m agents.optimal`` (run by ``__main__.py``; `prog`:
     the command as typed, for its usage): the exit code."""
     parser = argparse.ArgumentParser(prog=prog, description="Exact values of optimal 5000 play.")

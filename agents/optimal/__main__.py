@@ -1,9 +1,9 @@
-"""``python -m agents.optimal``: the exact numbers of optimal play (``main`` in the
+"""``python -m fivethousand_rl.agents.optimal``: the exact numbers of optimal play (``main`` in the
 package). The command lives here, not in the package, because ``agents`` imports the
 package first: running it as a script would run it twice (runpy's RuntimeWarning)."""
 
 import sys
 
-from agents.optimal import main
+from fivethousand_rl.agents.optimal import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """Stable-Baselines3's VecEnv over the batched ``FiveThousandVectorEnv``: every game of
 a training run stepped at once with array operations (train.py's ``vec_env: batched``).
-Its public face is ``agents.sb3`` (``make_sb3_vec_env``).
+Its public face is ``fivethousand_rl.agents.sb3`` (``make_sb3_vec_env``).
 
 SB3 wants the Gymnasium 0.2x vector API; the vector environment's same-step autoreset
 maps onto it directly: ``dones = terminated | truncated``; a finished game's last
@@ -29,8 +29,8 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from agents.training.checkpoint import MONITOR_FIELDS
-from envs.vector_env import FiveThousandVectorEnv
+from fivethousand_rl.agents.training.checkpoint import MONITOR_FIELDS
+from fivethousand_rl.envs.vector_env import FiveThousandVectorEnv
 
 
 class BatchedVecEnv(VecEnv):

@@ -1,6 +1,6 @@
 """RunCallback: everything periodic in a training run (self-play snapshots, evaluations
 with the best model kept, checkpoints, the progress shown), and the evaluation itself,
-played as a tournament (agents.tournament)."""
+played as a tournament (fivethousand_rl.agents.tournament)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import HParam
 
-from agents import Policy, make_policy
-from agents.base import atomic_write, duration
-from agents.neural import NumpyScorer
-from agents.tournament import seat_record
-from agents.training.checkpoint import RunState, save_checkpoint
-from agents.training.config import TrainConfig, save_json
-from agents.training.progress import Clock, Reporter
+from fivethousand_rl.agents import Policy, make_policy
+from fivethousand_rl.agents.base import atomic_write, duration
+from fivethousand_rl.agents.neural import NumpyScorer
+from fivethousand_rl.agents.tournament import seat_record
+from fivethousand_rl.agents.training.checkpoint import RunState, save_checkpoint
+from fivethousand_rl.agents.training.config import TrainConfig, save_json
+from fivethousand_rl.agents.training.progress import Clock, Reporter
 
 # Told of each evaluation: (steps, mean win rate, results per opponent); sweep.py
 # reports them to Ray Tune.

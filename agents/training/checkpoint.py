@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import atomic_write
-from agents.neural import first_line
-from agents.training.config import (
+from fivethousand_rl.agents.base import atomic_write
+from fivethousand_rl.agents.neural import first_line
+from fivethousand_rl.agents.training.config import (
     LinearLearningRate,
     TrainConfig,
     parse_opponents,
@@ -123,7 +123,7 @@ def load_checkpoint(run_dir: Path, config: TrainConfig, vec_env, extra: dict):
     every random generator put back as they were."""
     import torch
 
-    from agents.neural import attach_obs_spec, load_sb3
+    from fivethousand_rl.agents.neural import attach_obs_spec, load_sb3
 
     latest = run_dir / "latest"
     # The schedules training gave the model (SB3 saved them as pickles, never loaded).

@@ -23,8 +23,8 @@ from typing import Annotated, Any, ClassVar, get_type_hints
 import tyro
 import yaml
 
-from agents import make_policy
-from agents.base import (
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.base import (
     MAX_MODEL_BYTES,
     atomic_write,
     check_output_folder,
@@ -32,13 +32,13 @@ from agents.base import (
     read_capped,
     read_text_capped,
 )
-from agents.rule_flags import rule_flags
-from agents.shipped import SHIPPED, data_folder, shipped_model
-from agents.tournament import standard_table
-from agents.value_net import FeatureSpec, ValueNet
-from envs.encoding import ObsSpec
-from envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players
-from envs.rules import DEFAULT_RULES, HOLD_VARIANTS, Rules, check_target_bound
+from fivethousand_rl.agents.rule_flags import rule_flags
+from fivethousand_rl.agents.shipped import SHIPPED, data_folder, shipped_model
+from fivethousand_rl.agents.tournament import standard_table
+from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet
+from fivethousand_rl.envs.encoding import ObsSpec
+from fivethousand_rl.envs.game import MAX_PLAYERS, MIN_PLAYERS, check_players
+from fivethousand_rl.envs.rules import DEFAULT_RULES, HOLD_VARIANTS, Rules, check_target_bound
 
 PRESETS = data_folder("hyperparams")
 RUNS = Path("checkpoints")  # the default runs folder, in the current folder
@@ -130,7 +130,7 @@ class TrainConfig(GameRules):
     vec_env: str = "auto"
     """"dummy" (one process, one game at a time), "subproc" (one process per env),
     "batched" (one process, every game at once with array operations:
-    envs.vector_env; self-play snapshots still decide one game at a time) or "auto":
+    fivethousand_rl.envs.vector_env; self-play snapshots still decide one game at a time) or "auto":
     batched from BATCHED_FROM environments on, where it was measured faster
     (benchmarks/train_speed.py), else dummy."""
     n_steps: int = 256
@@ -656,7 +656,7 @@ def preset_path(preset: str) -> Path:
 def load_preset(preset: str, cls: type = TrainConfig) -> Any:
     """The defaults of `cls` with a preset's values (and its name, for the record); a
     preset of the other script is refused in one line saying whose it is."""
-    from agents.neural import first_line
+    from fivethousand_rl.agents.neural import first_line
 
     path = preset_path(preset)
     try:
@@ -788,7 +788,7 @@ def read_saved_state(run_dir: Path, keys: Sequence[str]) -> dict:
     (``agents.neural.read_data_pickle``: no code from the folder runs; a pickle naming
     more is refused) and checked to be a mapping that holds `keys`; every problem one
     line."""
-    from agents.neural import ForbiddenPickle, first_line, read_data_pickle
+    from fivethousand_rl.agents.neural import ForbiddenPickle, first_line, read_data_pickle
 
     latest = run_dir / "latest"
     unreadable = f"the checkpoint in {latest} is unreadable"

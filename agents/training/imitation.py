@@ -1,17 +1,17 @@
 """One network that plays as the exact 2-player solution does: imitation of `optimal`
 with data aggregation (DAgger), for the ``policy-2p`` agent (issue 44 item 1).
 
-The network is the PPO agents' own (``agents.networks.ActionScoringPolicy``: a state
+The network is the PPO agents' own (``fivethousand_rl.agents.networks.ActionScoringPolicy``: a state
 embedding joined to each legal action's feature row, one score per action), so the
 result is an ordinary MaskablePPO checkpoint: it plays, evaluates and exports as
 ``ppo-2p`` does, a single feed-forward graph from observation and mask to action.
 
 How it learns, read top to bottom in ``train``:
 
-1. **Data.** Games are played in batches (``envs.batch``); at each decision of a
+1. **Data.** Games are played in batches (``fivethousand_rl.envs.batch``); at each decision of a
    recorded seat the position is kept as its observation's state part and the feature
    rows of its legal actions, with every legal action's exact win probability from the
-   solution (``agents.batched.optimal_values``). A small share of the recorded
+   solution (``fivethousand_rl.agents.batched.optimal_values``). A small share of the recorded
    decisions are replaced by a random legal action, so the data also holds the
    positions a slip leads to.
 2. **First fit:** games of `optimal` against itself, both seats recorded.
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.batched import BatchedOptimalBot, optimal_values
-from agents.neural import NumpyScorer
-from envs.batch import BatchGames, decide, play_batch, play_games
-from envs.encoding import ACTION_FEATURES, ObsSpec
-from envs.rules import NUM_ACTIONS, Rules
-from envs.vector_env import observe_batch
+from fivethousand_rl.agents.batched import BatchedOptimalBot, optimal_values
+from fivethousand_rl.agents.neural import NumpyScorer
+from fivethousand_rl.envs.batch import BatchGames, decide, play_batch, play_games
+from fivethousand_rl.envs.encoding import ACTION_FEATURES, ObsSpec
+from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules
+from fivethousand_rl.envs.vector_env import observe_batch
 
 
 @dataclass
@@ -223,9 +223,9 @@ def make_model(config: ImitationConfig):
     import torch as th
     from sb3_contrib import MaskablePPO
 
-    from agents.networks import ActionScoringPolicy, policy_kwargs_for
-    from agents.neural import attach_obs_spec
-    from envs.gym_env import FiveThousandEnv
+    from fivethousand_rl.agents.networks import ActionScoringPolicy, policy_kwargs_for
+    from fivethousand_rl.agents.neural import attach_obs_spec
+    from fivethousand_rl.envs.gym_env import FiveThousandEnv
 
     th.manual_seed(config.seed)
     env = FiveThousandEnv(n_players=2, rules=config.rules, obs_encoding="rich")

@@ -8,7 +8,7 @@ observation (``network="mlp"``) or ppo-2p's action-scoring network on the rich o
 (``network="action-scoring"``: one small network scores each action from its row of
 consequences); the critic is an MLP on the state part of the observation. The actor's 64
 logits are masked as the exported bots mask them (illegal logits ->
-``agents.exported.MASKED_LOGIT``), the log-probabilities and entropy come from
+``fivethousand_rl.agents.exported.MASKED_LOGIT``), the log-probabilities and entropy come from
 ``log_softmax`` of the masked logits, the optimizer is optax's (global-norm clipping,
 Adam with a linear decay of the step size).
 
@@ -22,14 +22,14 @@ whole run, the lanes shared out by the weights of ``JaxPPOConfig.opponents``
   and ``state.legal_action_mask``; it samples from its masked softmax
   (``self_play="sample"``, as the learner does while it collects) or plays its most
   probable action (``self_play="greedy"``, as the exported bot will);
-- a JAX bot of ``agents.jax_bots`` (``random``, ``threshold:T``, ``turn-ev``).
+- a JAX bot of ``fivethousand_rl.agents.jax_bots`` (``random``, ``threshold:T``, ``turn-ev``).
 
 The trained actor is exported as an ONNX graph (MatMul / Add / Tanh or Relu, and Slice /
 Reshape / Unsqueeze for the action-scoring actor) with the metadata of the project's
-"ppo" exported bots (``agents.exported``: the observation spec, action encoding,
+"ppo" exported bots (``fivethousand_rl.agents.exported``: the observation spec, action encoding,
 masking, provenance), so ``python evaluate.py RUN/model.onnx optimal`` and
-``agents.best_response`` measure it as they measure ppo-2p; its greedy choice
-(``greedy_actions``) is ``agents.exported.masked_choices`` of the same logits.
+``fivethousand_rl.agents.best_response`` measure it as they measure ppo-2p; its greedy choice
+(``greedy_actions``) is ``fivethousand_rl.agents.exported.masked_choices`` of the same logits.
 
 Checkpoints are plain ``.npz`` files (parameters, optimizer state, the environments'
 states, the key, counters and the config as JSON; never pickle): a run stopped after any
@@ -55,8 +55,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from agents.base import atomic_write
-from agents.exported import (
+from fivethousand_rl.agents.base import atomic_write
+from fivethousand_rl.agents.exported import (
     ACTION_ENCODING_VERSION,
     FORMAT,
     FORMAT_VERSION,
@@ -64,13 +64,13 @@ from agents.exported import (
     ExportedBot,
     metadata_path,
 )
-from agents.jax_bots import jax_bot
-from agents.neural import OBS_SPEC_ATTRIBUTE
-from agents.training.config import GameRules
-from envs.encoding import ACTION_FEATURES, Col
-from envs.game import check_players
-from envs.jax_env import FiveThousandJax, LearnerEnv, LearnerState, State
-from envs.rules import NUM_ACTIONS
+from fivethousand_rl.agents.jax_bots import jax_bot
+from fivethousand_rl.agents.neural import OBS_SPEC_ATTRIBUTE
+from fivethousand_rl.agents.training.config import GameRules
+from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
+from fivethousand_rl.envs.game import check_players
+from fivethousand_rl.envs.jax_env import FiveThousandJax, LearnerEnv, LearnerState, State
+from fivethousand_rl.envs.rules import NUM_ACTIONS
 
 ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu}
 ONNX_ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu"}
@@ -90,7 +90,7 @@ Params = dict[str, list[tuple[jax.Array, jax.Array]]]
 class JaxPPOConfig(GameRules):
     """Every setting of a JAX PPO run (saved as config.json and inside each checkpoint);
     each field is a flag of train_jax.py, its docstring the --help text. The rules first
-    (``agents.training.config.GameRules``)."""
+    (``fivethousand_rl.agents.training.config.GameRules``)."""
 
     seed: int = 0
     """Seed of everything: the network, the deals, the dice, the sampling."""
@@ -280,7 +280,7 @@ class Actor:
     """The actor's architecture (``JaxPPOConfig.network``), for the game it reads:
 
     - "mlp": the compact observation through ``actor_layers`` to the 64 logits;
-    - "action-scoring": ``agents.networks.ActionScoringNet`` in JAX, on the rich
+    - "action-scoring": ``fivethousand_rl.agents.networks.ActionScoringNet`` in JAX, on the rich
       observation (its first `n_state` numbers are the state, then one row of
       ``ACTION_FEATURES`` consequences per action): the state through
       ``state_layers`` to an embedding; every action's logit is the same small network
@@ -380,7 +380,7 @@ def greedy_actions(logits: jax.Array) -> jax.Array:
 
 def greedy_policy(params: Params, actor: Actor) -> Callable:
     """(obs (B, D), mask (B, 64)) -> actions (B,): the exported bot's choice, jitted;
-    ``agents.from_function`` makes it a player of the numpy engine."""
+    ``fivethousand_rl.agents.from_function`` makes it a player of the numpy engine."""
 
     @jax.jit
     def act(obs: jax.Array, mask: jax.Array) -> jax.Array:

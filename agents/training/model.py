@@ -5,8 +5,8 @@ from __future__ import annotations
 import zipfile
 from functools import partial
 
-from agents.threads import one_thread_per_process
-from agents.training.config import (
+from fivethousand_rl.agents.threads import one_thread_per_process
+from fivethousand_rl.agents.training.config import (
     NETWORK_KEYS,
     LinearLearningRate,
     TrainConfig,
@@ -20,7 +20,7 @@ def make_env(config: TrainConfig):
     with its config bound (functools.partial) pickles into subprocess workers."""
     from stable_baselines3.common.monitor import Monitor
 
-    from envs.gym_env import FiveThousandEnv
+    from fivethousand_rl.envs.gym_env import FiveThousandEnv
 
     return Monitor(FiveThousandEnv(**env_options(config)))
 
@@ -50,7 +50,7 @@ def make_vec_env(config: TrainConfig):
 
     kind = config.vec_env_kind
     if kind == "batched":  # one vector env: make_env's game and options, every game at once
-        from agents.sb3 import make_sb3_vec_env
+        from fivethousand_rl.agents.sb3 import make_sb3_vec_env
 
         vec = make_sb3_vec_env(config.n_envs, **env_options(config))
     else:
@@ -71,8 +71,8 @@ def make_model(config: TrainConfig, vec_env):
     attached so that every checkpoint of the run carries it."""
     from sb3_contrib import MaskablePPO
 
-    from agents.networks import ActionScoringPolicy, policy_kwargs_for
-    from agents.neural import attach_obs_spec, check_weights, first_line
+    from fivethousand_rl.agents.networks import ActionScoringPolicy, policy_kwargs_for
+    from fivethousand_rl.agents.neural import attach_obs_spec, check_weights, first_line
 
     networks = {name: tuple(getattr(config, name)) for name in NETWORK_KEYS}
     model = MaskablePPO(

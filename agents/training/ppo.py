@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.training import checkpoint, progress
-from agents.training.config import TrainConfig, record_run, save_json
-from agents.training.model import make_model, make_vec_env
+from fivethousand_rl.agents.training import checkpoint, progress
+from fivethousand_rl.agents.training.config import TrainConfig, record_run, save_json
+from fivethousand_rl.agents.training.model import make_model, make_vec_env
 
 if TYPE_CHECKING:
-    from agents.training.callback import EvalHook
+    from fivethousand_rl.agents.training.callback import EvalHook
 
 
 def train(
@@ -32,8 +32,11 @@ def train(
     `on_eval(steps, mean win rate, results)` is told of each evaluation."""
     import torch
 
-    from agents import make_policy
-    from agents.training.callback import RunCallback, StopTraining  # imports SB3: only here
+    from fivethousand_rl.agents import make_policy
+    from fivethousand_rl.agents.training.callback import (  # imports SB3: only here
+        RunCallback,
+        StopTraining,
+    )
 
     torch.set_num_threads(config.torch_threads)
     try:  # optimal: solved or loaded for the run's rules before timing starts (or refused)

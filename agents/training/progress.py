@@ -8,10 +8,10 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.base import duration, program
-from agents.rule_flags import house_rules, rule_flags
-from agents.training.config import TrainConfig
-from envs.rules import DEFAULT_RULES, Rules
+from fivethousand_rl.agents.base import duration, program
+from fivethousand_rl.agents.rule_flags import house_rules, rule_flags
+from fivethousand_rl.agents.training.config import TrainConfig
+from fivethousand_rl.envs.rules import DEFAULT_RULES, Rules
 
 
 def shown(path: Path) -> str:

@@ -1,4 +1,4 @@
-"""Training the planner's value network (agents.value_net): three methods.
+"""Training the planner's value network (fivethousand_rl.agents.value_net): three methods.
 
 ``method="self-play"`` (fitted value iteration): the ``PlannerBot`` plays with the
 current network (a share ``epsilon`` of its decisions random, and optionally scripted
@@ -46,21 +46,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from agents import MODEL_SUFFIXES, make_policy
-from agents.batched import batched
-from agents.neural import short_name
-from agents.planner import PlannerBot, ValueCache
-from agents.threads import one_thread_per_process
-from agents.tournament import seat_record
-from agents.training.config import PlannerConfig
-from agents.value_net import FeatureSpec, ValueNet
-from envs.batch import BatchGames, play_batch
-from envs.driver import DEFAULT_MAX_TURNS
-from envs.game import Game
-from envs.policy import Policy
-from envs.rules import NUM_DICE, Rules
-from envs.turn_outcomes import TurnOutcomes, turn_ends
-from envs.turn_planner import plan_turns
+from fivethousand_rl.agents import MODEL_SUFFIXES, make_policy
+from fivethousand_rl.agents.batched import batched
+from fivethousand_rl.agents.neural import short_name
+from fivethousand_rl.agents.planner import PlannerBot, ValueCache
+from fivethousand_rl.agents.threads import one_thread_per_process
+from fivethousand_rl.agents.tournament import seat_record
+from fivethousand_rl.agents.training.config import PlannerConfig
+from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet
+from fivethousand_rl.envs.batch import BatchGames, play_batch
+from fivethousand_rl.envs.driver import DEFAULT_MAX_TURNS
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import NUM_DICE, Rules
+from fivethousand_rl.envs.turn_outcomes import TurnOutcomes, turn_ends
+from fivethousand_rl.envs.turn_planner import plan_turns
 
 if TYPE_CHECKING:
     import torch  # imported by the trainer alone, when it runs
@@ -118,7 +118,7 @@ def batched_turn_starts(
     seat_policy: np.ndarray,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Play every game of `batch` out (``envs.batch.play_batch``, seat s of game g
+    """Play every game of `batch` out (``fivethousand_rl.envs.batch.play_batch``, seat s of game g
     played by ``policies[seat_policy[g, s]]``); every turn start met, the first ones
     included, as (game, seat to move, scores in turn order from that seat) arrays."""
     n = batch.n_players
@@ -418,7 +418,7 @@ class ValueIteration:
     def _best_response_targets(self) -> tuple[list[tuple[tuple[int, ...], int]], list]:
         """Every (position, agent's index) after the agent's turn, and its exact values
         (each player's win probability, mover's order) under the best response."""
-        from agents.best_response import best_response, cached_best_response
+        from fivethousand_rl.agents.best_response import best_response, cached_best_response
 
         cfg, table = self.cfg, self.spec.table
         fresh = cached_best_response(table, cfg.rules) is None  # then bars: minutes of work

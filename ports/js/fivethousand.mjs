@@ -19,7 +19,7 @@
 // `turn_total` (points held this turn before this roll), `roll` (the dice awaiting the
 // decision, any order).
 //
-// The game itself, for a page or a program that plays whole games (envs.game.Game's
+// The game itself, for a page or a program that plays whole games (fivethousand_rl.envs.game.Game's
 // steps, pure functions on a state as GameState.to_dict writes it):
 //
 //   let state = newGame(2);                            // seat 0 rolls first
@@ -91,7 +91,7 @@ export function canBank(banked, total, rules) {
 /** What banking `total` does (R9): every seat's `scores` afterwards, the `winner` (or
  * null), the seats `bumped` to 0, whether it `overshoot`s the target, and then who it is
  * a gift to (`giftTo`) or, lost although a player had entered, whom it would have taken
- * past the target (`lostCandidate`), as envs.game.bank_outcome. */
+ * past the target (`lostCandidate`), as fivethousand_rl.envs.game.bank_outcome. */
 export function bank(scores, banker, total, rules) {
   const n = scores.length;
   const target = rules.target;
@@ -154,7 +154,7 @@ export function legalMask(state, rules) {
 }
 
 // ------------------------------------------------------------------ the game
-// envs.game.Game's steps as pure functions: each takes a state as GameState.to_dict
+// fivethousand_rl.envs.game.Game's steps as pure functions: each takes a state as GameState.to_dict
 // writes it ({scores, current, turn_total, dice_left, roll, held, phase, winner, turns})
 // and returns {state, event}, a new state and what happened, leaving its argument as it
 // was. A chance step rolls (the caller draws the dice: a page from crypto, a replay from

@@ -33,7 +33,7 @@ let MESSAGES = {};
 let PLURALS = new Intl.PluralRules("en");
 let NUMBERS = numberFormat("en");
 
-// Integers grouped only from 10,000 (a score of 5000 stays "5000"), as envs.i18n.number.
+// Integers grouped only from 10,000 (a score of 5000 stays "5000"), as fivethousand_rl.envs.i18n.number.
 function numberFormat(lang) {
   try {
     return new Intl.NumberFormat(lang, { useGrouping: "min2", maximumFractionDigits: 0 });
@@ -118,7 +118,7 @@ function refusal(banked, total, rules) {
   return joinWords(parts);
 }
 
-/** What banking did (envs.render.bank_text), `names` by seat. */
+/** What banking did (fivethousand_rl.envs.render.bank_text), `names` by seat. */
 function bankText(o, seat, total, names, rules) {
   const who = names[seat];
   if (o.overshoot && o.giftTo === null) {
@@ -145,7 +145,7 @@ function bankText(o, seat, total, names, rules) {
   return _("{who} banked {total}, now {score}", { who, total, score });
 }
 
-/** One event of the game in words (envs.render.event_text). */
+/** One event of the game in words (fivethousand_rl.envs.render.event_text). */
 function eventText(event, names, rules) {
   const who = names[event.seat];
   if (event.kind === "rolled") {

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from make_ppo_actions import record_positions  # this folder: the script's own
 
-from agents import make_policy
+from fivethousand_rl.agents import make_policy
 
 OUT = Path(__file__).with_name("planner_actions.npz")
 AGENTS = {"planner-2p": 2, "planner-3p": 3, "planner-4p": 4, "planner-6p": 6, "planner-multi": 4}

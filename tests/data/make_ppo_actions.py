@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import make_policy
-from envs import driver
-from envs.game import Game
-from envs.policy import Policy
-from envs.rules import Rules
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.envs import driver
+from fivethousand_rl.envs.game import Game
+from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).with_name("ppo_actions.npz")

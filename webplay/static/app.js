@@ -18,7 +18,7 @@ let MESSAGES = {};  // /api/i18n/LANG: msgid (or "context\u0004msgid") -> text, 
 let PLURALS = new Intl.PluralRules("en");
 let NUMBERS = numberFormat("en");
 
-// Integers as the language writes them, grouped only from 10,000 (as envs.i18n.number:
+// Integers as the language writes them, grouped only from 10,000 (as fivethousand_rl.envs.i18n.number:
 // a score of 5000 stays "5000").
 function numberFormat(lang) {
   try {
@@ -963,7 +963,7 @@ function replayGo(at) {
 
 // ------------------------------------------------------------------ wiring
 // The rules panel: the rules of the game on screen (the standard ones before a game), in
-// the page's language, from the server's one text of them (envs.rules_text).
+// the page's language, from the server's one text of them (fivethousand_rl.envs.rules_text).
 async function openRulesPanel() {
   const inReplay = !$("replay").hidden && replayFrames;
   const shown = inReplay ? replayFrames.rules : view && !$("game").hidden ? view.rules : null;
