@@ -4,6 +4,9 @@ package's ``make_policy`` is the policy resolver that the environments find thro
 
 from __future__ import annotations
 
+if __name__ == "agents":  # imported from a clone's root as a top-level package
+    raise ImportError("import fivethousand_rl.agents, not agents: the package has one namespace")
+
 from fivethousand_rl.agents.base import MODEL_SUFFIXES, check_model_file
 from fivethousand_rl.agents.batched import (
     BatchedOptimalBot,

@@ -2,6 +2,9 @@
 ``FiveThousand-v0`` with Gymnasium (``gym.make``: one game; ``gym.make_vec``: the
 batched vector environment)."""
 
+if __name__ == "envs":  # imported from a clone's root as a top-level package
+    raise ImportError("import fivethousand_rl.envs, not envs: the package has one namespace")
+
 import gymnasium as gym
 
 ENV_ID = "FiveThousand-v0"
