@@ -71,7 +71,8 @@ def test_playing_serving_and_evaluating_import_nothing_of_the_training_extra():
     code = """
 import contextlib, importlib, io, json, sys
 for module in ("fivethousand_rl.cli", "fivethousand_rl.play", "fivethousand_rl.evaluate",
-               "webplay.app", "webplay.__main__", "webplay.bots", "agents.exported"):
+               "fivethousand_rl.webplay.app", "fivethousand_rl.webplay.__main__",
+               "fivethousand_rl.webplay.bots", "fivethousand_rl.agents.exported"):
     importlib.import_module(module)
 from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents.shipped import SHIPPED
