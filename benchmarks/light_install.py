@@ -42,14 +42,15 @@ def run(*args: object, cwd: Path, timeout: float = 600) -> str:
 def project_files(root: Path = ROOT) -> list[str]:
     """The files a clean clone holds: those git tracks, and new ones it does not ignore."""
     listed = run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=root)
-    return [name for name in listed.split("\0") if name and (root / name).is_file()]
+    return [name for name in listed.split("\0") if name and (root / name).exists()]
 
 
 def copy_source(folder: Path, root: Path = ROOT) -> Path:
-    """A copy of the clone's files in `folder` (built there, the clone stays clean)."""
+    """A copy of the clone's files in `folder` (built there, the clone stays clean); the
+    links (fivethousand_rl/envs -> ../envs, ...) stay links."""
     for name in project_files(root):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / name, folder / name)
+        shutil.copy2(root / name, folder / name, follow_symlinks=False)
     return folder
 
 
