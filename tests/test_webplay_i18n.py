@@ -408,3 +408,18 @@ def test_the_page_speaks_the_players_language(tmp_path, marked):
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@pytest.mark.parametrize("lang", sorted(i18n.LANGUAGES))
+def test_the_page_names_its_licence_in_every_language(tmp_path, lang):
+    """Issue 53 item 2: the page's footer names the MIT licence, translated."""
+    c = client(tmp_path)
+    assert (
+        '<small data-i18n="licence">Free software under the MIT licence</small>' in c.get("/").text
+    )
+    text = (
+        c.get(f"/api/i18n/{lang}")
+        .json()["messages"]
+        .get("Free software under the MIT licence", "Free software under the MIT licence")
+    )
+    assert "MIT" in text and (lang == "en" or text != "Free software under the MIT licence")

@@ -159,6 +159,7 @@ function pageTexts() {
     step: pgettext("replay control", "step"),
     backToGame: _("Back to the game"),
     goOn: _("Tap, click or press a key to go on."),
+    licence: _("Free software under the MIT licence"),
   };
 }
 
