@@ -12,8 +12,8 @@ With ``--players N`` and N - 1 bots, the bots sit after the responder in turn or
 (as evaluations seat a table) and it prints the best response's win probability from
 each seat, its seat rotating as evaluations rotate it, and their mean: what no agent
 can beat at that table. The computation is ``fivethousand_rl.envs.best_response``; its results are
-cached (per rules and per bot, each known by what it does: below) beside the solver's
-cache.
+cached (per rules and per bot, where each bot is known exactly: below) beside the solver's
+cache; ``--no-cache`` (``cache=False``) neither reads nor writes it.
 
 The policies must be deterministic, as every bot made by name is, except ``random``,
 which says how it chooses. ``best-response:BOTS`` (``agents.make_policy``; BOTS is one
@@ -25,13 +25,17 @@ package's own, ``agents.make_policy``, which makes this bot too: it is imported 
 needed), or given as Policy objects: ``exploitability(policy)`` is the one-call form for
 a 2-player policy of one's own. The command line is ``fivethousand_rl.agents.best_response.cli``.
 
-The cache never answers for another policy: it is keyed by what each bot does
-(``bot_key``): a model file (or shipped agent) by the digest of its bytes, ``optimal``
-(the rules' exact solution) by its name, and every other policy (a bot name, one made by
-a caller's ``make_policy``, a Policy object) by its class and a fingerprint of its
-decisions at a fixed, seeded set of positions (``decision_fingerprint``). A policy that
-decides differently with two generators is not deterministic: its turns have no exact
-ends, and it is refused (give it ``action_probabilities`` to be followed on every branch).
+The cache never answers for other decisions: it holds only bots identified exactly
+(``bot_key``), with a digest of the package's code and libraries (``code_key``): a model
+file or shipped agent by the digest of its bytes, a name of the package's own bots by
+that name, ``best-response:BOTS`` by the keys of BOTS. Any other policy (a Policy object,
+a plugin's name, ``module:function`` code, a name made by a caller's ``make_policy``) is
+computed every time: what it does is known only by asking all the decisions the best
+response reads, which is most of the work (docs/exploitability.md). A policy that
+decides differently when asked the same decisions again, with another generator and in
+another order, is not deterministic (it draws, or keeps state between calls): its turns
+have no exact ends, and it is refused (``check_deterministic``; give it
+``action_probabilities`` to be followed on every branch).
 
 Any policy is measured (``exploitability``): one with ``act`` alone is asked once per
 decision its turns can reach, about 20 million at full size with 2 players (about a
@@ -53,9 +57,13 @@ faster or possible:
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
+from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -63,12 +71,12 @@ import numpy as np
 from fivethousand_rl.agents.base import MODEL_SUFFIXES, atomic_write
 from fivethousand_rl.agents.cache import LRU, MAX_IN_MEMORY, MB, bound_disk, remember, touch
 from fivethousand_rl.agents.optimal import cache_dir
-from fivethousand_rl.agents.shipped import SHIPPED, shipped_model
+from fivethousand_rl.agents.shipped import PACKAGE, SHIPPED, shipped_model
 from fivethousand_rl.envs.batch import ROLL_BUST, ROLLS, BatchGames, decide
 from fivethousand_rl.envs.best_response import BestResponse, ScoreSpace, solve_best_response
 from fivethousand_rl.envs.game import Game, check_players
 from fivethousand_rl.envs.policy import Policy, resolve_policy
-from fivethousand_rl.envs.rules import NUM_ACTIONS, NUM_DICE, Rules
+from fivethousand_rl.envs.rules import NUM_DICE, Rules
 from fivethousand_rl.envs.solver import STEP
 from fivethousand_rl.envs.turn_outcomes import (
     TurnEnds,
@@ -78,12 +86,18 @@ from fivethousand_rl.envs.turn_outcomes import (
     view_keys,
 )
 
-VERSION = 2  # of the cached numbers and keys: a change in how they are computed raises it
+VERSION = 3  # of the cached numbers and keys: a change in how they are computed raises it
 PREFIX = "best-response:"
-# The decisions a policy is known by (``decision_fingerprint``): this many positions,
-# drawn with this seed (changing either changes every key: raise VERSION with it).
-FINGERPRINT_POSITIONS = 4096
-FINGERPRINT_SEED = 20261204
+# The names of the package's own bots, whose play its code fixes (``agents.make_policy``
+# finds them before any plugin): the only names cached as they are (``bot_key``). A bot
+# name added to the package is computed every time until it is added here.
+BUILTIN_NAME = re.compile(r"random|smart|turn-ev|optimal|expectimax(:[0-9]+)?|threshold:[0-9]+")
+# The libraries whose versions are part of ``code_key`` (the numbers go through them).
+KEY_LIBRARIES = ("numpy", "torch", "onnxruntime")
+# The decisions a policy is asked twice before its turns are followed
+# (``check_deterministic``): this many positions, drawn with this seed.
+CHECK_POSITIONS = 4096
+CHECK_SEED = 20261204
 
 
 # ------------------------------------------------------------------ identities
@@ -130,40 +144,47 @@ def _file_key(spec: str) -> str | None:
     return f"{spec if spec in SHIPPED else Path(path).name}@{digest.hexdigest()[:16]}"
 
 
-def identify(
-    bot: Bot, rules: Rules, n_players: int, make_policy: MakePolicy | None = None
-) -> tuple[str | None, Policy | None]:
-    """(`bot`'s cache key, the policy if it had to be made for it). The key says what
-    the bot does, so that two bots that play differently never share a result:
+def bot_key(bot: Bot, make_policy: MakePolicy | None = None) -> str | None:
+    """What identifies `bot` in the cache exactly, or None: it is then never cached.
+    Only bots that the package's own files fix are cached (with ``code_key``):
 
-    - a model file or shipped agent, made by the package: the digest of its file;
-    - ``optimal`` made by the package: its name (its play is the exact solution of the
-      rules, which the cache key holds too), and ``best-response:BOTS`` the keys of BOTS;
-    - anything else (a bot name, a name made by another `make_policy`, a Policy object):
-      its class and ``decision_fingerprint`` (None, no caching, if it cannot be taken).
+    - a model file or shipped agent made by the package: its name and file digest;
+    - a name of the package's own bots (``BUILTIN_NAME``) made by the package: that name;
+    - ``best-response:BOTS`` made by the package: the keys of BOTS (if each has one).
 
-    NotDeterministicError (a ValueError) for a policy that is not deterministic, and
-    the policy's own ValueError if it cannot play such a game (``check_game``)."""
-    make = _maker(make_policy)
-    if isinstance(bot, str) and _is_package_maker(make_policy):
-        spec = bot.strip()
-        key = _file_key(spec)
-        if key is not None:
-            return key, None
-        if spec == "optimal":
-            return spec, None
-        if spec.startswith(PREFIX):
-            table = table_of(spec[len(PREFIX) :])  # the table that bot responds at
-            inner = [identify(b, rules, len(table) + 1, make)[0] for b in table]
-            known = [key for key in inner if key is not None]
-            return (PREFIX + ",".join(known) if len(known) == len(inner) else None), None
-    policy = make(bot.strip()) if isinstance(bot, str) else bot
-    _check(policy, n_players, rules)
-    fingerprint = decision_fingerprint(policy, n_players, rules)
-    if fingerprint is None:
-        return None, policy
-    kind = type(policy)
-    return f"{kind.__module__}.{kind.__qualname__}#{fingerprint}", policy
+    A Policy object, a plugin's name, ``module:function`` code or a name made by
+    another `make_policy` gets None: nothing short of asking every decision the best
+    response reads tells what it does."""
+    if not isinstance(bot, str) or not _is_package_maker(make_policy):
+        return None
+    spec = bot.strip()
+    if spec.startswith(PREFIX):
+        inner = [bot_key(b) for b in table_of(spec[len(PREFIX) :])]
+        return None if None in inner else PREFIX + ",".join(inner)
+    key = _file_key(spec)
+    if key is not None:
+        return key
+    return spec if BUILTIN_NAME.fullmatch(spec) else None
+
+
+@cache
+def code_key() -> str:
+    """A digest of the code that plays the package's bots and computes the best response
+    (every module of ``fivethousand_rl.envs`` and ``fivethousand_rl.agents``) and of the
+    versions of ``KEY_LIBRARIES``: a cached result is read only by the code that would
+    compute it again (a changed bot, or a changed solver, is computed again)."""
+    digest = hashlib.sha256()
+    for folder in (Path(inspect.getfile(Rules)).resolve().parent, PACKAGE):
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(f"{path.relative_to(folder.parent).as_posix()}\n".encode())
+            digest.update(path.read_bytes())
+    for library in KEY_LIBRARIES:
+        try:
+            version = metadata.version(library)
+        except metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{library}={version}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def _check(policy: Policy, n_players: int, rules: Rules) -> None:
@@ -173,23 +194,14 @@ def _check(policy: Policy, n_players: int, rules: Rules) -> None:
         check(n_players, rules)
 
 
-def bot_key(
-    bot: Bot, rules: Rules | None = None, n_players: int = 2, make_policy: MakePolicy | None = None
-) -> str | None:
-    """What identifies `bot` in the cache at a table of `n_players` under `rules`
-    (``identify``): None where its play cannot be fingerprinted (it is then never
-    cached)."""
-    return identify(bot, rules or Rules(), n_players, make_policy)[0]
-
-
-def fingerprint_positions(n_players: int, rules: Rules) -> BatchGames:
-    """The fixed decisions a policy is known by: ``FINGERPRINT_POSITIONS`` games drawn
-    with ``FINGERPRINT_SEED``, seat 0 to decide (as the turns of ``turn_ends`` are
+def check_positions(n_players: int, rules: Rules) -> BatchGames:
+    """The decisions ``check_deterministic`` asks twice: ``CHECK_POSITIONS`` games drawn
+    with ``CHECK_SEED``, seat 0 to decide (as the turns of ``turn_ends`` are
     asked): banked scores from the rules' grid, turn totals up to the target (half of
     them up to 2,000, where most turns are), and a scoring roll of 1 to 5 dice (5 at a
     turn total of 0; k < 5 dice only where the dice held can have scored the total)."""
-    rng = np.random.default_rng(FINGERPRINT_SEED)
-    m = FINGERPRINT_POSITIONS
+    rng = np.random.default_rng(CHECK_SEED)
+    m = CHECK_POSITIONS
     games = BatchGames(m, n_players, rules)
     games.scores[:] = rng.choice(np.array(rules.banked_scores()), size=(m, n_players))
     top = rules.target // STEP
@@ -211,35 +223,35 @@ def fingerprint_positions(n_players: int, rules: Rules) -> BatchGames:
     return games
 
 
-def decision_fingerprint(policy: Policy, n_players: int, rules: Rules) -> str | None:
-    """A digest of `policy`'s decisions at ``fingerprint_positions`` (its
-    ``action_probabilities`` there, if it has them): policies that decide differently
-    there get different digests. None if it fails to decide there (then nothing about
-    it is cached); NotDeterministicError if it decides differently with two
-    generators."""
-    games = fingerprint_positions(n_players, rules)
+def check_deterministic(policy: Policy, n_players: int, rules: Rules) -> None:
+    """NotDeterministicError (one line) unless `policy` answers alike when asked the
+    decisions of ``check_positions`` twice, the second time with another generator and
+    in a shuffled order: a policy that draws, or that keeps state from one call to the
+    next (its answers depend on the order it is asked in), has no exact turn ends. Its
+    ``action_probabilities``, if it has them, are what is compared. A policy that
+    cannot decide there is not checked (following its turns asks it again)."""
+    games = check_positions(n_players, rules)
     idx = np.arange(games.n_games)
+    order = np.random.default_rng(CHECK_SEED).permutation(idx)
     chances = getattr(policy, "action_probabilities", None)
     try:
         if callable(chances):
-            p = np.asarray(chances(games, idx), dtype=np.float64)
-            if p.shape != (len(idx), NUM_ACTIONS):
-                return None
-            decisions = np.round(p, 12)
+            first = np.asarray(chances(games, idx), dtype=np.float64)
+            again = np.empty_like(first)
+            again[order] = np.asarray(chances(games, order), dtype=np.float64)
         else:
-            decisions = decide(policy, games, idx, np.random.default_rng(1))
-            again = decide(policy, games, idx, np.random.default_rng(2))
-            if not np.array_equal(decisions, again):
-                raise NotDeterministicError(
-                    f"{bot_name(policy)} is not deterministic (it decides differently with "
-                    "two generators): an exact best response needs a policy that does not "
-                    "draw, or one that gives its action_probabilities(games, idx)"
-                )
-    except NotDeterministicError:
-        raise
-    except Exception:  # a policy that cannot decide there: no fingerprint, no cache
-        return None
-    return hashlib.sha256(np.ascontiguousarray(decisions).tobytes()).hexdigest()[:16]
+            first = decide(policy, games, idx, np.random.default_rng(1))
+            again = np.empty_like(first)
+            again[order] = decide(policy, games, order, np.random.default_rng(2))
+    except Exception:  # it cannot decide there (or answers in the wrong shape)
+        return
+    if not np.allclose(first, again, rtol=0.0, atol=1e-12):
+        raise NotDeterministicError(
+            f"{bot_name(policy)} is not deterministic (asked the same decisions again, with "
+            "another generator and in another order, it answered differently): an exact "
+            "best response needs a policy whose decisions depend on the game alone, or one "
+            "that gives its action_probabilities(games, idx)"
+        )
 
 
 def table_of(spec: str, players: int | None = None) -> tuple[str, ...]:
@@ -266,7 +278,9 @@ _MEMORY = LRU(MAX_IN_MEMORY, MAX_BEST_RESPONSE_BYTES)
 
 
 def _cache_path(keys: Sequence[str], rules: Rules) -> Path:
-    key = json.dumps({"bots": list(keys), "rules": rules.to_dict(), "version": VERSION})
+    key = json.dumps(
+        {"bots": list(keys), "rules": rules.to_dict(), "version": VERSION, "code": code_key()}
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_dir() / f"best-response-{len(keys) + 1}p-{digest}.npz"
 
@@ -281,6 +295,7 @@ def _load(path: Path, keys: Sequence[str], rules: Rules, names: tuple) -> BestRe
             meta.get("bots") == list(keys)
             and meta.get("rules") == rules.to_dict()
             and meta.get("version") == VERSION
+            and meta.get("code") == code_key()
             and values.shape == (n, ScoreSpace(rules, n).size, n)
             and meta.get("checksum") == hashlib.sha256(values.tobytes()).hexdigest()
         )
@@ -299,6 +314,7 @@ def _save(path: Path, keys: Sequence[str], br: BestResponse) -> None:
         "bots": list(keys),
         "rules": br.rules.to_dict(),
         "version": VERSION,
+        "code": code_key(),
         "checksum": hashlib.sha256(np.ascontiguousarray(br.values).tobytes()).hexdigest(),
     }
     values = np.ascontiguousarray(br.values)
@@ -311,20 +327,22 @@ def best_response(
     make_policy: MakePolicy | None = None,
     show_progress: bool = True,
     workers: int = 1,
+    cache: bool = True,
 ) -> BestResponse:
     """The exact best response to `bots` (after the responder in turn order: names or
     model files, made by `make_policy`, by default ``fivethousand_rl.agents.make_policy``, or Policy
     objects) under `rules` (None: the seeds' rules): from memory, from the disk cache,
     or computed now (with progress bars; the bots' turns in `workers` processes) and
-    cached, each bot known by what it does (``identify``)."""
+    cached, where every bot is identified exactly (``bot_key``; else it is computed
+    every time, after ``check_deterministic``). With `cache` False nothing is read from
+    or written to either cache."""
     rules = rules or Rules()
     bots = tuple(bots)
     n = check_players(len(bots) + 1)
     names = tuple(bot_name(b) for b in bots)
     make = _maker(make_policy)
-    identified = [identify(b, rules, n, make) for b in bots]
-    keys = tuple(key for key, _ in identified)
-    cached = None not in keys
+    keys = tuple(bot_key(b, make_policy) for b in bots) if cache else ()
+    cached = cache and None not in keys
     memory_key = (keys, rules)
     if cached and memory_key in _MEMORY:
         remember(_MEMORY, memory_key, _MEMORY[memory_key])
@@ -332,12 +350,10 @@ def best_response(
     path = _cache_path(keys, rules) if cached else None
     result = _load(path, keys, rules, names) if path is not None else None
     if result is None:
-        policies = [
-            made if made is not None else make(b.strip()) if isinstance(b, str) else b
-            for b, (_, made) in zip(bots, identified, strict=True)
-        ]
+        policies = [make(b.strip()) if isinstance(b, str) else b for b in bots]
         for policy in policies:
             _check(policy, n, rules)
+            check_deterministic(policy, n, rules)
         result = _compute(policies, names, rules, show_progress, workers)
         if path is not None:
             try:
@@ -360,25 +376,30 @@ def _named(br: BestResponse, names: tuple[str, ...]) -> BestResponse:
 
 
 def exploitability(
-    policy: Bot, rules: Rules | None = None, workers: int = 1, show_progress: bool = True
+    policy: Bot,
+    rules: Rules | None = None,
+    workers: int = 1,
+    show_progress: bool = True,
+    cache: bool = True,
 ) -> float:
     """The exploitability of a 2-player `policy` (a Policy object, or a name or model
     file for ``agents.make_policy``) under `rules` (None: the seeds' rules): what its
     exact best response wins beyond one half, averaged over the two seats (0 for
     optimal play). Computed as ``best_response`` computes it (with a progress bar, the
-    policy's turns in `workers` processes), or read from its cache."""
-    br = best_response((policy,), rules, None, show_progress, workers)
+    policy's turns in `workers` processes), or read from its cache where the policy is
+    identified exactly (``bot_key``; `cache` False: never)."""
+    br = best_response((policy,), rules, None, show_progress, workers, cache)
     return float(summary(br)["exploitability"])
 
 
 def cached_best_response(bots: Sequence[Bot], rules: Rules) -> BestResponse | None:
     """The best response to `bots` under `rules` if it was computed before (in memory or
     in the disk cache), else None: no best response is computed (at full size a table of
-    3 takes minutes to an hour), only the bots' keys (``identify``). A bot that is not a
-    name, a readable model or a policy whose play can be fingerprinted gives None too."""
+    3 takes minutes to an hour), only the bots' keys (``bot_key``). A bot that is not
+    identified exactly (a Policy object, a plugin's name) gives None too."""
     names = tuple(bot_name(b) for b in bots)
     try:
-        keys = tuple(bot_key(b, rules, len(bots) + 1) for b in bots)
+        keys = tuple(bot_key(b) for b in bots)
     except (OSError, ValueError):
         return None
     if None in keys:

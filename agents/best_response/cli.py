@@ -33,15 +33,18 @@ def exploitability_rows(
     seed: int = 0,
     workers: int = 1,
     show_progress: bool = True,
+    cache: bool = True,
 ) -> list[dict]:
-    """For each 2-player policy: its exploitability (exact, ``best_response``) beside
-    what ``fivethousand_rl.agents.regret`` measures in `games` games against ``optimal`` (seats
+    """For each 2-player policy: its exploitability (exact, ``best_response``; `cache`
+    False: computed, the cache neither read nor written) beside what
+    ``fivethousand_rl.agents.regret`` measures in `games` games against ``optimal`` (seats
     alternating): its win rate, the same estimated from the regrets (far less noisy),
     and its regret per game."""
     rows = []
     for policy in policies:
         start = time.perf_counter()
-        numbers = summary(best_response((policy,), rules, make_policy, show_progress, workers))
+        br = best_response((policy,), rules, make_policy, show_progress, workers, cache)
+        numbers = summary(br)
         seconds = time.perf_counter() - start
         report = measure(policy, "optimal", games, seed, rules, progress=show_progress)
         rows.append(
@@ -117,6 +120,25 @@ or its load time from the cache.
 Regret and exploitability answer different questions: regret measures the chances a
 policy gives away against an opponent who plays well, exploitability what it gives away
 against the one opponent who targets its mistakes.
+
+What the cache answers for: a best response is cached (beside the solver's) only for
+bots identified exactly, so no number is ever read from an entry computed for other
+decisions. A model file or shipped agent is known by the digest of its bytes (an
+exported bot's metadata too), a name of the package's own bots (`random`,
+`threshold:T`, `smart`, `turn-ev`, `optimal`, `expectimax[:N]`) by that name,
+`best-response:BOTS` by its bots' keys; each key carries a digest of the package's code
+(`fivethousand_rl.envs`, `fivethousand_rl.agents`) and of the numpy, torch and
+onnxruntime versions. Any other policy (a `Policy` object, a plugin's bot,
+`module:function` code, a name made by one's own `make_policy`) is computed every time:
+keying it by everything the best response reads from it would mean asking it every
+decision its turns reach, which is most of the work (at full size, one process on this
+project's 2-core machine: 2.5 s of 6.2 s for threshold:350, 111 s of 117 s for
+planner-2p). Before its turns are followed, a policy is asked 4,096 decisions twice,
+the second time with another generator and in a shuffled order; one that answers
+differently (it draws, or keeps state between calls) is refused in one line
+(`NotDeterministicError`; a policy that draws can give its `action_probabilities`).
+`--no-cache` (`cache=False` in `best_response` and `exploitability`) computes the best
+response now and neither reads nor writes the cache.
 
 ![exploitability]({png_path.name})
 """
@@ -225,6 +247,11 @@ def main(
     parser.add_argument("--workers", type=int, default=1, help="processes for the bots' turns")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compute the best response now: neither read nor write the cache",
+    )
+    parser.add_argument(
         "--report",
         metavar="PATH.md",
         help="each BOT a 2-player policy: write the table of their exploitability, win rate "
@@ -253,7 +280,7 @@ def main(
             raise ValueError(f"--workers must be at least 1, got {args.workers}")
         for bot in bots:
             make_policy(bot)  # a bad name or file fails here, in one line
-        br = best_response(bots, rules, make_policy, not args.json, args.workers)
+        br = best_response(bots, rules, make_policy, not args.json, args.workers, not args.no_cache)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -283,7 +310,7 @@ def _table_report(args: argparse.Namespace, argv: list[str] | None, prog: str) -
         print(f"error: {e}", file=sys.stderr)
         return 2
     start = time.perf_counter()
-    br = best_response(bots, rules, make_policy, True, args.workers)
+    br = best_response(bots, rules, make_policy, True, args.workers, not args.no_cache)
     seconds = time.perf_counter() - start
     rows = table_rows(bots, args.agents, rules, args.games, args.seed, br)
     command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
@@ -303,7 +330,9 @@ def _report(args: argparse.Namespace, argv: list[str] | None, prog: str) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    rows = exploitability_rows(args.bots, rules, args.games, args.seed, args.workers)
+    rows = exploitability_rows(
+        args.bots, rules, args.games, args.seed, args.workers, cache=not args.no_cache
+    )
     command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
     write_report(rows, Path(args.report), command, rules, args.workers)
     print(f"wrote {args.report} (and its .json and .png)")
