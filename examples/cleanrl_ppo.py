@@ -19,11 +19,12 @@ from torch import nn
 from torch.distributions import Categorical
 
 import fivethousand_rl.envs  # registers FiveThousand-v0
+from fivethousand_rl.agents.training.config import PPOSettings  # the settings PPOs share
 from fivethousand_rl.envs.rules import NUM_ACTIONS  # 64: 5 bits of dice to hold, 1 bit to bank
 
 
 @dataclass
-class Config:
+class Config(PPOSettings):  # and gamma, gae_lambda, ent_coef, vf_coef, max_grad_norm
     total_steps: int = 16_000_000  # decisions of the learner, all games together
     seed: int = 0
     out: str = "model.pt"  # where to save the network and this configuration
@@ -32,14 +33,11 @@ class Config:
     num_steps: int = 64  # steps of each game per rollout
     learning_rate: float = 1e-3
     anneal_lr: bool = True
-    gamma: float = 1.0  # no discount: the only reward is +1 or -1 when a game ends
-    gae_lambda: float = 0.95
+    gamma: float = 1.0
+    """No discount: the only reward is +1 or -1 when a game ends."""
     num_minibatches: int = 4
     update_epochs: int = 4
     clip_coef: float = 0.2
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
     hidden: int = 128
     threads: int = 1  # torch threads
 

@@ -97,10 +97,27 @@ def rules_tag(rules: Rules) -> str:
 
 
 @dataclass
-class TrainConfig(GameRules):
+class PPOSettings:
+    """The PPO settings every trainer here names alike: TrainConfig's (MaskablePPO),
+    JaxPPOConfig's and examples/cleanrl_ppo.py's."""
+
+    gamma: float = 0.999
+    """Discount: close to 1, since only the game's end is rewarded."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    max_grad_norm: float = 0.5
+    """Gradient clipping (global norm)."""
+
+
+@dataclass
+class TrainConfig(PPOSettings, GameRules):
     """Everything that defines a training run (saved as config.json in the run). Each
     field is a flag of train.py (--n-timesteps for n_timesteps) and a key of presets and
-    --params; its docstring is its --help text. The rules first (GameRules)."""
+    --params; its docstring is its --help text. GameRules first, then PPOSettings."""
 
     PROGRAM: ClassVar[str] = "train"  # the program that trains it (agents.base.program)
     RESUMABLE: ClassVar[tuple[str, ...]] = ("n_timesteps",)  # what --resume may change
@@ -143,18 +160,8 @@ class TrainConfig(GameRules):
     """Adam step size, decayed linearly to `final_learning_rate` over the run."""
     final_learning_rate: float = 3e-4
     """Learning rate at the end of the run (equal to learning_rate: constant)."""
-    gamma: float = 0.999
-    """Discount: close to 1, since only the game's end is rewarded."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
     clip_range: float = 0.2
     """PPO clip range."""
-    ent_coef: float = 0.01
-    """Entropy bonus."""
-    vf_coef: float = 0.5
-    """Value loss weight."""
-    max_grad_norm: float = 0.5
-    """Gradient clipping."""
     state_layers: list[int] = field(default_factory=lambda: [128, 64])
     """State embedding layers of the action-scoring network (agents/networks.py)."""
     scorer_layers: list[int] = field(default_factory=lambda: [64, 64])

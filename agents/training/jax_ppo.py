@@ -66,7 +66,7 @@ from fivethousand_rl.agents.exported import (
 )
 from fivethousand_rl.agents.jax_bots import jax_bot
 from fivethousand_rl.agents.neural import OBS_SPEC_ATTRIBUTE
-from fivethousand_rl.agents.training.config import GameRules
+from fivethousand_rl.agents.training.config import GameRules, PPOSettings
 from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
 from fivethousand_rl.envs.game import check_players
 from fivethousand_rl.envs.jax_env import FiveThousandJax, LearnerEnv, LearnerState, State
@@ -87,10 +87,10 @@ Params = dict[str, list[tuple[jax.Array, jax.Array]]]
 
 # ------------------------------------------------------------------ config
 @dataclass
-class JaxPPOConfig(GameRules):
+class JaxPPOConfig(PPOSettings, GameRules):
     """Every setting of a JAX PPO run (saved as config.json and inside each checkpoint);
-    each field is a flag of train_jax.py, its docstring the --help text. The rules first
-    (``fivethousand_rl.agents.training.config.GameRules``)."""
+    each field is a flag of train_jax.py, its docstring the --help text. The rules first,
+    then the PPO settings the trainers share (``agents.training.config``)."""
 
     seed: int = 0
     """Seed of everything: the network, the deals, the dice, the sampling."""
@@ -120,18 +120,9 @@ class JaxPPOConfig(GameRules):
     """Adam step size at the start (1e-3 learned faster than 3e-4 in 3-minute probes)."""
     final_lr: float = 1e-5
     """Step size reached at total_steps (linear decay)."""
-    gamma: float = 0.999
-    """Discount: close to 1, since only the game's end is rewarded."""
-    gae_lambda: float = 0.95
-    """GAE lambda."""
     clip: float = 0.2
     """PPO clip range (the policy ratio, and the value function's change)."""
-    ent_coef: float = 0.005
-    """Entropy bonus."""
-    vf_coef: float = 0.5
-    """Value loss weight."""
-    max_grad_norm: float = 0.5
-    """Gradient clipping (global norm)."""
+    ent_coef: float = 0.005  # in PPOSettings' place, with this trainer's default
     update_epochs: int = 4
     """Passes over each rollout."""
     num_minibatches: int = 8
