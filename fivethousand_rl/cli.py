@@ -19,44 +19,37 @@ from importlib import metadata
 COMMAND = "fivethousand"
 DISTRIBUTION = "fivethousand-rl"  # the name pip installs, whose version --version prints
 
-# Subcommand -> (the module whose main it runs, one line for the list), in list order.
+# Subcommand -> (its module in fivethousand_rl, whose main it runs; its line in the list).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "play": ("fivethousand_rl.play", "play 5000 in the terminal against bots or agents"),
-    "serve": (
-        "fivethousand_rl.webplay.__main__",
-        "serve the game in a browser (http://127.0.0.1:8000/)",
-    ),
-    "evaluate": ("fivethousand_rl.evaluate", "play a tournament between agents"),
-    "train": ("fivethousand_rl.train", "train a MaskablePPO agent"),
-    "train-planner": ("fivethousand_rl.train_planner", "train a planner agent's value network"),
-    "train-policy": (
-        "fivethousand_rl.train_policy",
-        "train one network to play like the exact solver (2 players)",
-    ),
-    "train-jax": ("fivethousand_rl.train_jax", "train a PPO agent end to end in JAX"),
-    "export": ("fivethousand_rl.export", "export an agent as a portable ONNX bot"),
-    "ship": ("fivethousand_rl.ship", "package a training run as a shipped agent"),
-    "sweep": ("fivethousand_rl.sweep", "sweep training settings on Ray Tune"),
-    "demo": ("fivethousand_rl.demo", "train a small agent and measure it, or watch bots play"),
-    "regret": ("fivethousand_rl.agents.regret", "exact regret of a 2-player agent's decisions"),
-    "optimal": ("fivethousand_rl.agents.optimal", "the exact numbers of optimal 2-player play"),
+    "play": ("play", "play 5000 in the terminal against bots or agents"),
+    "serve": ("webplay.__main__", "serve the game in a browser (http://127.0.0.1:8000/)"),
+    "evaluate": ("evaluate", "play a tournament between agents"),
+    "train": ("train", "train a MaskablePPO agent"),
+    "train-planner": ("train_planner", "train a planner agent's value network"),
+    "train-policy": ("train_policy", "train one network to play like the exact solver (2 players)"),
+    "train-jax": ("train_jax", "train a PPO agent end to end in JAX"),
+    "export": ("export", "export an agent as a portable ONNX bot"),
+    "ship": ("ship", "package a training run as a shipped agent"),
+    "sweep": ("sweep", "sweep training settings on Ray Tune"),
+    "demo": ("demo", "train a small agent and measure it, or watch bots play"),
+    "regret": ("agents.regret", "exact regret of a 2-player agent's decisions"),
+    "optimal": ("agents.optimal", "the exact numbers of optimal 2-player play"),
     "best-response": (
-        "fivethousand_rl.agents.best_response.cli",
+        "agents.best_response.cli",
         "exploitability, or the most any agent can win at a table of bots",
     ),
 }
 
 # The programs that cannot start without (part of) the training extra, and the modules
 # of it they need (None: all); the others reach for it only for some options, a plot,
-# and are caught when they do. Export needs onnx for any graph, torch for a checkpoint
-# (a bundle of a shipped PPO agent's export needs no torch: fivethousand_rl.agents.shipped).
+# and are caught when they do. Export says itself what the export asked for needs (onnx
+# for any graph, the training extra for a checkpoint: fivethousand_rl/export.py).
 NEEDS_EXTRA: dict[str, tuple[str, ...] | None] = {
     "train": None,
     "train-planner": None,
     "train-policy": None,
     "ship": None,
     "sweep": None,
-    "export": ("onnx",),
 }
 
 
@@ -124,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {needs_extra(prog, missing)}", file=sys.stderr)
         return 2
     try:
-        module = importlib.import_module(SUBCOMMANDS[name][0])
+        module = importlib.import_module(f"fivethousand_rl.{SUBCOMMANDS[name][0]}")
         return module.main(rest, prog=prog)
     except ModuleNotFoundError as e:  # the light install, reaching for the training extra
         missing = (e.name or "").partition(".")[0]

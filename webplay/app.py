@@ -264,16 +264,27 @@ def _validation_message(exc: RequestValidationError) -> str:
     return f"{where}: {message}" if where else message
 
 
-class BodyLimit:
+class HttpMiddleware:
+    """ASGI middleware that acts on HTTP requests only (``http``); any other scope
+    (lifespan, websocket) goes straight on to the app."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            await self.http(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+class BodyLimit(HttpMiddleware):
     """ASGI middleware: a request body over `limit` bytes gets a 413, read no further."""
 
     def __init__(self, app, limit: int) -> None:
         self.app, self.limit = app, limit
 
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope, receive, send) -> None:
         declared = dict(scope.get("headers") or []).get(b"content-length")
         too_big = declared is not None and (not declared.isdigit() or int(declared) > self.limit)
         body = bytearray()
@@ -302,17 +313,11 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """ASGI middleware: SECURITY_HEADERS on every response, an unexpected error's 500
     included (answered here, in one line, then raised on for the server's log)."""
 
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope, receive, send) -> None:
         started = False
 
         async def send_with_headers(message: dict) -> None:
@@ -377,20 +382,14 @@ def request_language(scope: dict) -> str:
     return i18n.negotiate(headers.get(b"accept-language", b"").decode("latin-1"))
 
 
-class Language:
+class Language(HttpMiddleware):
     """ASGI middleware: the request's language (``request_language``) in use while it is
     answered (``envs.i18n.language``, a context variable: it follows the request into
     the worker threads of its endpoints, and no other request sees it). An API answer
     says its language (``Content-Language``) and that it depends on the request's
     (``Vary``); the catalogues (/api/i18n/...) and static files say nothing of it."""
 
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope, receive, send) -> None:
         lang = request_language(scope)
         path = scope.get("path", "")
         marked = path.startswith("/api/") and not path.startswith("/api/i18n/")
