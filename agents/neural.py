@@ -15,11 +15,13 @@ it may read an older version of the rich observation (see checkpoints/README.md)
 
 Trust: SB3 saves part of a checkpoint's settings (``.zip``) with cloudpickle, which
 would run any code the file holds; ``SB3Policy`` loads one without unpickling any of
-them (``load_sb3``: the classes, schedules and spaces given known values, the weights
-read with torch's ``weights_only``), and refuses in one line a file holding a pickle it
-cannot replace safely. A snapshot ``.npz`` is read as arrays and JSON, without pickle
-(``allow_pickle=False``), as are value nets (``agents.value_net``) and exported ``.onnx``
-bots.
+them (``load_sb3``: the classes, schedules and spaces given known values, a
+``policy_kwargs`` read when it holds only plain values and the classes SB3 users put
+there, the weights read with torch's ``weights_only``), and refuses in one line a file
+holding a pickle it cannot replace safely, naming the opt-in for a file its user trusts
+(``trusted=True``, ``FIVETHOUSAND_TRUSTED_MODELS``: SB3's own loader). A snapshot
+``.npz`` is read as arrays and JSON, without pickle (``allow_pickle=False``), as are
+value nets (``agents.value_net``) and exported ``.onnx`` bots.
 
 Every model here, and the exported bots (``fivethousand_rl.agents.exported``), also decides for many
 games at once (``act_batch``, the batched side of ``envs.batch``): the observations of
@@ -351,6 +353,105 @@ def _read_data(key: str, value: dict):
         raise ValueError(f"its {key} is a pickle of more than data ({first_line(e)})") from None
 
 
+class UntrustedPickle(ValueError):
+    """A pickled setting that names code this loader gives no known value: only SB3's own
+    loader, for a file its user trusts (``SB3Policy(..., trusted=True)``), loads it."""
+
+
+# The classes SB3 users put in policy_kwargs, by module and the class they extend: torch
+# activations, torch optimizers (and SB3's RMSpropTFLike), SB3's feature extractors.
+# Each is a class of a library installed here, never code from the file.
+KWARGS_CLASS_FAMILIES = (
+    ("torch.nn.modules.activation", "torch.nn", "Module"),
+    ("torch.optim.", "torch.optim", "Optimizer"),  # a prefix: torch.optim.adam, ...
+    ("stable_baselines3.common.sb2_compat.rmsprop_tf_like", "torch.optim", "Optimizer"),
+    (
+        "stable_baselines3.common.torch_layers",
+        "stable_baselines3.common.torch_layers",
+        "BaseFeaturesExtractor",
+    ),
+)
+# The opcodes that call what the pickle names (or hand it to a hook): a policy_kwargs
+# pickle of the classes above names them by reference and calls nothing, so none of
+# these may appear in one. Every other opcode builds plain values.
+CALLING_OPCODES = {"REDUCE", "BUILD", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "PERSID"}
+CALLING_OPCODES |= {"BINPERSID", "EXT1", "EXT2", "EXT4", "NEXT_BUFFER", "READONLY_BUFFER"}
+# What APPEND(S), ADDITEMS and SETITEM(S) would call on an object that is not a list,
+# set or dict: no class handed out may have them.
+_CONTAINER_METHODS = ("append", "extend", "add")
+_CLASS_IN_REPR = re.compile(r"<class '([\w.]+)'>")
+
+
+def policy_kwargs_class(module: str, name: str) -> type | None:
+    """The class `module`.`name` if it is one of ``KWARGS_CLASS_FAMILIES`` (defined in that
+    module, which must be one of the families' and already imported: nothing is
+    imported for a name read from a file), else None."""
+    import sys
+
+    import stable_baselines3.common.sb2_compat.rmsprop_tf_like  # noqa: F401 (a family's)
+    import torch  # noqa: F401 (imports torch.nn and every torch.optim module)
+
+    for prefix, base_module, base_name in KWARGS_CLASS_FAMILIES:
+        if not (module == prefix or (prefix.endswith(".") and module.startswith(prefix))):
+            continue
+        found = getattr(sys.modules.get(module), name, None) if name.isidentifier() else None
+        base = getattr(sys.modules[base_module], base_name)
+        if (
+            isinstance(found, type)
+            and issubclass(found, base)
+            and found.__module__ == module
+            and not any(hasattr(found, method) for method in _CONTAINER_METHODS)
+            and not hasattr(type(found), "__setitem__")
+        ):
+            return found
+    return None
+
+
+class _PolicyKwargsUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        found = policy_kwargs_class(module, name)
+        if found is None:
+            raise ForbiddenPickle(f"names {module}.{name}")
+        return found
+
+
+def read_policy_kwargs(raw: bytes) -> object:
+    """Unpickle a policy_kwargs pickle (as SB3 writes it with cloudpickle) that holds plain
+    values and the classes of ``KWARGS_CLASS_FAMILIES`` only: those are looked up, never
+    called (none of ``CALLING_OPCODES`` may appear). ``ForbiddenPickle`` ("names
+    module.class", "calls what it names (OPCODE)") for anything else: nothing runs."""
+    import pickletools
+
+    for opcode, _arg, _pos in pickletools.genops(raw):
+        if opcode.name in CALLING_OPCODES:
+            raise ForbiddenPickle(f"calls what it names ({opcode.name})")
+    return _PolicyKwargsUnpickler(io.BytesIO(raw)).load()
+
+
+def _refused_class(value: dict) -> str | None:
+    """The first class that SB3 shows beside a policy_kwargs pickle (its readable fields,
+    a repr per key) that is none of ``KWARGS_CLASS_FAMILIES``, with its key; or None."""
+    for key, shown in value.items():
+        for dotted in [] if key.startswith(":") else _CLASS_IN_REPR.findall(str(shown)):
+            module, _, name = dotted.rpartition(".")
+            if policy_kwargs_class(module, name) is None:
+                return f"names {dotted} ({key})"
+    return None
+
+
+def _read_policy_kwargs(value: dict) -> object:
+    """``read_policy_kwargs`` of a checkpoint's setting; UntrustedPickle (one line) naming
+    the class it refuses as SB3 shows it beside the pickle (a class pickled by value,
+    defined in the user's script, is named there only), else what the unpickler refused."""
+    try:
+        return read_policy_kwargs(base64.b64decode(value[SERIALIZED]))
+    except Exception as e:
+        refused = _refused_class(value) or first_line(e)
+        raise UntrustedPickle(
+            f"its policy_kwargs {refused}: code that loading would run from the file"
+        ) from None
+
+
 def _serialized(settings: dict) -> dict[str, dict]:
     return {k: v for k, v in settings.items() if isinstance(v, dict) and SERIALIZED in v}
 
@@ -359,8 +460,11 @@ def known_settings(settings: dict, spec: ObsSpec, known: dict | None = None) -> 
     """A value for every pickled setting of a checkpoint (SB3's ``custom_objects``, which
     SB3 then never unpickles): the policy class and the spaces from the plain JSON and
     `spec`, `known` (training's own values, when resuming) or ``PLAY_VALUES`` for the
-    schedules, the data read as data. ValueError (one line) for a pickled setting that
-    has no safe value: an unknown policy class, a pickled policy_kwargs, anything else."""
+    schedules, the data read as data, a pickled policy_kwargs read when it holds plain
+    values and the classes SB3 users put there (``read_policy_kwargs``). UntrustedPickle
+    (one line) for a pickled setting that names other code (an unknown policy class, a
+    class of the user's own in policy_kwargs, an unknown setting); ValueError for data
+    that is more than data or spaces that are not this game's."""
     from gymnasium import spaces
     from sb3_contrib.common.maskable.policies import (
         MaskableActorCriticPolicy,
@@ -380,7 +484,9 @@ def known_settings(settings: dict, spec: ObsSpec, known: dict | None = None) -> 
         if key == "policy_class":
             module = value.get("__module__")
             if module not in POLICY_MODULES:
-                raise ValueError(f"its policy class (of module {module}) is none of this project's")
+                raise UntrustedPickle(
+                    f"its policy class (of module {module}) is none of this project's"
+                )
             if module in OWN_NETWORK_MODULES:  # by name, as the pickle would (no import circle)
                 values[key] = importlib.import_module(OWN_NETWORK_MODULE).ActionScoringPolicy
             elif dict_obs:
@@ -396,8 +502,10 @@ def known_settings(settings: dict, spec: ObsSpec, known: dict | None = None) -> 
             values[key] = PLAY_VALUES[key]
         elif key in DATA_SETTINGS:
             values[key] = _read_data(key, value)
+        elif key == "policy_kwargs":
+            values[key] = _read_policy_kwargs(value)
         elif key != "observation_space":
-            raise ValueError(f"its {key} is a pickle ({kind}) that has no safe replacement")
+            raise UntrustedPickle(f"its {key} is a pickle ({kind}) that has no safe replacement")
     return values
 
 
@@ -416,11 +524,20 @@ def check_weights(archive: zipfile.ZipFile) -> None:
                 raise ValueError(f"its {name} is not plain weights ({first_line(e)})") from None
 
 
-def load_sb3(source: Path | bytes, spec: ObsSpec, env=None, known: dict | None = None, **kwargs):
+def load_sb3(
+    source: Path | bytes,
+    spec: ObsSpec,
+    env=None,
+    known: dict | None = None,
+    trusted: bool = False,
+    **kwargs,
+):
     """``MaskablePPO.load`` of a checkpoint (a path or its bytes) without running any code
     it holds: its weights checked by ``check_weights``, its pickled settings given by
     ``known_settings`` (`known`: training's own values). ValueError (one line, without
-    the path) if the file holds a pickle that cannot be replaced safely."""
+    the path) if the file holds a pickle that cannot be replaced safely (UntrustedPickle
+    if it names code). `trusted`: the file's user trusts it; its pickles are loaded by
+    SB3's own loader (cloudpickle), which runs whatever code they hold."""
     from sb3_contrib import MaskablePPO
 
     raw = source if isinstance(source, bytes) else read_capped(source, MAX_MODEL_BYTES)
@@ -429,7 +546,7 @@ def load_sb3(source: Path | bytes, spec: ObsSpec, env=None, known: dict | None =
         if not isinstance(settings, dict):
             raise ValueError("its data is no object")
         check_weights(archive)
-    custom_objects = known_settings(settings, spec, known)
+    custom_objects = {} if trusted else known_settings(settings, spec, known)
     return MaskablePPO.load(io.BytesIO(raw), env=env, custom_objects=custom_objects, **kwargs)
 
 
@@ -651,23 +768,48 @@ class TrainedModel(Policy):
         return batch_actions(games, idx, self.spec, self.choose, rng)
 
 
+# The opt-in of commands (and their worker processes, which inherit it) for model files
+# whose pickled code their user trusts: FIVETHOUSAND_TRUSTED_MODELS=PATH[:PATH...].
+TRUSTED_MODELS_VARIABLE = "FIVETHOUSAND_TRUSTED_MODELS"
+
+
+def trusted_by_environment(path: Path) -> bool:
+    """Whether `path` is one of the model files that ``TRUSTED_MODELS_VARIABLE`` names
+    (paths separated as in PATH, compared once resolved)."""
+    import os
+
+    named = os.environ.get(TRUSTED_MODELS_VARIABLE, "").split(os.pathsep)
+    return path.resolve() in {Path(entry).resolve() for entry in named if entry.strip()}
+
+
 class SB3Policy(TrainedModel):
     """Plays a MaskablePPO checkpoint: the observation of the seat to move, the legal
     actions as the mask, deterministic (greedy) unless `deterministic=False` (then the
     action is sampled with torch's generator, seeded from the caller's rng once per
     decision, and once per chunk of games in ``act_batch``). Loading the checkpoint runs
     none of its code (``load_sb3``): a file with a pickle that cannot be replaced safely
-    is refused in one line."""
+    is refused in one line, naming the opt-in when the pickle is code: `trusted=True`
+    (default: whether ``TRUSTED_MODELS_VARIABLE`` names the file) loads it with SB3's
+    own loader, running its code, for a file its user trusts."""
 
-    def __init__(self, path: str | Path, deterministic: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, deterministic: bool = True, trusted: bool | None = None
+    ) -> None:
         self.path = Path(path)
         self.spec = read_obs_spec(self.path)
         # A spec told by the observation space (a user's own loop): the rules assumed.
         self.spec_assumed = OBS_SPEC_ATTRIBUTE not in read_settings(self.path)
+        self.trusted = trusted_by_environment(self.path) if trusted is None else trusted
         try:
             from gymnasium import spaces
 
-            self.model = load_sb3(self.path, self.spec, device="cpu")
+            self.model = load_sb3(self.path, self.spec, trusted=self.trusted, device="cpu")
+        except UntrustedPickle as e:
+            raise CheckpointError(
+                f"could not load checkpoint {path}: {e}; if you trust this file, let SB3's "
+                f"own loader run that code: {TRUSTED_MODELS_VARIABLE}={path} for the "
+                "commands, SB3Policy(path, trusted=True) in Python"
+            ) from None
         except Exception as e:  # corrupt archives fail in many ways inside SB3
             raise CheckpointError(f"could not load checkpoint {path}: {first_line(e)}") from None
         # Trained with dict_obs: the network reads {"observation", "action_mask"}.
@@ -723,7 +865,8 @@ class SB3Policy(TrainedModel):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         try:
-            self.model = load_sb3(state["model"], self.spec, device="cpu")
+            trusted = state.get("trusted", False)  # as the original was loaded
+            self.model = load_sb3(state["model"], self.spec, trusted=trusted, device="cpu")
         except Exception as e:
             problem = first_line(e)
             raise CheckpointError(f"could not load checkpoint {self.path}: {problem}") from None
