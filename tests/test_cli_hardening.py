@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from fivethousand_rl import demo, evaluate, export, play, ship, sweep, train, train_planner
-from fivethousand_rl.agents import ray_tools, shipping
+from fivethousand_rl.agents import ray_tools, shipping, terminal
 from fivethousand_rl.agents.shipped import shipped_folder
 from fivethousand_rl.agents.training import checkpoint
 from fivethousand_rl.agents.training.config import (
@@ -308,7 +308,7 @@ def test_play_refuses_unbounded_files_in_one_line(flag, kind, tmp_path, capsys):
     path = not_a_plain_file(tmp_path, kind)
     assert play.main([flag, str(path)], ask=lambda _: pytest.fail("asked")) == 2
     err = one_line_error(capsys)
-    assert "not a plain file" in err or f"larger than {play.MAX_FILE_BYTES} bytes" in err
+    assert "not a plain file" in err or f"larger than {terminal.MAX_FILE_BYTES} bytes" in err
 
 
 @pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "huge"])
@@ -351,7 +351,7 @@ def test_a_save_past_the_solver_limit_is_refused(tmp_path):
     data["game"]["rules"]["target"] = 200_000_000
     saved.write_text(json.dumps(data))
     with pytest.raises(ValueError, match=f"target must be at most {MAX_TARGET}"):
-        play.load(str(saved), False, 0.0, input, print)
+        terminal.load(str(saved), False, 0.0, input, print)
 
 
 def test_a_nan_opponent_weight_is_one_line(tmp_path, capsys):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fivethousand_rl import demo, evaluate, play, train, train_planner
-from fivethousand_rl.agents import make_policy, regret, tournament
+from fivethousand_rl.agents import make_policy, regret, terminal, tournament
 from fivethousand_rl.agents.optimal import OptimalBot
 from fivethousand_rl.agents.rule_flags import describe_rules, rule_flags, rules_from_args
 from fivethousand_rl.agents.training import progress
@@ -226,7 +226,7 @@ def test_a_saved_house_rules_game_resumes_under_its_rules_and_refuses_others(tmp
     assert any(f"resume with: python play.py --load {save}" in line for line in lines)
     saved = json.loads(save.read_text())
     assert Rules(**saved["game"]["rules"]) == HOUSE_RULES  # Rules.to_dict: V2, V3, V5
-    session = play.load(str(save), False, 0.0, no_input, lines.append)
+    session = terminal.load(str(save), False, 0.0, no_input, lines.append)
     assert session.game.rules == HOUSE_RULES
     # A saved game has its own rules: a rule flag given with --load is refused.
     assert play.main(["--load", str(save), "--no-fifty-rule"], ask=no_input) == 2

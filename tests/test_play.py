@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fivethousand_rl import play
+from fivethousand_rl.agents import terminal
 from fivethousand_rl.envs.game import Game
 from fivethousand_rl.envs.render import render_text
 from fivethousand_rl.envs.rules import Rules, action_for
@@ -155,7 +156,7 @@ def hint_lines(monkeypatch, root: Path | None, opponents: list[str], hint: bool 
     from fivethousand_rl.agents.value_net import shipped_planner
 
     if root is not None:
-        monkeypatch.setattr(play, "shipped_planner", lambda n, r: shipped_planner(n, r, root))
+        monkeypatch.setattr(terminal, "shipped_planner", lambda n, r: shipped_planner(n, r, root))
     lines = []
     answers = iter(["hint", *BANK_ELSE_ROLL.split("\n")])
     flags = ["--hint"] if hint else []
@@ -253,7 +254,7 @@ def test_choices_list_every_legal_action_once():
     game = Game(2, Rules(), seed=0)
     game.state.scores = [1000, 0]
     game.roll([1, 1, 5, 2, 3])
-    menu = play.choices(game)
+    menu = terminal.choices(game)
     assert sorted(a for a, _ in menu) == game.legal_actions()
 
 
@@ -261,7 +262,7 @@ def test_corrupt_saves_and_logs_are_refused(tmp_path):
     save = tmp_path / "save.json"
     save.write_text(json.dumps({"format": "fivethousand-rl saved game", "game": {}}))
     with pytest.raises(ValueError, match="is not a saved game we can resume"):
-        play.load(str(save), False, 0.0, input, print)
+        terminal.load(str(save), False, 0.0, input, print)
     log = tmp_path / "log.json"
     log.write_text(
         json.dumps(
@@ -274,7 +275,7 @@ def test_corrupt_saves_and_logs_are_refused(tmp_path):
         )
     )
     with pytest.raises(ValueError, match="event 1 cannot be replayed"):
-        play.replay(str(log), say=lambda _: None)
+        terminal.replay(str(log), say=lambda _: None)
     log.write_text(
         json.dumps(
             {
@@ -286,7 +287,7 @@ def test_corrupt_saves_and_logs_are_refused(tmp_path):
         )
     )
     with pytest.raises(ValueError, match="event 1 cannot be replayed"):
-        play.replay(str(log), say=lambda _: None)
+        terminal.replay(str(log), say=lambda _: None)
 
 
 def test_saving_to_a_bad_path_is_a_message(tmp_path):
@@ -357,7 +358,7 @@ def _decision(scores, roll, hold="free", held=()):
     ],
 )
 def test_each_banking_choice_says_what_it_does(scores, roll, line, why):
-    menu = play.choices(_decision(scores, roll), NAMES)
+    menu = terminal.choices(_decision(scores, roll), NAMES)
     assert any(line in text for _, text in menu), (why, menu)
     # Every legal action is listed once, and only banking lines say what banking does.
     game = _decision(scores, roll)
@@ -369,8 +370,8 @@ def test_each_banking_choice_says_what_it_does(scores, roll, line, why):
 def test_the_4800_trap_is_announced_at_the_terminal():
     game = _decision([4800, 500], [1, 1, 1, 2, 3])
     lines = []
-    session = play.Session(game, ["you", "smart"], 0, 1, ask=lambda _: "quit", say=lines.append)
-    with pytest.raises(play.Quit):
+    session = terminal.Session(game, ["you", "smart"], 0, 1, ask=lambda _: "quit", say=lines.append)
+    with pytest.raises(terminal.Quit):
         session.human_turn()
     assert any("bank: overshoot, gift of 1100 to smart (seat 1)" in line for line in lines)
 
@@ -393,7 +394,9 @@ def test_the_4800_trap_is_announced_at_the_terminal():
 def test_moves_are_typed_with_or_without_spaces(typed, held, bank):
     game = _decision([700, 0], [1, 5, 5, 2, 3])
     roll = list(game.state.roll)
-    assert play.parse_command(typed, game, play.choices(game)) == action_for(held, roll, bank)
+    assert terminal.parse_command(typed, game, terminal.choices(game)) == action_for(
+        held, roll, bank
+    )
 
 
 @pytest.mark.parametrize(
@@ -410,7 +413,7 @@ def test_a_refused_hold_gives_the_rule_that_refuses_it_r5(hold, typed, message):
     # Under "all", [5 5 2 3 4] forces holding [5 5]; then the roll [1 1 3].
     game = _decision([700, 0], [1, 1, 3], hold=hold, held=[([5, 5, 2, 3, 4], [5, 5])])
     with pytest.raises(ValueError, match=re.escape(message)):
-        play.parse_command(typed, game, play.choices(game))
+        terminal.parse_command(typed, game, terminal.choices(game))
 
 
 # ------------------------------------------------- grammar and one dice format
@@ -428,7 +431,7 @@ def test_game_and_replay_texts_are_grammatical_and_say_game_over_once(tmp_path, 
         say=lines.append,
     )
     replayed = []
-    play.replay(str(log), say=replayed.append)
+    terminal.replay(str(log), say=replayed.append)
     for text in ("\n".join(lines), "\n".join(replayed)):
         assert not [p for p in BAD_PHRASES if p in text]
         assert re.search(r"\[\d,", text) is None  # dice are [1 5], never [1, 5]
@@ -471,7 +474,7 @@ def test_a_replay_of_a_log_cut_short_says_so(tmp_path, winner, message):
     path = tmp_path / "short.json"
     path.write_text(json.dumps(data))
     lines = []
-    assert play.replay(str(path), say=lines.append) is None
+    assert terminal.replay(str(path), say=lines.append) is None
     assert lines[-1].startswith(message) and "before the end of the game" in lines[-1]
     assert not any("Game over" in line for line in lines)
 
@@ -482,7 +485,7 @@ def test_a_replay_whose_winner_is_not_its_moves_winner_is_refused(tmp_path):
     path = tmp_path / "wrong.json"
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="its moves make seat"):
-        play.replay(str(path), say=lambda _: None)
+        terminal.replay(str(path), say=lambda _: None)
 
 
 # ------------------------------------------------- the rules command

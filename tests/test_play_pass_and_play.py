@@ -9,7 +9,7 @@ import shlex
 import pytest
 
 from fivethousand_rl import play
-from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents import make_policy, terminal
 from fivethousand_rl.agents.optimal import OptimalBot
 from fivethousand_rl.envs.i18n import percent
 from fivethousand_rl.envs.render import action_text
@@ -20,16 +20,16 @@ HEADER = ": your turn (pass the keyboard)."
 
 
 @pytest.fixture
-def sessions(monkeypatch) -> list[play.Session]:
+def sessions(monkeypatch) -> list[terminal.Session]:
     """Every Session that play.main makes (a new game, a rematch, a resumed save)."""
-    made: list[play.Session] = []
-    init = play.Session.__init__
+    made: list[terminal.Session] = []
+    init = terminal.Session.__init__
 
     def record(self, *args, **kwargs):
         init(self, *args, **kwargs)
         made.append(self)
 
-    monkeypatch.setattr(play.Session, "__init__", record)
+    monkeypatch.setattr(terminal.Session, "__init__", record)
     return made
 
 
@@ -37,7 +37,7 @@ class Table:
     """Scripted people at one keyboard: answers each prompt from `moves`, and checks
     that the prompt names the person whose seat the engine says is to move."""
 
-    def __init__(self, sessions: list[play.Session], seats: dict[str, int], moves=MOVES):
+    def __init__(self, sessions: list[terminal.Session], seats: dict[str, int], moves=MOVES):
         self.sessions, self.seats, self.moves = sessions, seats, iter(moves)
         self.transcript: list[str] = []  # said lines and prompts, in order
         self.rematches: list[str] = []  # the rematch questions asked
@@ -101,7 +101,7 @@ def test_two_people_and_a_bot_play_to_the_end_and_again(sessions, tmp_path):
     data = json.loads(log.read_text())
     assert data["players"] == ["Bob", "smart (seat 1)", "Ann"]
     replayed: list[str] = []
-    assert play.replay(str(log), say=replayed.append) == sessions[-1].game.state.winner
+    assert terminal.replay(str(log), say=replayed.append) == sessions[-1].game.state.winner
     assert replayed[-1] == [line for line in table.transcript if "Game over" in line][-1]
 
 
@@ -113,8 +113,8 @@ def test_people_only_play_to_the_end_with_their_own_hints(sessions, monkeypatch,
     from fivethousand_rl.envs.rules import Rules
 
     root = planner_folder(tmp_path, {"planner-multi": (Rules(), 8, [3])})
-    monkeypatch.setattr(play, "shipped_planner", lambda n, r: shipped_planner(n, r, root))
-    monkeypatch.setattr(play.Session, "table_hint", lambda self: pytest.fail("table_hint"))
+    monkeypatch.setattr(terminal, "shipped_planner", lambda n, r: shipped_planner(n, r, root))
+    monkeypatch.setattr(terminal.Session, "table_hint", lambda self: pytest.fail("table_hint"))
     table = Table(sessions, {"Ann": 0, "Bob": 1, "Cy": 2})
     argv = ["--humans", "Ann", "Bob", "Cy", "--seed", "2", "--hint"]
     assert play.main(argv, ask=table.ask, say=table.say) == 0
@@ -256,12 +256,12 @@ class _Spy:
 
     def __call__(self, spec: str):
         self.specs.append(spec)
-        return make_policy("smart" if play.is_model(spec) else spec)
+        return make_policy("smart" if terminal.is_model(spec) else spec)
 
 
 def _resume(tmp_path, monkeypatch, data: dict, *flags: str):
     spy = _Spy()
-    monkeypatch.setattr(play, "make_policy", spy)
+    monkeypatch.setattr(terminal, "make_policy", spy)
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(data))
     out: list[str] = []
@@ -309,7 +309,7 @@ def test_a_corrupt_pass_and_play_save_is_refused_in_one_line(v2_save, tmp_path, 
     path = tmp_path / "edited.json"
     path.write_text(json.dumps({**v2_save, **edit}))
     with pytest.raises(ValueError) as err:
-        play.load(str(path), False, 0.0, input, lambda _: None)
+        terminal.load(str(path), False, 0.0, input, lambda _: None)
     text = str(err.value)
     assert text.startswith(f"{path} is not a saved game we can resume (")
     assert message in text and "\n" not in text, text

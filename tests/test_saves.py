@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fivethousand_rl import play
-from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents import make_policy, terminal
 from fivethousand_rl.envs.game import OVER, ROLL, Game, state_problem
 
 # Bank when allowed, else roll on with the best hold.
@@ -30,17 +30,17 @@ def valid_save(tmp_path_factory) -> dict:
     return data
 
 
-def _load(tmp_path, data) -> play.Session:
+def _load(tmp_path, data) -> terminal.Session:
     path = tmp_path / "edited.json"
     path.write_bytes(data if isinstance(data, bytes) else json.dumps(data).encode())
-    return play.load(str(path), False, 0.0, input, lambda _: None)
+    return terminal.load(str(path), False, 0.0, input, lambda _: None)
 
 
-def _play_on(session: play.Session) -> None:
+def _play_on(session: terminal.Session) -> None:
     """Play the loaded game on: bank when allowed, else roll; quit after MOVES."""
     feed = iter(MOVES)
     session.ask = lambda _: next(feed, "quit")
-    with contextlib.suppress(play.Quit):  # out of moves: the player left
+    with contextlib.suppress(terminal.Quit):  # out of moves: the player left
         session.play()
     assert state_problem(session.game.state, session.game.rules) == ""
 
@@ -227,13 +227,13 @@ class _Spy:
 
     def __call__(self, spec: str):
         self.specs.append(spec)
-        return make_policy("smart" if play.is_model(spec) else spec)
+        return make_policy("smart" if terminal.is_model(spec) else spec)
 
 
 @pytest.fixture
 def spy(monkeypatch) -> _Spy:
     spy = _Spy()
-    monkeypatch.setattr(play, "make_policy", spy)
+    monkeypatch.setattr(terminal, "make_policy", spy)
     return spy
 
 
@@ -350,5 +350,5 @@ def test_opponents_that_do_not_fit_the_save_are_refused_in_one_line(
 def test_saving_says_how_to_resume_naming_the_models_again(spy, players, command):
     """issue 28 item 1: a game with a model seat resumes only with --opponents."""
     game = Game(len(players), seed=0)
-    session = play.Session(game, players, players.index("you"), 0)
+    session = terminal.Session(game, players, players.index("you"), 0)
     assert session.resume_command("g.json") == command
