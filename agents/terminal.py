@@ -20,15 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from fivethousand_rl.agents import MODEL_SUFFIXES, make_policy
+from fivethousand_rl.agents import make_policy, opens_file_or_code
 from fivethousand_rl.agents.base import read_text_capped
 from fivethousand_rl.agents.rule_flags import describe_rules, house_rules
 from fivethousand_rl.agents.value_net import shipped_planner
 from fivethousand_rl.envs import driver
 from fivethousand_rl.envs.game import (
-    OVER,
     BankOutcome,
-    Event,
     Game,
     Moved,
     Rolled,
@@ -110,8 +108,9 @@ def cut(text: str, limit: int = ECHO) -> str:
 
 
 def is_model(spec: str) -> bool:
-    """Whether a player spec names a model file (``make_policy`` opens only such specs)."""
-    return spec.strip().endswith(MODEL_SUFFIXES)
+    """Whether a player spec names a model file or code (``module:function``): the specs
+    ``make_policy`` opens or imports (``agents.opens_file_or_code``), never a save's alone."""
+    return opens_file_or_code(spec)
 
 
 MAX_NAME = 24  # characters of a person's name (--humans): it fits a line of the board
@@ -382,7 +381,7 @@ class Session:
         self.say(headline(game, self.names()))
         return game.state.winner
 
-    def show(self, game: Game, event: Event) -> None:
+    def show(self, game: Game, event: Rolled | Moved) -> None:
         """Log a step, and tell it: each move, and the end of each turn."""
         names = self.names()
         self.log.append(log_entry(event))
@@ -396,7 +395,7 @@ class Session:
             time.sleep(self.delay)
         if event.move.banks:
             self.say(f"  {event_text(event, names)}")
-            if game.state.phase != OVER:  # the final board comes once, at the end of play()
+            if not game.over:  # the final board comes once, at the end of play()
                 self.say(render_text(game, names))
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
@@ -719,7 +718,7 @@ def _seat_players(players: list[str], humans: list[int], opponents: list[str] | 
         models = [i for i in seats if is_model(players[i])]
         if models:
             raise SeatError(
-                f"seat {models[0]} was the model file {cut(players[models[0]])!r}, which a "
+                f"seat {models[0]} was the model file or code {cut(players[models[0]])!r}, which a "
                 "save does not open by itself: pass --opponents with the model file(s) you "
                 f"trust, one per bot seat in seat order ({len(seats)})"
             )
@@ -785,11 +784,11 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
             raise ValueError(f"{path}: event {number} cannot be replayed ({why})") from None
         if "act" in event:
             say(decision_text(game.last_event, names))
-        if s.turns > turns or s.phase == OVER:
+        if s.turns > turns or game.over:
             say(f"  {event_text(game.last_event, names)}")
         time.sleep(delay)
     recorded = data.get("winner")
-    if s.phase == OVER:
+    if game.over:
         if recorded is not None and recorded != s.winner:
             raise ValueError(f"{path}: its moves make seat {s.winner} win, not seat {recorded!r}")
         say(board_text(game, names).rstrip("\n"))
@@ -850,7 +849,7 @@ def play_table(session: Session) -> Session:
     the last game's session (its log is the one written)."""
     try:
         session.play()
-        while session.game.state.phase == OVER and wants_rematch(session.ask, session.several):
+        while session.game.over and wants_rematch(session.ask, session.several):
             session = session.rematch()
             if session.several:
                 session.say(_("A new game at the same table (seed {seed}).", seed=session.seed))
