@@ -24,6 +24,7 @@ from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents import tournament as tour
 from fivethousand_rl.agents import tournament_report as report
 from fivethousand_rl.agents.base import MAX_MODEL_BYTES, duration, read_capped, read_text_capped
+from fivethousand_rl.agents.exporting import LICENSE
 from fivethousand_rl.agents.neural import read_data_pickle
 from fivethousand_rl.agents.shipped import SHIPPED, shipped_folder
 from fivethousand_rl.agents.value_net import ValueNet, average_nets
@@ -39,6 +40,12 @@ class ShipError(ValueError):
 
 
 MAX_NOTES_BYTES = 1 << 20  # a model card's notes are a page or two of Markdown
+# Every card says what a user may do with the agent (issue 53): the project's licence.
+LICENSE_SECTION = f"""## Licence
+
+{LICENSE}, as the rest of fivethousand-rl (its `LICENSE` file): the model, this card and its
+evaluations.
+"""
 
 
 def read_notes(path: str | Path, limit: int = MAX_NOTES_BYTES) -> str:
@@ -304,6 +311,7 @@ trained by imitation of `optimal` with data aggregation
 (`python evaluate.py {agent} optimal`), or export it:
 `python export.py {agent} -o bots/{args.name}.onnx`.
 
+{LICENSE_SECTION}
 ## Training
 
 - first {config["first_games"]:,} games of optimal against itself, both seats recorded
@@ -481,6 +489,7 @@ an exact planner of each turn against it (`agents/planner.py`). {tables_text(con
 export it with
 `python export.py {agent} -o bots/{args.name}.onnx`.
 
+{LICENSE_SECTION}
 ## Training
 
 - iterations: {inputs["iteration"]:,} (the {args.model} network, shipped; the run went on to
@@ -587,6 +596,7 @@ reinforcement against scripted bots and its own snapshots. Play it anywhere an a
 is named: `python evaluate.py {agent} smart`, or as `{agent}` in the environment's
 opponents.
 
+{LICENSE_SECTION}
 ## Training
 
 - steps: {steps:,} learner decisions in all (the {args.model} model; the last run so far:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from fivethousand_rl import demo, evaluate, export, play, ship, sweep, train, train_planner
-from fivethousand_rl.agents import ray_tools, shipping, terminal
+from fivethousand_rl.agents import exporting, ray_tools, shipping, terminal
 from fivethousand_rl.agents.shipped import shipped_folder
 from fivethousand_rl.agents.training import checkpoint
 from fivethousand_rl.agents.training.config import (
@@ -225,7 +225,7 @@ def deep_config(tmp_path: Path) -> None:
 
 def deep_export_config(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(DEEP)
-    export.run_config(tmp_path / "model.zip")
+    exporting.run_config(tmp_path / "model.zip")
 
 
 def deep_preset(tmp_path: Path) -> None:

@@ -1,8 +1,11 @@
 """export.py and exported bots: parity with the SB3 policy, metadata checks, errors."""
 
+import base64
 import json
+import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -10,7 +13,7 @@ import numpy as np
 import pytest
 
 from fivethousand_rl import export
-from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents import exporting, make_policy
 from fivethousand_rl.agents.exported import ExportedBot, ExportError, masked_choice
 from fivethousand_rl.agents.neural import read_obs_spec, read_settings, write_settings
 from fivethousand_rl.envs.encoding import ObsSpec
@@ -73,6 +76,87 @@ def test_metadata_records_the_spec_and_provenance(exported):
     assert meta["inputs"] == {"obs": ["batch", 2837]}
     assert meta["provenance"]["checkpoint_sha256"]
     assert meta["provenance"]["training_config"]["players"] == 2
+
+
+# A folder of a machine: "/x/y" (not "a/b", nor "x/y" inside a word), a Windows drive.
+LOCAL_PATH = re.compile(r"(?<![\w./-])/[\w.~-]+/|\b[A-Za-z]:[\\/]")
+
+
+def local_paths(strings) -> list[str]:
+    """The strings that name an absolute path, or this clone's or home folder."""
+    mine = (str(ROOT), str(Path.home()))
+    return [s for s in strings if LOCAL_PATH.search(s) or any(m in s for m in mine)]
+
+
+def onnx_strings(message) -> list[str]:
+    """Every string of an ONNX model: names, metadata, doc strings, attributes, in the
+    graph, its subgraphs and functions (tensors' raw data aside)."""
+    found = []
+    for field, value in message.ListFields():
+        for item in value if field.is_repeated else [value]:
+            if field.message_type is not None:
+                found += onnx_strings(item)
+            elif isinstance(item, str):
+                found.append(item)
+            elif isinstance(item, bytes) and field.name != "raw_data":
+                found.append(item.decode(errors="replace"))
+    return found
+
+
+def json_strings(value) -> list[str]:
+    if isinstance(value, dict):
+        return [*value, *(s for v in value.values() for s in json_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in json_strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_the_pattern_finds_the_paths_torch_wrote():
+    written = 'File "/work/main/fivethousand_rl/export.py", line 149, in forward'
+    assert local_paths([written, "C:\\Users\\me\\run", "x /home/me/a"]) == [
+        written,
+        "C:\\Users\\me\\run",
+        "x /home/me/a",
+    ]
+    assert local_paths(["checkpoints/ppo-2p/model.zip", "node_linear", "ratio 1/2"]) == []
+
+
+def test_no_model_file_names_a_folder_of_the_machine_that_made_it(exported, tmp_path):
+    """Issue 53 item 3: every .onnx under checkpoints/ and a fresh export of each kind
+    (torch's writes its source files' paths into node metadata), their metadata too."""
+    import onnx
+
+    planner = tmp_path / "planner-2p.onnx"
+    assert export.main(["planner-2p", "-o", str(planner)]) == 0
+    graphs = [*(ROOT / "checkpoints").rglob("*.onnx"), exported, planner]
+    assert len(graphs) >= 5
+    for graph in graphs:
+        assert local_paths(onnx_strings(onnx.load(str(graph)))) == [], graph
+        meta = json.loads(graph.with_suffix(".json").read_text())
+        assert local_paths(json_strings(meta)) == [], graph
+
+
+def test_the_shipped_checkpoints_name_today_s_module_and_no_local_folder():
+    """Issue 53: their policy class pickled under fivethousand_rl.agents.networks, and no
+    setting (plain, or a pickle's bytes, read without unpickling) names a local folder."""
+    for checkpoint in sorted((ROOT / "checkpoints").glob("*/model.zip")):
+        settings = read_settings(checkpoint)
+        policy_class = settings["policy_class"]
+        assert policy_class["__module__"] == "fivethousand_rl.agents.networks"
+        module = base64.b64decode(policy_class[":serialized:"])
+        assert b"fivethousand_rl.agents.networks" in module and b"\x0fagents." not in module
+        pickles = [
+            base64.b64decode(v[":serialized:"]).decode("latin-1")
+            for v in settings.values()
+            if isinstance(v, dict) and ":serialized:" in v
+        ]
+        assert local_paths([*json_strings(settings), *pickles]) == [], checkpoint
+
+
+def test_the_export_names_the_project_s_licence(exported):
+    """Issue 53 item 2: the metadata says the licence, the one pyproject.toml gives."""
+    licence = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    assert json.loads(exported.with_suffix(".json").read_text())["license"] == licence
 
 
 def test_exported_bot_runs_without_torch(exported):
@@ -259,7 +343,7 @@ BAD_PATHS = {
 
 @pytest.mark.parametrize("case", BAD_PATHS)
 def test_bad_paths_are_refused_in_one_line_before_any_work(case, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(export, "SB3Policy", not_loaded)
+    monkeypatch.setattr(exporting, "SB3Policy", not_loaded)
     (tmp_path / "a-file").write_text("")
     make_args, message = BAD_PATHS[case]
     before = sorted(tmp_path.rglob("*"))
@@ -344,9 +428,9 @@ def test_an_export_lands_whole_or_not_at_all(tmp_path):
 
         return write
 
-    meta = export.write_aside(out, writer(b"onnx", "x"), lambda tmp: None)
+    meta = exporting.write_aside(out, writer(b"onnx", "x"), lambda tmp: None)
     assert out.read_bytes() == b"onnx" and meta == {"kind": "x"}
-    assert json.loads(export.metadata_path(out).read_text()) == {"kind": "x"}
+    assert json.loads(exporting.metadata_path(out).read_text()) == {"kind": "x"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bot.json", "bot.onnx"]
     assert {p.stat().st_mode & 0o777 for p in tmp_path.iterdir()} == {0o644}
 
@@ -354,6 +438,6 @@ def test_an_export_lands_whole_or_not_at_all(tmp_path):
         raise ExportError("does not load back")
 
     with pytest.raises(ExportError):
-        export.write_aside(out, writer(b"broken", "y"), refuse)
+        exporting.write_aside(out, writer(b"broken", "y"), refuse)
     assert out.read_bytes() == b"onnx"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bot.json", "bot.onnx"]

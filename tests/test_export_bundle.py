@@ -4,6 +4,7 @@ bundle.json says, its test vectors against the toolkit, its provenance, and refu
 import json
 import os
 import re
+import tomllib
 from dataclasses import asdict
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from fivethousand_rl import export
-from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents import exporting, make_policy
 from fivethousand_rl.agents.exported import ExportedBot
 from fivethousand_rl.envs.encoding import ObsSpec
 from fivethousand_rl.envs.game import Game, GameState
@@ -34,15 +35,22 @@ def read(bundle: Path, name: str = "bundle.json") -> dict:
 
 def test_the_bundle_holds_its_files_with_their_hashes(bundle):
     meta = read(bundle)
-    assert meta["format"] == export.BUNDLE_FORMAT and meta["format_version"] == 1
+    assert meta["format"] == exporting.BUNDLE_FORMAT and meta["format_version"] == 1
     names = {"model.onnx", "model.json", "weights.bin", "turn_ev.f64", "test_vectors.json"}
     names.add("messages.json")  # the texts of the page of ports/web, translated
     assert set(meta["files"]) == names
     assert {p.name for p in bundle.iterdir()} == names | {"bundle.json"}
     for name, info in meta["files"].items():
-        assert export.sha256((bundle / name).read_bytes()) == info["sha256"]
+        assert exporting.sha256((bundle / name).read_bytes()) == info["sha256"]
         assert (bundle / name).stat().st_size == info["bytes"]
     assert not list(bundle.parent.glob(".*"))  # no partial folder left beside it
+
+
+def test_the_bundle_names_the_project_s_licence(bundle):
+    """Issue 53 item 2: bundle.json and the model's metadata say the licence, the one
+    pyproject.toml gives the package."""
+    licence = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    assert read(bundle)["license"] == licence == read(bundle, "model.json")["license"]
 
 
 def test_every_rule_field_and_the_scoring_are_recorded(bundle):
@@ -82,7 +90,7 @@ def test_the_actions_and_the_network_are_described(bundle):
     net = meta["network"]
     assert net["input"] == "obs" and net["output"] == "logits" and net["file"] == "model.onnx"
     plain = net["plain"]
-    assert {n["op"] for n in plain["nodes"]} <= set(export.PLAIN_OPS)
+    assert {n["op"] for n in plain["nodes"]} <= set(exporting.PLAIN_OPS)
     floats = [t for t in plain["tensors"].values() if t["dtype"] == "float32"]
     assert sum(t["count"] for t in floats) * 4 == (bundle / "weights.bin").stat().st_size
 
@@ -108,7 +116,7 @@ def test_the_test_vectors_are_the_toolkit_s_on_real_games(bundle):
         want = np.zeros(spec.size, dtype=np.float32)
         want[case["obs"]["index"]] = case["obs"]["value"]
         assert obs.tobytes() == want.tobytes()
-        assert export.sha256(obs.astype("<f4").tobytes()) == case["obs_sha256"]
+        assert exporting.sha256(obs.astype("<f4").tobytes()) == case["obs_sha256"]
         assert np.flatnonzero(game.action_mask()).tolist() == case["legal"]
         assert bot.act(game, rng) == case["action"]
 
@@ -146,7 +154,7 @@ def test_the_toolkit_plays_the_bundle_s_model(bundle):
 
 def test_relative_drops_absolute_folders():
     config = {"init_from": "/home/me/run/model.zip", "runs": ["C:\\runs\\a.zip", "rel/b.zip"]}
-    assert export._relative(config) == {"init_from": "model.zip", "runs": ["a.zip", "rel/b.zip"]}
+    assert exporting._relative(config) == {"init_from": "model.zip", "runs": ["a.zip", "rel/b.zip"]}
 
 
 def not_loaded(*_args, **_kwargs):
@@ -155,7 +163,7 @@ def not_loaded(*_args, **_kwargs):
 
 @pytest.mark.parametrize("agent", ["planner-2p", "planner-multi"])
 def test_a_planner_is_refused_in_one_line(agent, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(export, "SB3Policy", not_loaded)
+    monkeypatch.setattr(exporting, "SB3Policy", not_loaded)
     assert export.main([agent, "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {agent} is a planner") and "\n" not in err, err
@@ -173,7 +181,7 @@ BAD_FOLDERS = {
 
 @pytest.mark.parametrize("case", BAD_FOLDERS)
 def test_bad_bundle_paths_are_refused_before_any_work(case, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(export, "SB3Policy", not_loaded)
+    monkeypatch.setattr(exporting, "SB3Policy", not_loaded)
     (tmp_path / "a-file").write_text("")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -220,8 +228,8 @@ def test_a_network_of_other_operators_is_refused(tmp_path):
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 64])],
     )
     onnx.save(helper.make_model(graph), str(tmp_path / "m.onnx"))
-    with pytest.raises(export.BundleRefused, match="operators Softmax, which the bundle"):
-        export.plain_network(tmp_path / "m.onnx")
+    with pytest.raises(exporting.BundleRefused, match="operators Softmax, which the bundle"):
+        exporting.plain_network(tmp_path / "m.onnx")
 
 
 def test_a_new_bundle_replaces_an_old_one_whole(tmp_path):
@@ -231,7 +239,7 @@ def test_a_new_bundle_replaces_an_old_one_whole(tmp_path):
     (out / "stale.bin").write_text("old")
     new.mkdir()
     (new / "bundle.json").write_text("new")
-    export._put_in_place(new, out)
+    exporting._put_in_place(new, out)
     assert [p.name for p in out.iterdir()] == ["bundle.json"]
     assert (out / "bundle.json").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
@@ -240,8 +248,8 @@ def test_a_new_bundle_replaces_an_old_one_whole(tmp_path):
 def test_an_exported_bot_is_bundled_as_it_is_without_torch(bundle, tmp_path, monkeypatch):
     """The light install's shipped agents are their .onnx exports: bundled from the graph
     and its metadata, nothing exported again; the same network gives the same vectors."""
-    monkeypatch.setattr(export, "SB3Policy", not_loaded)
-    monkeypatch.setattr(export, "export", not_loaded)
+    monkeypatch.setattr(exporting, "SB3Policy", not_loaded)
+    monkeypatch.setattr(exporting, "export", not_loaded)
     out = tmp_path / "again"
     assert export.main([str(bundle / "model.onnx"), "--out", str(out), "--vectors", "50"]) == 0
     assert (out / "model.onnx").read_bytes() == (bundle / "model.onnx").read_bytes()

@@ -101,6 +101,41 @@ print(json.dumps({"made": made, "train": [code, err.getvalue()], "loaded": loade
     assert err.startswith("error: fivethousand train needs torch")
 
 
+def test_export_asks_for_what_that_export_needs_only(tmp_path):
+    """Issue 53 item 8: without the extra, exporting a value net (or bundling a shipped
+    PPO agent's export) asks for onnx alone; a checkpoint asks for the extra, which it
+    needs. One line each, nothing written."""
+    code = """
+import contextlib, io, json, sys
+from fivethousand_rl.cli import main
+said = []
+for args in sys.argv[1:]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        said.append([main(json.loads(args)), err.getvalue()])
+print(json.dumps(said))
+"""
+    out = tmp_path / "out"
+    commands = [
+        ["export", "planner-2p", "-o", str(out / "p.onnx")],
+        ["export", "ppo-2p", "--out", str(out / "bundle")],
+        ["export", str(ROOT / "checkpoints" / "ppo-2p" / "model.zip"), "-o", str(out / "x.onnx")],
+    ]
+    result = subprocess.run(
+        [sys.executable, "-c", REFUSE + code, *map(json.dumps, commands)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    onnx_only, bundle, checkpoint = json.loads(result.stdout)
+    for code, err in (onnx_only, bundle):
+        assert [code, err] == [2, "error: fivethousand export needs onnx: pip install onnx\n"]
+    assert checkpoint[0] == 2 and one_line_naming_the_extra(checkpoint[1]), checkpoint
+    assert checkpoint[1].startswith("error: fivethousand export needs torch, from the training")
+    assert not out.exists()
+
+
 @pytest.fixture
 def no_training(monkeypatch):
     """As if the training extra were not installed."""
@@ -273,15 +308,17 @@ def test_the_light_install_serves_the_game(light, empty):
 
 
 @pytest.mark.parametrize(
-    ("command", "module"),
+    ("command", "says"),
     [
-        (["train"], "torch"),
-        (["export", "ppo-2p", "--out", "bundle"], "onnx"),
-        (["evaluate", "smart", "random", "--games", "2", "--plot", "p.png"], "matplotlib"),
+        (["train"], "needs torch, from the training extra: " + TRAIN_EXTRA),
+        (["export", "ppo-2p", "--out", "bundle"], "needs onnx: pip install onnx"),
+        (
+            ["evaluate", "smart", "random", "--games", "2", "--plot", "p.png"],
+            "needs matplotlib, from the training extra: " + TRAIN_EXTRA,
+        ),
     ],
 )
-def test_the_light_install_says_in_one_line_what_needs_the_extra(light, empty, command, module):
+def test_the_light_install_says_in_one_line_what_needs_the_extra(light, empty, command, says):
     out = run(light, "fivethousand", *command, cwd=empty, code=2)
-    assert one_line_naming_the_extra(out), out
-    assert out.startswith(f"error: fivethousand {command[0]} needs {module}, from the training")
+    assert out == f"error: fivethousand {command[0]} {says}\n", out  # one line
     assert list(empty.iterdir()) == []  # nothing written

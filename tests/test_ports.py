@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from fivethousand_rl import export
+from fivethousand_rl.agents import exporting
 from fivethousand_rl.envs.encoding import ObsSpec
 from fivethousand_rl.envs.game import DECIDE, Game
 from fivethousand_rl.envs.rules import Rules
@@ -173,12 +174,12 @@ def house_bundle(bundle: Path, folder: Path, rules: Rules, n: int) -> Path:
     copy = folder / "house"
     shutil.copytree(bundle, copy)
     meta = json.loads((copy / "bundle.json").read_text())
-    table, data = export.turn_ev_section(rules)
+    table, data = exporting.turn_ev_section(rules)
     (copy / table["file"]).write_bytes(data)
     meta["files"][table["file"]] = {"sha256": table["sha256"], "bytes": len(data)}
     meta["tables"]["turn_ev"] = table
-    meta["rules"] = export.rules_section(rules)
-    meta["observation"] = export.observation_layout(ObsSpec("rich", n, rules))
+    meta["rules"] = exporting.rules_section(rules)
+    meta["observation"] = exporting.observation_layout(ObsSpec("rich", n, rules))
     (copy / "bundle.json").write_text(json.dumps(meta))
     return copy
 
@@ -203,7 +204,7 @@ def house_cases(rules: Rules, n: int, count: int = 400) -> list[dict]:
                     {
                         "state": game.state.to_dict(),
                         "seat": seat,
-                        "obs_sha256": export.sha256(obs),
+                        "obs_sha256": exporting.sha256(obs),
                         "legal": game.legal_actions(),
                     }
                 )
@@ -248,7 +249,7 @@ def test_the_ports_follow_the_bundle_s_rules(house, bundle, tmp_path):
     port = module.Bundle(folder)
     for case in cases:
         obs = port.observe(case["state"], case["seat"])
-        assert export.sha256(obs.astype("<f4").tobytes()) == case["obs_sha256"], case
+        assert exporting.sha256(obs.astype("<f4").tobytes()) == case["obs_sha256"], case
         assert (
             np.flatnonzero(module.legal_mask(case["state"], port.rules)).tolist() == case["legal"]
         )

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fivethousand_rl.agents.exporting import rules_section
 from fivethousand_rl.envs.game import DECIDE, Game, Moved, Rolled
 from fivethousand_rl.envs.rules import Rules
-from fivethousand_rl.export import rules_section
 
 ROOT = Path(__file__).resolve().parent.parent
 JS_PORT = ROOT / "ports" / "js" / "fivethousand.mjs"

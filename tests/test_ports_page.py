@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from fivethousand_rl import export
+from fivethousand_rl.agents import exporting
 from fivethousand_rl.envs import i18n
 from fivethousand_rl.envs.game import DECIDE, GameState
 from fivethousand_rl.envs.rules import Rules
@@ -55,15 +56,15 @@ def page_msgids() -> set[str]:
 
 
 def test_the_page_s_texts_are_the_bundle_s_messages_and_the_catalogues():
-    listed = {m if isinstance(m, str) else m[0] for m in export.PAGE_MESSAGES}
+    listed = {m if isinstance(m, str) else m[0] for m in exporting.PAGE_MESSAGES}
     assert page_msgids() == listed
     template = i18n.TEMPLATE.read_text()
-    for m in export.PAGE_MESSAGES:
+    for m in exporting.PAGE_MESSAGES:
         for msgid in [m] if isinstance(m, str) else m:
             assert f"msgid {json.dumps(msgid, ensure_ascii=False)}" in template or (
                 f"msgid_plural {json.dumps(msgid, ensure_ascii=False)}" in template
             ), f"{msgid!r} is not in envs/locale/messages.pot"
-    messages = export.page_messages()
+    messages = exporting.page_messages()
     assert set(messages["languages"]) == set(i18n.LANGUAGES)
     for lang, own in messages["languages"].items():
         if lang != i18n.SOURCE_LANGUAGE:
@@ -161,8 +162,8 @@ def play_to_the_end(page, moves: int = 2000) -> int:
 # ------------------------------------------------------------------ language
 def english_words(lang: str) -> set[str]:
     """Words of the page's English texts that `lang`'s translations of them never use."""
-    catalogue = export.page_messages()["languages"][lang]["messages"]
-    english = " ".join(m if isinstance(m, str) else " ".join(m) for m in export.PAGE_MESSAGES)
+    catalogue = exporting.page_messages()["languages"][lang]["messages"]
+    english = " ".join(m if isinstance(m, str) else " ".join(m) for m in exporting.PAGE_MESSAGES)
     own = " ".join(v if isinstance(v, str) else " ".join(v.values()) for v in catalogue.values())
 
     def words(text: str) -> set[str]:

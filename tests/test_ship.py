@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import tomllib
 from hashlib import sha256
 from pathlib import Path
 
@@ -242,6 +243,7 @@ def test_force_swaps_in_a_complete_new_agent(run, out, tmp_path, capsys):
     assert f"--json {shipped / 'evaluation.json'}" in evaluation["command"]
     assert evaluation["command"] in card and "Tried things." in card
     assert "10 games per pairing" in card and "4,096 learner decisions" in card
+    assert shipping.LICENSE_SECTION in card
     for f in shipped.iterdir():  # the folder it was built in is named nowhere
         if f.suffix in (".md", ".json"):
             assert ".shipping-" not in f.read_text(), f.name
@@ -386,6 +388,7 @@ def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
     card = (shipped / "MODEL_CARD.md").read_text()
     assert "iterations: 20" in card and "games: 400" in card and "from self-play" in card
     assert "0.17 h for the whole run" in card and "python train_planner.py --players" in card
+    assert shipping.LICENSE_SECTION in card
     assert ("mean |V_net - V_exact| = 0.0005" in card) == (2 in players)
     for n, stem in zip(players, evaluations, strict=True):
         evaluation = json.loads((shipped / f"{stem}.json").read_text())
@@ -579,6 +582,17 @@ RUN_RECORDS = [
 RECORD_FILES = {"config.json", "command.txt", "evals.json", "summary.json", "best/eval.json"}
 SHIPPED = ["ppo-2p", "ppo-4p", "planner-2p", "planner-multi", "planner-3p", "planner-4p"]
 SHIPPED += ["planner-6p", "policy-2p"]
+
+
+def test_every_shipped_card_names_the_project_s_licence():
+    """Issue 53 item 2: each card says the licence pyproject.toml gives the package, in
+    the words the card writer uses."""
+    licence = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    assert shipping.LICENSE_SECTION.split("\n")[2].startswith(f"{licence}, ")
+    cards = sorted((ROOT / "checkpoints").glob("*/MODEL_CARD.md"))
+    assert len(cards) >= 8
+    for card in cards:
+        assert shipping.LICENSE_SECTION + "\n## Training\n" in card.read_text(), card
 
 
 def test_the_committed_checkpoints_are_agents_and_run_records_only():

@@ -1,0 +1,907 @@
+"""Writing exported bots and bundles (the command line: ``fivethousand export``,
+``fivethousand_rl/export.py``).
+
+``export(checkpoint, out)``: a MaskablePPO checkpoint (.zip) as an ONNX graph of the
+actor's 64 action logits from the observation vector, or a value network (.npz,
+``agents.value_net``) as a graph of its 8 logits from the turn-start features (built with
+the onnx package's helper, no torch); beside it the metadata JSON: the observation or
+feature spec, the action encoding's version, the licence and where the model came from
+(``agents.exported`` reads both back). No file written here names a folder of the
+exporting machine: torch's per-node debugging metadata (stack traces) is dropped
+(``without_local_metadata``) and provenance paths are relative.
+
+``export_bundle(agent, out)``: a folder another runtime needs nothing else from (issue
+44): the graph, its weights in a plain layout, the tables the observation reads, every
+rule, the layouts of the observation and the actions, and test vectors from real games.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import logging
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from fivethousand_rl.agents import make_policy
+from fivethousand_rl.agents.base import atomic_write, check_output_folder, read_text_capped
+from fivethousand_rl.agents.exported import (
+    ACTION_ENCODING_VERSION,
+    FORMAT,
+    FORMAT_VERSION,
+    VALUE_NET_ATTRIBUTE,
+    ExportedBot,
+    exported_planner,
+    masked_choice,
+    metadata_path,
+    read_metadata,
+)
+from fivethousand_rl.agents.neural import (
+    OBS_SPEC_ATTRIBUTE,
+    RUN_MODEL_FOLDERS,
+    CheckpointError,
+    SB3Policy,
+)
+from fivethousand_rl.agents.value_net import KIND, ValueNet, npz_kind
+
+ONNX_OPSET = 17  # MatMul, Add, Tanh: any onnxruntime of the last years runs it
+LICENSE = "MIT"  # the project's (pyproject.toml), written into every export and bundle
+
+
+def run_config(checkpoint: Path) -> dict:
+    """The config.json of the checkpoint's run (beside it, or above RUN/best/ and
+    RUN/latest/), recorded as provenance; {} if there is none."""
+    folders = [checkpoint.parent]
+    if checkpoint.parent.name in RUN_MODEL_FOLDERS:
+        folders.append(checkpoint.parent.parent)
+    path = next((f / "config.json" for f in folders if (f / "config.json").is_file()), None)
+    if path is None:
+        return {}
+    try:
+        config = json.loads(read_text_capped(path))
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: bad JSON, UTF-8, size
+        raise CheckpointError(f"{path} (the config of {checkpoint}) is unreadable: {e}") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path} (the config of {checkpoint}) is not a JSON object")
+    return config
+
+
+def check_paths(checkpoint: Path, out: Path) -> None:
+    """ValueError (CheckpointError for the checkpoint) unless `checkpoint` names an SB3
+    checkpoint or a value net and `out` a .onnx file that can be written: checked
+    before any exporting."""
+    if checkpoint.suffix == ".npz" and npz_kind(checkpoint) != KIND:
+        # Not a value net: the loader evaluate.py uses says what it is, in the same words
+        # (missing, no archive, a foreign one); only a sound snapshot gets past it.
+        make_policy(str(checkpoint))
+        raise CheckpointError(
+            f"{checkpoint} is a self-play snapshot, which cannot be exported; export its run's "
+            "model instead (RUN/best/model.zip or RUN/latest/model.zip)"
+        )
+    if checkpoint.suffix not in (".zip", ".npz"):
+        raise CheckpointError(
+            f"export.py takes an SB3 checkpoint (.zip) or a value net (.npz), got {checkpoint}"
+        )
+    if out.suffix != ".onnx" or out.is_dir():
+        raise CheckpointError(f"the output must be a .onnx file, got {out}")
+    if not os.path.lexists(out.parent) and not os.path.lexists(out.parent.parent):
+        # One missing folder is made when the export is written, never a chain of them
+        # from the filesystem root for a mistyped path.
+        raise ValueError(f"the output {out}: folder {out.parent.parent} does not exist")
+    check_output_folder(out.parent, "the output folder")
+
+
+def export(checkpoint: str | Path, out: str | Path) -> dict:
+    """Export `checkpoint` to the ONNX file `out` (and its metadata JSON beside it, with
+    the checkpoint's observation or feature spec); ValueError (CheckpointError for the
+    checkpoint) for a checkpoint or output that does not fit."""
+    checkpoint, out = Path(checkpoint), Path(out)
+    check_paths(checkpoint, out)
+    config = run_config(checkpoint)
+    if checkpoint.suffix == ".npz":  # a value net: a planner bot
+        try:
+            net = ValueNet.load(checkpoint)
+        except ValueError as e:
+            raise CheckpointError(str(e)) from None
+
+        def write_planner(tmp: Path) -> dict:
+            import onnx
+
+            onnx.save(value_net_graph(net), str(tmp))
+            return {
+                **header("planner", out),
+                VALUE_NET_ATTRIBUTE: {"spec": net.spec.to_dict(), "hidden": list(net.hidden)},
+                "inputs": {"features": ["batch", net.spec.size]},
+                "outputs": {"logits": ["batch", net.spec.max_players]},
+                "output": "softmax over the seats present (float64), seat 0 the player to move",
+                "play": "plan each turn exactly against these win probabilities "
+                "(fivethousand_rl.agents.planner)",
+                "provenance": provenance("value_net", checkpoint, config, onnx=onnx.__version__),
+            }
+
+        return write_aside(out, write_planner, exported_planner)
+    import sb3_contrib
+    import torch
+
+    policy = SB3Policy(checkpoint)
+    if policy.dict_obs:  # its network reads the mask as an input too
+        raise CheckpointError(
+            f"{checkpoint} reads dict observations (trained with dict_obs=True), which "
+            "export.py does not write; play it as it is (.zip), or train on the plain vector"
+        )
+    sb3_policy = policy.model.policy.eval()
+
+    class Actor(torch.nn.Module):
+        """Observation -> action logits: the part of the policy that chooses."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.policy = sb3_policy
+
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            p = self.policy
+            features = p.extract_features(obs, p.pi_features_extractor)
+            return p.action_net(p.mlp_extractor.forward_actor(features))
+
+    def write(tmp: Path) -> dict:
+        """The actor as a self-contained ONNX graph with a dynamic batch axis."""
+        example = torch.zeros(2, policy.spec.size)  # batch 2: keeps the batch axis dynamic
+        logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
+        with warnings.catch_warnings():  # the exporter's own deprecation chatter
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            torch.onnx.export(
+                Actor().eval(),
+                (example,),
+                str(tmp),
+                input_names=["obs"],
+                output_names=["logits"],
+                dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
+                dynamo=True,
+                external_data=False,  # one self-contained .onnx file
+                verbose=False,
+            )
+        without_local_metadata(tmp)
+        versions = {"torch": torch.__version__, "sb3_contrib": sb3_contrib.__version__}
+        return ppo_metadata(
+            out, policy.spec, provenance("checkpoint", checkpoint, config, **versions)
+        )
+
+    return write_aside(out, write, ExportedBot)
+
+
+def ppo_metadata(out: Path, spec, provenance: dict) -> dict:
+    """The metadata of an exported "ppo" bot reading observations of `spec` (an
+    ``ObsSpec``), written beside `out` (torch's export here, JAX's in
+    ``agents.training.jax_ppo``)."""
+    return {
+        **header("ppo", out),
+        OBS_SPEC_ATTRIBUTE: spec.to_dict(),
+        "action_encoding_version": ACTION_ENCODING_VERSION,
+        "inputs": {"obs": ["batch", spec.size]},
+        "outputs": {"logits": ["batch", 64]},
+        "masking": "replace illegal logits by -1e8; play the most probable action",
+        "provenance": provenance,
+    }
+
+
+def without_local_metadata(onnx_path: Path) -> None:
+    """Rewrite the graph at `onnx_path` without the metadata and doc strings torch's
+    exporter writes on its model, graphs, nodes and values (``pkg.torch.onnx.stack_trace``
+    names the exporting machine's source files): nothing that runs the graph reads them."""
+    import onnx
+
+    def strip(message) -> None:
+        for field, value in message.ListFields():
+            if field.name in ("metadata_props", "doc_string"):
+                message.ClearField(field.name)
+            elif field.message_type is not None:  # one message, or a repeated field of them
+                for item in value if field.is_repeated else [value]:
+                    strip(item)
+
+    model = onnx.load(str(onnx_path))
+    strip(model)
+    onnx.save(model, str(onnx_path))
+
+
+def write_aside(out: Path, write, load) -> dict:
+    """`write(tmp)` writes the bot at a temporary path and returns its metadata, written
+    beside it; `load(tmp)` loads both back, or fails loudly now; then both are moved to
+    `out` (``atomic_write``). A failure or Ctrl-C leaves no partial file."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.stem + ".partial.onnx")  # loaded back before it is `out`
+    try:
+        meta = write(tmp)
+        metadata_path(tmp).write_text(json.dumps(meta, indent=2))
+        load(tmp)
+        atomic_write(out, tmp.read_bytes())
+        atomic_write(metadata_path(out), metadata_path(tmp).read_bytes())
+    finally:
+        for leftover in (tmp, metadata_path(tmp)):
+            leftover.unlink(missing_ok=True)
+    return meta
+
+
+def value_net_graph(net: ValueNet):
+    """The network's forward pass as an ONNX graph: features (batch, size) float32 ->
+    logits (batch, 8), tanh hidden layers, the same float32 weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits, x = [], [], "features"
+    last = len(net.weights) - 1
+    for i, (w, b) in enumerate(zip(net.weights, net.biases, strict=True)):
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
+        nodes += [
+            helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], ["logits" if i == last else f"a{i}"]),
+        ]
+        if i < last:
+            nodes.append(helper.make_node("Tanh", [f"a{i}"], [f"h{i}"]))
+            x = f"h{i}"
+    spec = net.spec
+    graph = helper.make_graph(
+        nodes,
+        "fivethousand_value_net",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", spec.size])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", spec.max_players])],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name="export.py"
+    )
+    model.ir_version = 8  # readable by onnxruntime 1.14 and later
+    onnx.checker.check_model(model)
+    return model
+
+
+def header(kind: str, out: Path) -> dict:
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        "name": out.stem,
+        "license": LICENSE,
+    }
+
+
+def provenance(source: str, path: Path | None, config: dict, **versions: str) -> dict:
+    """Where an export came from: the file and its hash (none without `path`), its
+    training config, when, and the versions of the tools that made it."""
+    origin = (
+        {} if path is None else {source: shown(path), f"{source}_sha256": sha256(path.read_bytes())}
+    )
+    return {
+        **origin,
+        "training_config": config,
+        "exported_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        **versions,
+    }
+
+
+def shown(path: Path) -> str:
+    """`path` as provenance records it, never with the exporting machine's folders:
+    relative to the current folder when inside it (a shipped agent named in a clone:
+    checkpoints/NAME/model.zip), else its folder and file."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(*Path(path).resolve().parts[-2:]).as_posix()
+
+
+# ------------------------------------------------------------------------ bundles
+BUNDLE_FORMAT = "fivethousand-rl bot bundle"
+BUNDLE_VERSION = 1
+BUNDLE_FILE = "bundle.json"
+MODEL_FILE = "model.onnx"  # with model.json beside it: the toolkit plays it as it is
+WEIGHTS_FILE = "weights.bin"
+TURN_EV_FILE = "turn_ev.f64"
+VECTORS_FILE = "test_vectors.json"
+MESSAGES_FILE = "messages.json"  # the texts of the bundle's web page (ports/web), translated
+MESSAGES_FORMAT = "fivethousand-rl page messages"
+DEFAULT_VECTORS = 1000
+# The ONNX operators the bundle's plain network layout describes (ONNX semantics, batch
+# axis first): what the reference ports' forward passes implement.
+PLAIN_OPS = (
+    "Add",
+    "Flatten",
+    "Gemm",
+    "Identity",
+    "MatMul",
+    "Relu",
+    "Reshape",
+    "Sigmoid",
+    "Slice",
+    "Squeeze",
+    "Tanh",
+    "Unsqueeze",
+)
+# The bots the test vectors' games are played against, by table size (optimal: 2 only).
+VECTOR_OPPONENTS = {2: ("optimal", "smart", "turn-ev")}
+OTHER_OPPONENTS = ("smart", "turn-ev")
+
+SLICE_MEANINGS = {
+    "scores": "banked scores / target, one per seat: the observer first, then the others "
+    "in turn order after it",
+    "entered": "1 if that seat's banked score is above 0 (same seat order)",
+    "to_move": "one-hot: whose turn it is, relative to the observer (index 0: the observer)",
+    "turn_total": "turn total before this decision / target, at most 2",
+    "need_after_bank": "(target - the mover's banked score - turn total) / target, at least -1",
+    "ends_in_50": "1 if turn total % score_step != 0 (under the 50 rule: it ends in 50)",
+    "dice_in_roll": "number of dice in the roll / 5 (0 when no decision is due)",
+    "some_action_banks": "1 if some legal action banks (0 when no decision is due)",
+    "roll_one_hot": "the roll sorted ascending: 6 entries per die position, entry face-1 "
+    "set; positions past the roll's dice all 0",
+    "face_counts": "count of each face 1..6 in the roll / 5 (float32 sums of 0.2)",
+    "score_one_hot": "per seat (same order), one-hot of banked score // score_step over "
+    "target // score_step + 1 bins",
+    "actions": "64 rows of action_row.size columns, in action order: the consequences of "
+    "each legal action for the mover (all 0 for an illegal action, and for every seat "
+    "but the mover)",
+}
+COLUMN_MEANINGS = {
+    "LEGAL": "1: the action is legal",
+    "BANKS": "1: it banks",
+    "TURN_TOTAL": "turn total after the hold / target",
+    "DICE_LEFT_AT": "one-hot over 5 columns: dice the next roll would have, 1..5 (5 after "
+    "hot dice)",
+    "POINTS": "points of the held dice / 1000",
+    "NEED": "need = target - mover's score - turn total after the hold; need / target "
+    "clipped to -1..1",
+    "NEED_AT": "one-hot over 21 columns of need // 50 when 0 <= need <= 1000",
+    "NEED_OVER_1000": "1: need > 1000",
+    "OVERSHOOT": "1: need < 0",
+    "MAY_BANK": "1: the turn total after the hold may be banked (R8)",
+    "WINS": "banking: 1 if the mover wins",
+    "BUMPS": "banking without overshoot or win: 1 if another seat is bumped to 0",
+    "GIFTS": "banking with overshoot: 1 if the total is given to an opponent",
+    "GIFT_WINS": "banking with a gift: 1 if that gift makes its receiver win",
+    "POINTS_LOST": "banking with overshoot: 1 if nobody may receive the total",
+    "OWN_SCORE_AFTER": "mover's banked score / target; banking: the score after it (1 on "
+    "a win; unchanged on an overshoot)",
+    "TURN_EV": "banking: min(total / 1000, 5); rolling: min(turn_ev / 1000, 5) with "
+    "turn_ev the table's value for (entered, total, dice left)",
+    "ENDS_IN_50": "1 if the turn total after the hold % score_step != 0",
+}
+RULE_MEANINGS = {
+    "hold": "'free': hold any scoring set of the roll; 'all': hold every scoring die (the "
+    "roll's best-scoring reading), so the only choice is bank or roll (R5)",
+    "target": "the exact score that wins (V5)",
+    "entry": "the turn total a player with 0 points needs to bank (V1)",
+    "bump": "banking onto another seat's score sends that seat to 0 (R9, V2)",
+    "overshoot": "'gift': a bank past the target gives the turn total to the lowest "
+    "entered other seat if it does not take them past the target, else it is lost; "
+    "'lost': always lost (R9, V3)",
+    "fifty_rule": "a turn total ending in 50 may not be banked (R8, V4)",
+}
+
+
+# The texts of the page that plays a bundle in a browser (ports/web/play.mjs), as
+# msgids of the project's catalogues (envs/locale), every one of them already translated
+# there for the web app or the terminal: a plural one is (singular, plural).
+PAGE_MESSAGES: tuple[str | tuple[str, str], ...] = (
+    "5000 - dice against the bots",
+    "New game",
+    "Roll",
+    "Bank",
+    "dice",
+    "you",
+    "entered",
+    "not entered",
+    "+{points} this turn",
+    "Rules: {rules}.",
+    "exactly {target} wins",
+    "{entry} to enter",
+    "bumps",
+    "no bumps",
+    "overshoot gift",
+    "overshoot lost",
+    "the 50 rule",
+    "no 50 rule",
+    "hold free",
+    "hold all",
+    ", ",
+    "{first} and {last}",
+    "Turn {turn}: your move. Click dice to hold them, then roll or bank.",
+    "Turn {turn}: you roll...",
+    "Turn {turn}: {name} is playing...",
+    ("Game over after {n} turn: you win.", "Game over after {n} turns: you win."),
+    ("Game over after {n} turn: {name} won.", "Game over after {n} turns: {name} won."),
+    "You won!",
+    "{name} won.",
+    (
+        "turn total {total} · {n} die in play · held this turn:",
+        "turn total {total} · {n} dice in play · held this turn:",
+    ),
+    "nothing yet",
+    "die showing {face}",
+    "die {position} showing {face}",
+    "die {position} showing {face} (does not score)",
+    "A {face} does not score here: it cannot be held.",
+    "Click the dice to hold (keys 1-5), then Roll or Bank.",
+    "Under the hold rule 'all' every scoring die is held.",
+    "That hold is not allowed: every die held must score.",
+    "Holding these makes {total}; {why}.",
+    "Holding these makes {total}.",
+    "can't bank {total}: it {why}",
+    "nothing to bank",
+    "ends in 50",
+    "is under the {entry} needed to enter",
+    "{who} rolled {dice}",
+    "{who} rolled {dice}: bust, lost {points}",
+    "{who} rolled {dice}: bust",
+    "{who} held {dice}, turn total {total}",
+    "{bank} (held {dice})",
+    "{who} banked {total}, now {score}",
+    "{who} banked {total}, now {score}, which bumped {bumped} to 0",
+    "{who} banked {total} and won with exactly {score}",
+    "{who} banked {total}: overshoot, gift of {total} to {to}, now {now}",
+    "{who} banked {total}: overshoot, gift of {total} to {to}, who won with exactly {now}",
+    "{who} banked {total}: overshoot, the points are lost ({why})",
+    "overshoots are lost under these rules",
+    "nobody else has {entry} or more",
+    "it would take {who} past {target}",
+)
+
+
+def page_messages() -> dict:
+    """messages.json: the page's texts (``PAGE_MESSAGES``) in each language of the
+    project, from its gettext catalogues (``envs.i18n.catalogue_json``): a msgid to its
+    translation, a plural one to its forms by CLDR category (``Intl.PluralRules`` picks
+    one). English is the msgids themselves; a text a catalogue lacks stays English."""
+    from fivethousand_rl.envs import i18n
+
+    keys = [m if isinstance(m, str) else m[0] for m in PAGE_MESSAGES]
+    languages = {}
+    for lang, name in i18n.LANGUAGES.items():
+        catalogue = i18n.catalogue_json(lang)["messages"]
+        own = {k: catalogue[k] for k in keys if k in catalogue}
+        languages[lang] = {"name": name, "messages": own}
+    return {
+        "format": MESSAGES_FORMAT,
+        "source_language": i18n.SOURCE_LANGUAGE,
+        "msgids": [list(m) if isinstance(m, tuple) else m for m in PAGE_MESSAGES],
+        "placeholders": "{name} is filled in, numbers written as the language writes them",
+        "plurals": "a plural text is its forms by CLDR plural category (one, few, many, "
+        "other), chosen with the language's plural rules",
+        "languages": languages,
+    }
+
+
+class BundleRefused(CheckpointError):
+    """An agent that a bundle cannot hold (one line)."""
+
+
+def _relative(value: object) -> object:
+    """`value` with every absolute path in its strings replaced by its last part: a
+    bundle records where it came from without the exporting machine's folders."""
+    if isinstance(value, dict):
+        return {k: _relative(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_relative(v) for v in value]
+    if isinstance(value, str) and (os.path.isabs(value) or value[1:3] in (":\\", ":/")):
+        return Path(value.replace("\\", "/")).name
+    return value
+
+
+def git_commit() -> str | None:
+    """The project's commit when it runs from a git clone, else None."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and len(commit) == 40 else None
+
+
+def toolkit_version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("fivethousand-rl")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
+    """The graph at `onnx_path` as plain data: its nodes (ONNX operators and attributes)
+    and tensors, float32 weights as offsets into one little-endian buffer (returned),
+    integer constants inline. BundleRefused for an operator outside PLAIN_OPS."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(onnx_path))
+    graph = model.graph
+    unknown = sorted({n.op_type for n in graph.node} - set(PLAIN_OPS))
+    if unknown:
+        raise BundleRefused(
+            f"the network uses ONNX operators {', '.join(unknown)}, which the bundle's plain "
+            f"layout does not describe (it takes {', '.join(PLAIN_OPS)})"
+        )
+    tensors, buffer = {}, bytearray()
+    for init in graph.initializer:
+        array = numpy_helper.to_array(init)
+        if array.dtype == np.float32:
+            tensors[init.name] = {
+                "dtype": "float32",
+                "shape": list(array.shape),
+                "offset": len(buffer),
+                "count": int(array.size),
+            }
+            buffer += array.astype("<f4").tobytes()
+        elif array.dtype.kind in "iu":
+            tensors[init.name] = {
+                "dtype": "int64",
+                "shape": list(array.shape),
+                "values": [int(v) for v in array.ravel()],
+            }
+        else:
+            raise BundleRefused(f"the network holds a {array.dtype} tensor {init.name}")
+
+    def attribute(a) -> object:
+        value = helper.get_attribute_value(a)
+        if isinstance(value, bytes):
+            return value.decode()
+        if isinstance(value, list | tuple):
+            return [v.decode() if isinstance(v, bytes) else v for v in value]
+        return value
+
+    nodes = [
+        {
+            "op": n.op_type,
+            "inputs": list(n.input),
+            "outputs": list(n.output),
+            "attributes": {a.name: attribute(a) for a in n.attribute},
+        }
+        for n in graph.node
+    ]
+    layout = {
+        "input": graph.input[0].name,
+        "output": graph.output[0].name,
+        "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+        "nodes": nodes,
+        "tensors": tensors,
+    }
+    return layout, bytes(buffer)
+
+
+def observation_layout(spec) -> dict:
+    """The observation's named slices (offset, size, meaning) and the action row's
+    columns, from the spec the model reads."""
+    from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
+
+    slices = [
+        {"name": name, "offset": s.start, "size": s.stop - s.start, "meaning": SLICE_MEANINGS[name]}
+        for name, s in spec.slices.items()
+    ]
+    widths = {"DICE_LEFT_AT": 5, "NEED_AT": 21}
+    columns = [
+        {
+            "name": c.name,
+            "index": int(c),
+            "size": widths.get(c.name, 1),
+            "meaning": COLUMN_MEANINGS[c.name],
+        }
+        for c in Col
+    ]
+    return {
+        "encoding": spec.encoding,
+        "version": spec.version,
+        "size": spec.size,
+        "dtype": "float32",
+        "n_players": spec.n_players,
+        "seat_order": "the observer first, then the other seats in turn order after it",
+        "slices": slices,
+        "action_row": {"size": ACTION_FEATURES, "columns": columns},
+    }
+
+
+def rules_section(rules) -> dict:
+    """Every rule field (envs.rules.Rules), what each means, and the scoring (R2)."""
+    from dataclasses import asdict
+
+    from fivethousand_rl.envs.rules import SINGLE_VALUE, STRAIGHT_VALUE, STRAIGHTS, TRIPLE_VALUE
+
+    return {
+        **asdict(rules),
+        "score_step": rules.score_step,
+        "meanings": RULE_MEANINGS,
+        "scoring": {
+            "triple": {str(f): v for f, v in TRIPLE_VALUE.items()},
+            "single": {str(f): v for f, v in SINGLE_VALUE.items()},
+            "straight": STRAIGHT_VALUE,
+            "straights": [list(s) for s in STRAIGHTS],
+            "rule": "a held set scores only if every die in it scores: five distinct faces "
+            "forming a straight score 'straight'; otherwise per face, 3 or more of a "
+            "kind score triple[face] * 2**(count - 3), 1 or 2 of a face score "
+            "single[face] each (faces without a single value cannot be held alone)",
+        },
+        "can_bank": "total > 0, not (fifty_rule and total % 100 == 50), and (banked score "
+        "> 0 or total >= entry)",
+        "bank": "new = banked + total. new <= target: the banker gets new; if new < target "
+        "and bump, every other seat at exactly new drops to 0; new == target wins. new > "
+        "target (overshoot): the banker keeps the score; under 'gift' the receiver is the "
+        "other seat with the lowest score among those with score >= entry, ties to the "
+        "first in turn order after the banker; if there is one and score + total <= "
+        "target they get the total (exactly target: they win), else the total is lost",
+        "hot_dice": "holding every die of the roll gives 5 dice again",
+    }
+
+
+def actions_section() -> dict:
+    return {
+        "count": 64,
+        "hold_bits": "bits 0-4: the positions held in the roll sorted ascending (bit i "
+        "is the i-th smallest die)",
+        "bank_bit": 32,
+        "bank": "with bit 5 (32) the player banks after holding, without it rolls the dice left",
+        "equal_faces": "among equal faces only the leftmost copies may be held: each "
+        "distinct held set has one action",
+        "legal": "a hold is legal when its held set scores (rules.scoring) and, under hold "
+        "'all', it is the roll's best-scoring hold (ties: lowest bits); its roll action "
+        "(bits) is always legal, its bank action (bits | 32) when can_bank(mover's "
+        "score, turn total + held points)",
+        "choose": "replace illegal logits by -1e8 and play the most probable action "
+        "(a float32 softmax's argmax; the first of equals)",
+    }
+
+
+def turn_ev_section(rules) -> tuple[dict, bytes]:
+    from fivethousand_rl.envs.solver import STEP, turn_ev_table
+
+    table = turn_ev_table(rules)
+    data = np.ascontiguousarray(table.value, dtype="<f8").tobytes()
+    return {
+        "file": TURN_EV_FILE,
+        "dtype": "float64",
+        "byte_order": "little",
+        "shape": list(table.value.shape),
+        "cap": table.cap,
+        "step": STEP,
+        "index": f"value[entered][min(total, {table.cap}) // {STEP}][dice] at flat "
+        f"offset (entered * {table.value.shape[1]} + min(total, {table.cap}) // {STEP}) "
+        f"* {table.value.shape[2]} + dice",
+        "entered": "1 if the mover's banked score is above 0, else 0",
+        "total": "the turn total after the hold (a multiple of 50)",
+        "dice": "the dice the next roll would have, 1..5 (index 0 unused)",
+        "meaning": "expected points the rest of the turn banks under points-maximizing play, "
+        "before rolling `dice` dice with `total` held "
+        "(fivethousand_rl.envs.solver.solve_turn_ev); it "
+        "ignores the scores",
+        "used_by": "observation action column TURN_EV of a rolling action",
+        "sha256": sha256(data),
+    }, data
+
+
+def play_test_vectors(bot: ExportedBot, count: int, seed: int) -> dict:
+    """At least `count` decisions of real games (whole games) between the bot and the
+    opponents of its table size, every decision of either seat: the state, the
+    observation of the player to move, its legal actions and the bot's action there."""
+    from fivethousand_rl.envs.game import DECIDE, Game
+
+    spec = bot.spec
+    names = VECTOR_OPPONENTS.get(spec.n_players, OTHER_OPPONENTS)
+    opponents = [make_policy(name) for name in names]
+    rng = np.random.default_rng(seed)
+    games, vectors = [], []
+    while len(vectors) < count:
+        g = len(games)
+        opponent, bot_seat = g % len(names), g % spec.n_players
+        game = Game(spec.n_players, spec.rules, seed=np.random.default_rng([seed, g]))
+        games.append({"opponent": names[opponent], "bot_seat": bot_seat, "dice_seed": [seed, g]})
+        while not game.over and game.state.turns < 1000:
+            if game.state.phase != DECIDE:
+                game.roll()
+                continue
+            seat = game.state.current
+            obs = spec.encode(game, seat)
+            mask = game.action_mask()
+            logits = bot.session.run(None, {bot.input_name: obs[None]})[0][0]
+            action = masked_choice(logits, mask)
+            legal = np.sort(logits[mask])[::-1]
+            nonzero = np.flatnonzero(obs)
+            vectors.append(
+                {
+                    "game": g,
+                    "seat": seat,
+                    "state": game.state.to_dict(),
+                    "obs": {
+                        "index": nonzero.tolist(),
+                        "value": obs[nonzero].astype(float).tolist(),
+                    },
+                    "obs_sha256": sha256(obs.astype("<f4").tobytes()),
+                    "legal": np.flatnonzero(mask).tolist(),
+                    "action": action,
+                    "margin": float(legal[0] - legal[1]) if len(legal) > 1 else None,
+                }
+            )
+            player = bot if seat == bot_seat else opponents[opponent]
+            game.act(action if player is bot else player.act(game, rng))
+    return {
+        "count": len(vectors),
+        "seed": seed,
+        "games": games,
+        "fields": {
+            "state": "the game state before the decision "
+            "(fivethousand_rl.envs.game.GameState.to_dict): "
+            "banked scores by seat, the seat to move, the turn total before this roll, "
+            "dice_left (the roll's size), the sorted roll, this turn's earlier holds, phase "
+            "('decide'), winner (null), turns completed",
+            "seat": "the observer: the seat to move",
+            "obs": "the observation's non-zero entries: indices, and values (exact float32 "
+            "values written as decimals)",
+            "obs_sha256": "SHA-256 of the whole observation as little-endian float32",
+            "legal": "the legal actions, ascending (the mask's true entries)",
+            "action": "the bot's action (the game went on with the seated player's)",
+            "margin": "the best legal logit minus the second (null: one legal action): how "
+            "close the choice was",
+        },
+        "vectors": vectors,
+    }
+
+
+def check_bundle_paths(checkpoint: Path, out: Path, name: str) -> None:
+    """CheckpointError (BundleRefused for a planner) or ValueError, in one line, unless
+    `checkpoint` is a single network from observation to action and `out` a folder a
+    bundle may be written to: checked before any work."""
+    planner = checkpoint.suffix == ".npz" and npz_kind(checkpoint) == KIND
+    if checkpoint.suffix == ".onnx":  # an exported bot: bundled as it is, without torch
+        planner = read_metadata(checkpoint)["kind"] == "planner"
+    if planner:
+        raise BundleRefused(
+            f"{name} is a planner: it plans each turn in Python around its value network, "
+            "so it is not one network from observation to action, which a bundle holds "
+            "(export its value network with -o FILE.onnx)"
+        )
+    if checkpoint.suffix not in (".zip", ".onnx"):
+        check_paths(checkpoint, out / MODEL_FILE)  # the words of the .onnx export
+    if os.path.lexists(out) and not out.is_dir():
+        raise ValueError(f"the bundle folder {out} is a file")
+    if out.is_dir() and any(out.iterdir()) and not (out / BUNDLE_FILE).is_file():
+        raise ValueError(f"the bundle folder {out} is not empty and holds no bundle")
+    if not os.path.lexists(out.parent) and not os.path.lexists(out.parent.parent):
+        raise ValueError(f"the bundle folder {out}: folder {out.parent.parent} does not exist")
+    check_output_folder(out.parent, "the bundle folder")
+
+
+def export_bundle(
+    checkpoint: str | Path,
+    out: str | Path,
+    name: str | None = None,
+    vectors: int = DEFAULT_VECTORS,
+    seed: int = 0,
+) -> dict:
+    """Write the bundle folder `out` for the single-network agent `checkpoint` (named
+    `name`: a shipped agent's name, else the checkpoint's file name) and return its
+    bundle.json. It is written beside `out` and takes its place only once whole (an
+    earlier bundle there is replaced)."""
+    checkpoint, out = Path(checkpoint), Path(out)
+    name = name or checkpoint.name
+    check_bundle_paths(checkpoint, out, name)
+    if vectors < 1:
+        raise ValueError(f"the test vectors must be at least 1, got {vectors}")
+    tmp = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        if checkpoint.suffix == ".onnx":  # exported already: its graph as it is
+            meta = read_metadata(checkpoint)
+            shutil.copyfile(checkpoint, tmp / MODEL_FILE)
+        else:
+            meta = export(checkpoint, tmp / MODEL_FILE)
+        meta["provenance"] = _relative(meta.get("provenance") or {})  # model.json's too
+        metadata_path(tmp / MODEL_FILE).write_text(json.dumps(meta, indent=2))
+        bot = ExportedBot(tmp / MODEL_FILE)
+        network, weights = plain_network(tmp / MODEL_FILE)
+        table, table_bytes = turn_ev_section(bot.spec.rules)
+        cases = play_test_vectors(bot, vectors, seed)
+        (tmp / WEIGHTS_FILE).write_bytes(weights)
+        (tmp / TURN_EV_FILE).write_bytes(table_bytes)
+        (tmp / VECTORS_FILE).write_text(json.dumps(cases, separators=(",", ":")))
+        messages = page_messages()
+        (tmp / MESSAGES_FILE).write_text(json.dumps(messages, ensure_ascii=False))
+        files = {
+            f: {"sha256": sha256((tmp / f).read_bytes()), "bytes": (tmp / f).stat().st_size}
+            for f in (
+                MODEL_FILE,
+                metadata_path(MODEL_FILE).name,
+                WEIGHTS_FILE,
+                TURN_EV_FILE,
+                VECTORS_FILE,
+                MESSAGES_FILE,
+            )
+        }
+        bundle = {
+            "format": BUNDLE_FORMAT,
+            "format_version": BUNDLE_VERSION,
+            "name": name,
+            "license": LICENSE,
+            "players": bot.spec.n_players,
+            "rules": rules_section(bot.spec.rules),
+            "observation": observation_layout(bot.spec),
+            "actions": actions_section(),
+            "network": {
+                "file": MODEL_FILE,
+                "input": network["input"],
+                "input_shape": ["batch", bot.spec.size],
+                "output": network["output"],
+                "output_shape": ["batch", 64],
+                "opset": network["opset"],
+                "plain": {
+                    "weights": WEIGHTS_FILE,
+                    "dtype": "float32",
+                    "byte_order": "little",
+                    "semantics": "ONNX operators, batch axis first; float32 tensors at "
+                    "byte offset `offset` of the weights file, `count` numbers in C order",
+                    "nodes": network["nodes"],
+                    "tensors": network["tensors"],
+                },
+            },
+            "tables": {"turn_ev": table},
+            "test_vectors": {"file": VECTORS_FILE, "count": cases["count"], "seed": seed},
+            "messages": {"file": MESSAGES_FILE, "languages": list(messages["languages"])},
+            "files": files,
+            "provenance": {
+                "agent": name,
+                "kind": meta["kind"],
+                "checkpoint_sha256": meta["provenance"].get("checkpoint_sha256"),
+                "toolkit": "fivethousand-rl",
+                "toolkit_version": toolkit_version(),
+                "git_commit": git_commit(),
+                "exported_at": meta["provenance"].get("exported_at"),
+                "bundled_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                "versions": {
+                    k: v for k, v in meta["provenance"].items() if k in ("torch", "sb3_contrib")
+                }
+                | {
+                    "onnx": _version("onnx"),
+                    "onnxruntime": _version("onnxruntime"),
+                    "numpy": np.__version__,
+                },
+                "training_config": meta["provenance"].get("training_config", {}),
+            },
+        }
+        (tmp / BUNDLE_FILE).write_text(json.dumps(bundle, indent=1))
+        _put_in_place(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return bundle
+
+
+def _version(module: str) -> str | None:
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return None
+
+
+def _put_in_place(tmp: Path, out: Path) -> None:
+    """Move the finished folder `tmp` to `out`, replacing an earlier bundle there."""
+    old = out.with_name(f".{out.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if out.is_dir():
+        out.rename(old)
+    try:
+        tmp.rename(out)
+    except OSError:
+        if old.is_dir():
+            old.rename(out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
