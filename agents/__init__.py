@@ -1,6 +1,8 @@
-"""Players of 5000 behind one interface (``fivethousand_rl.envs.policy.Policy``), made by name: this
-package's ``make_policy`` is the policy resolver that the environments find through the
-``fivethousand_rl.policies`` entry point (see ``fivethousand_rl.envs.policy``)."""
+"""Players of 5000 behind one interface (``fivethousand_rl.envs.policy.Policy``), made by
+name: ``make_policy``, the policy resolver that the environments find through the
+``fivethousand_rl.policies`` entry point. It knows this package's names first; other
+packages' bots (plugins) and ``module:function`` code come after them (see
+``fivethousand_rl.envs.policy``)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from fivethousand_rl.agents.batched import (
 from fivethousand_rl.agents.function_agent import FunctionAgent, from_function
 from fivethousand_rl.agents.scripted import RandomBot, SmartBot, ThresholdBot, TurnEVBot
 from fivethousand_rl.agents.shipped import SHIPPED, needs_extra, shipped_model, training_installed
-from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.policy import Policy, UnknownPolicyError, code_spec, find_policy
 
 BOT_NAMES = (
     "random",
@@ -33,6 +35,7 @@ BOT_NAMES = (
     "PATH.zip (SB3 checkpoint)",
     "PATH.npz (value net's planner, or PPO self-play snapshot)",
     "PATH.onnx (exported bot or planner)",
+    "MODULE:FUNCTION or FILE.py:FUNCTION (your function that returns a Policy)",
 )
 
 
@@ -47,6 +50,30 @@ _SIMPLE = {
 
 
 def make_policy(spec: str | Policy) -> Policy:
+    """The policy named `spec` (`spec` itself if it already is one): one of this
+    package's names (``builtin_policy``), else a name an installed plugin offers, else
+    your own ``module:function`` or ``path/to/file.py:function``, a function called
+    without arguments that returns a Policy (``fivethousand_rl.envs.policy.find_policy``).
+    Raises ValueError in one line (for an unknown name, naming what is accepted).
+
+    Trust: importing a ``module:function`` runs its code, as opening a model file reads
+    it (``builtin_policy`` says how safely). Never pass a spec read from someone else's
+    file (a save, a request) without the user naming it themselves (``opens_file_or_code``
+    tells such specs; see play.py ``--load``)."""
+    try:
+        return builtin_policy(spec)
+    except UnknownPolicyError as unknown:  # not ours: a plugin's name, or code
+        return find_policy(spec, unknown)
+
+
+def opens_file_or_code(spec: str) -> bool:
+    """Whether making `spec` opens a model file (it ends in one of ``MODEL_SUFFIXES``)
+    or imports code (``module:function``): a spec only the user may name, never a save
+    or a request by itself."""
+    return spec.strip().endswith(MODEL_SUFFIXES) or code_spec(spec) is not None
+
+
+def builtin_policy(spec: str | Policy) -> Policy:
     """A policy from its short name ("random", "threshold:350", "smart", "turn-ev",
     "optimal"; "expectimax" or "expectimax:3", a search over the turn: ``agents.search``),
     the best response to a table of bots ("best-response:smart",
@@ -55,9 +82,11 @@ def make_policy(spec: str | Policy) -> Policy:
     files wherever it runs), a model file (a MaskablePPO checkpoint .zip; an .npz: a
     value net, played by its planner, or a PPO self-play snapshot, told apart by what
     the file says it is; an exported .onnx bot or planner),
-    or `spec` itself if it already implements the Policy interface. Raises ValueError
-    naming what is accepted (a CheckpointError or ExportError, also ValueErrors, for a
-    missing or corrupt model file).
+    or `spec` itself if it already implements the Policy interface: the names of this
+    package, which ``make_policy`` knows first. Raises UnknownPolicyError for any other
+    name (``make_policy`` then asks the plugins), a ValueError naming what is accepted
+    for a bad argument (a CheckpointError or ExportError, also ValueErrors, for a missing or
+    corrupt model file).
 
     Only a spec ending in one of ``MODEL_SUFFIXES`` (after stripping spaces) opens a
     file; any other string is a bot name or refused, so a caller can tell beforehand.
@@ -68,7 +97,9 @@ def make_policy(spec: str | Policy) -> Policy:
     safe replacement is refused (CheckpointError, one line). ``.onnx`` exported bots and
     value-net ``.npz`` files are read as data, without pickle (``allow_pickle=False``).
     Never pass a spec read from someone else's file (a save, a
-    request) without the user naming that model themselves (see play.py ``--load``)."""
+    request) without the user naming that model themselves (see play.py ``--load``); an
+    exported bot is named as ``fivethousand_rl.agents.neural.short_name`` names its file
+    (a bundle's ``checkpoints/NAME/model.onnx``: NAME)."""
     if isinstance(spec, Policy):
         return spec
     accepted = f"accepted: {', '.join(BOT_NAMES)} (e.g. threshold:350)"
@@ -86,8 +117,11 @@ def make_policy(spec: str | Policy) -> Policy:
         return SB3Policy(spec.strip())
     if spec.strip().endswith(".onnx"):
         from fivethousand_rl.agents.exported import load_exported  # onnxruntime and numpy only
+        from fivethousand_rl.agents.neural import short_name
 
-        return load_exported(spec.strip())
+        policy = load_exported(spec.strip())
+        policy.name = short_name(spec.strip())  # a bundle's model.onnx: its folder's name
+        return policy
     if spec.strip().endswith(".npz"):
         return _load_npz(spec.strip())
     if spec.strip().startswith("best-response:"):  # the exact best response to a table
@@ -98,11 +132,7 @@ def make_policy(spec: str | Policy) -> Policy:
     if arg == "" and name in _SIMPLE:
         return _SIMPLE[name]()
     if arg == "" and name in SHIPPED:  # its ONNX export where the training extra is missing
-        path = shipped_model(name)
-        policy = make_policy(str(path))
-        if path.suffix == ".onnx":
-            policy.name = name  # named as its folder, not its file (model.onnx)
-        return policy
+        return builtin_policy(str(shipped_model(name)))  # named as its folder
     if name == "threshold":
         if arg.isascii() and arg.isdigit():  # not '²', which int() refuses
             return BatchedThresholdBot(int(arg))
@@ -115,7 +145,7 @@ def make_policy(spec: str | Policy) -> Policy:
         raise ValueError(
             f"bad bot {_quote(spec)}: expectimax:ROLLS needs a number from 1; {accepted}"
         )
-    raise ValueError(f"unknown bot {_quote(spec)}; {accepted}")
+    raise UnknownPolicyError(f"unknown bot {_quote(spec)}; {accepted}")
 
 
 def _quote(spec: str, limit: int = 60) -> str:
@@ -151,9 +181,11 @@ __all__ = [
     "MODEL_SUFFIXES",
     "Policy",
     "RandomBot",
+    "UnknownPolicyError",
     "SmartBot",
     "ThresholdBot",
     "TurnEVBot",
     "from_function",
     "make_policy",
+    "opens_file_or_code",
 ]

@@ -11,8 +11,11 @@ against cached ones."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import pickle
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,6 +45,7 @@ from fivethousand_rl.envs.rules import BANK_BIT, ROLL_INFO, Rules, can_bank
 from fivethousand_rl.envs.turn_outcomes import turn_ends
 
 SMALL = Rules(target=1000, entry=300)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 # ------------------------------------------------------------------ plain user models
@@ -387,3 +391,207 @@ def test_a_batch_function_must_answer_one_integer_per_row():
     for wrong in (lambda o, m: m.argmax(axis=1)[:, None], lambda o, m: m.argmax(axis=1) * 1.0):
         with pytest.raises(ValueError, match="expected one integer action per row"):
             from_function(wrong).act(game, np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------ by name: module:function
+OWN_AGENT = '''
+"""An agent of one's own, named where a bot is taken as FILE.py:make or MODULE:make."""
+from fivethousand_rl.agents import from_function
+from fivethousand_rl.envs.rules import Rules
+
+
+def bank_first(obs, mask):
+    return 63 - mask[:, ::-1].argmax(axis=1)  # each row's highest legal action
+
+
+def make():
+    return from_function(bank_first, name="bank-first", rules=Rules(target=1000, entry=300))
+
+
+def not_a_policy():
+    return "bank-first"
+
+
+NAME = "bank-first"
+'''
+SMALL_FLAGS = ["--target", "1000", "--entry", "300"]
+
+
+def bank_first(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """OWN_AGENT's function, here."""
+    return 63 - mask[:, ::-1].argmax(axis=1)
+
+
+@pytest.fixture
+def own_agent(tmp_path, monkeypatch):
+    """The folder holding own_agent_53.py (OWN_AGENT), the current one; what loading it
+    puts on sys.path and in sys.modules is gone after the test."""
+    (tmp_path / "own_agent_53.py").write_text(OWN_AGENT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        if Path(getattr(sys.modules[name], "__file__", None) or "/").is_relative_to(tmp_path):
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [
+        ("my_agent:make", ("my_agent", "make")),
+        ("pkg.agents:factory.make", ("pkg.agents", "factory.make")),
+        ("path/to/my_agent.py:make", ("path/to/my_agent.py", "make")),
+        (" my-folder/agent.py:make ", ("my-folder/agent.py", "make")),
+        ("threshold:350", None),
+        ("expectimax:3", None),
+        ("best-response:smart", None),
+        ("best-response:smart,turn-ev", None),
+        ("smart", None),
+        ("checkpoints/ppo-2p/model.zip", None),
+        ("my_agent:", None),
+        (":make", None),
+    ],
+)
+def test_code_specs_are_told_apart_from_bot_names(spec, parsed):
+    """Issue 53 item 7: uvicorn's module:app form; the package's own names with a colon
+    are not code."""
+    from fivethousand_rl.agents import opens_file_or_code
+    from fivethousand_rl.envs.policy import code_spec
+
+    assert code_spec(spec) == parsed
+    assert opens_file_or_code(spec) == (parsed is not None or spec.endswith(".zip"))
+
+
+def test_your_own_agent_by_name_plays_in_evaluate_and_play(own_agent, capsys):
+    """Issue 53 item 7: FILE.py:make and MODULE:make (from the current folder) are
+    agents in a tournament, shown by the policy's name; the same function seated twice
+    is two agents, told apart by their specs; and it plays you in the terminal game."""
+    from fivethousand_rl import evaluate, play
+
+    by_file = str(own_agent / "own_agent_53.py") + ":make"
+    out = own_agent / "e.json"
+    args = [by_file, "smart", "--games", "6", "--json", str(out), *SMALL_FLAGS]
+    assert evaluate.main(args) == 0
+    agents = {a["agent"]: (a["spec"], a["games"]) for a in json.loads(out.read_text())["agents"]}
+    assert agents == {"bank-first": (by_file, 6), "smart": ("smart", 6)}
+    args = ["own_agent_53:make", "own_agent_53.py:make", "--games", "4", "--json", str(out)]
+    assert evaluate.main([*args, *SMALL_FLAGS]) == 0
+    agents = [a["agent"] for a in json.loads(out.read_text())["agents"]]
+    assert sorted(agents) == ["own_agent_53.py:make", "own_agent_53:make"]
+    answers = iter(["b", "r"] * 2000)  # bank when allowed, else roll on
+    play_args = ["--opponents", "own_agent_53:make", "--seed", "1", *SMALL_FLAGS]
+    assert play.main(play_args, ask=lambda _: next(answers)) == 0
+    assert "bank-first" in capsys.readouterr().out
+
+
+def test_your_own_agent_by_name_gets_its_exact_exploitability(own_agent, capsys):
+    """Issue 53 item 7: the best-response command takes FILE.py:make; its number is the
+    one the same function gets as a Python object (from_function)."""
+    assert br_cli.main(["own_agent_53.py:make", *SMALL_FLAGS, "--json"]) == 0
+    numbers = json.loads(capsys.readouterr().out)
+    agent = from_function(bank_first, name="mine", rules=SMALL)
+    expected = exploitability(agent, SMALL, show_progress=False)
+    assert numbers["bots"] == ["own_agent_53.py:make"]
+    assert numbers["exploitability"] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_such_module_53:make", "cannot import no_such_module_53: No module named"),
+        ("own_agent_53:missing", "own_agent_53 has no 'missing'"),
+        ("own_agent_53:not_a_policy", "own_agent_53:not_a_policy() returned str, not a Policy"),
+        ("own_agent_53:NAME", "own_agent_53:NAME is a str, not a function"),
+        ("no/such/agent.py:make", "no Python file no/such/agent.py"),
+    ],
+)
+def test_a_bad_agent_by_name_is_refused_in_one_line(own_agent, capsys, spec, message):
+    from fivethousand_rl import evaluate
+
+    assert evaluate.main([spec, "smart", "--games", "2", *SMALL_FLAGS]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_the_pages_torch_agent_plays_by_name(own_agent):
+    """docs/getting-started/own-agent.md's my_agent.py, beside cleanrl_ppo.py and a
+    network it saved (untrained here), plays a tournament as my_agent.py:make."""
+    import re
+    import shutil
+
+    from fivethousand_rl import evaluate
+
+    page = (ROOT / "docs" / "getting-started" / "own-agent.md").read_text()
+    (code,) = re.findall(r"```python\n(# my_agent\.py\n.*?)```", page, re.S)
+    (own_agent / "my_agent.py").write_text(code)
+    shutil.copy(ROOT / "examples" / "cleanrl_ppo.py", own_agent)
+    sys.path.insert(0, str(own_agent))
+    cleanrl = importlib.import_module("cleanrl_ppo")
+    cleanrl.save(cleanrl.Agent(47, 8), cleanrl.Config(), str(own_agent / "model.pt"))
+    out = own_agent / "e.json"
+    assert evaluate.main(["my_agent.py:make", "smart", "--games", "2", "--json", str(out)]) == 0
+    assert sorted(a["agent"] for a in json.loads(out.read_text())["agents"]) == ["my-ppo", "smart"]
+
+
+def test_an_exported_bundle_is_named_as_its_folder(tmp_path, capsys):
+    """Issue 53 item 8: a bundle's model.onnx (checkpoints/NAME/model.onnx, export.py
+    --out NAME) is NAME in tournaments' tables and on the web page, not "model"."""
+    import shutil
+
+    from fivethousand_rl import evaluate
+    from fivethousand_rl.agents.shipped import shipped_folder
+    from fivethousand_rl.webplay.bots import Catalogue
+
+    for folder in ("bots/my-bundle", "checkpoints/their-bot", "elsewhere/policy-copy"):
+        (tmp_path / folder).mkdir(parents=True)
+        for name in ("model.onnx", "model.json"):
+            shutil.copy(shipped_folder("policy-2p") / name, tmp_path / folder / name)
+    path = str(tmp_path / "elsewhere/policy-copy/model.onnx")
+    assert make_policy(path).name == "policy-copy"
+    out = tmp_path / "e.json"
+    assert evaluate.main([path, "smart", "--games", "2", "--json", str(out)]) == 0
+    assert sorted(a["agent"] for a in json.loads(out.read_text())["agents"]) == [
+        "policy-copy",
+        "smart",
+    ]
+    catalogue = Catalogue(tmp_path)
+    for key in ("my-bundle", "their-bot"):
+        assert catalogue.bots[key].kind == "exported" and catalogue.policy(key).name == key
+    assert "model.onnx" not in catalogue
+
+
+EVIL = """
+from pathlib import Path
+
+Path("imported.txt").write_text("a save ran this")
+
+
+def make():
+    from fivethousand_rl.agents import make_policy
+
+    return make_policy("smart")
+"""
+
+
+def test_a_save_naming_code_never_imports_it_by_itself(own_agent, capsys):
+    """Issue 53 item 7: importing code runs it, so a saved game whose bot seat is
+    FILE.py:make is refused in one line, the module never imported, unless the user
+    names that code again (--opponents), as for a model file (issue 28 item 1)."""
+    from fivethousand_rl import play
+
+    (own_agent / "evil_53.py").write_text(EVIL)
+    save = own_agent / "game.json"
+    answers = iter([f"save {save}", "quit", "n"])
+    play.main(["--opponents", "smart", "--seed", "1"], ask=lambda _: next(answers))
+    data = json.loads(save.read_text())
+    data["players"][1] = "evil_53.py:make"
+    save.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert play.main(["--load", str(save)], ask=lambda _: "quit") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "evil_53.py:make" in err and "--opponents" in err, err
+    assert not (own_agent / "imported.txt").exists() and "evil_53" not in sys.modules
+    flags = ["--load", str(save), "--opponents", "evil_53.py:make"]  # named by the user: played
+    assert play.main(flags, ask=lambda _: "quit") == 0
+    assert (own_agent / "imported.txt").exists()

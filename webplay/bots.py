@@ -5,8 +5,10 @@ Scripted bots and ``optimal`` by name; the project's shipped agents by name
 (``fivethousand_rl.agents.shipped``, wherever the package is installed); from the server's folder
 (``root``, the current one by default), agents shipped there (``checkpoints/NAME/``
 holding a ``model.zip`` or ``value_net.npz``, as ``ship.py`` writes them) and exported
-bots (``bots/*.onnx``). Each is built by ``fivethousand_rl.agents.make_policy``, once, the
-first time a game needs it, and shared by every game (policies keep no per-game state).
+bots (``bots/*.onnx``, and the ``model.onnx`` of a folder ``checkpoints/NAME/`` or
+``bots/NAME/``, a bundle: named NAME, as tournaments name it). Each is built by
+``fivethousand_rl.agents.make_policy``, once, the first time a game needs it, and
+shared by every game (policies keep no per-game state).
 What is made per table or rules (hint planners, solves) is kept while recently used,
 within a bound on count and bytes (``fivethousand_rl.agents.cache.LRU``).
 Heavy one-time work (a model load, a solve) holds up only the requests that need it.
@@ -22,7 +24,8 @@ from typing import TypeVar
 
 from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents.cache import LRU, MB
-from fivethousand_rl.agents.shipped import shipped_models
+from fivethousand_rl.agents.neural import short_name
+from fivethousand_rl.agents.shipped import EXPORTED, shipped_models
 from fivethousand_rl.envs.i18n import N_, _
 from fivethousand_rl.envs.policy import Policy
 from fivethousand_rl.envs.rules import Rules
@@ -95,6 +98,14 @@ class Catalogue:
                 key = path.parent.name
                 about = SERVER_ABOUT[_model_kind(path)]
                 self.bots.setdefault(key, Bot(key, str(path), "shipped", about))
+        # Exported bots: a folder holding model.onnx (a bundle, export.py --out; an
+        # agent shipped with its export) by the folder's name, as tables name it
+        # (short_name); a file of bots/ by its file name (the key earlier saves hold).
+        folders = [*(self.root / "checkpoints").glob(f"*/{EXPORTED}")]
+        folders += (self.root / "bots").glob(f"*/{EXPORTED}")
+        for path in sorted(p for p in folders if p.is_file()):
+            key = short_name(path)
+            self.bots.setdefault(key, Bot(key, str(path), "exported", EXPORTED_ABOUT))
         for path in sorted((self.root / "bots").glob("*.onnx")):
             key = path.name
             self.bots.setdefault(key, Bot(key, str(path), "exported", EXPORTED_ABOUT))
