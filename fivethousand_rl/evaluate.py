@@ -1,5 +1,6 @@
 """Tournaments between any agents: bot names, shipped agents by name (planner-2p,
-ppo-2p, ...), SB3 checkpoints (.zip), value nets (.npz), exported bots (.onnx).
+ppo-2p, ...), SB3 checkpoints (.zip), value nets (.npz), exported bots (.onnx), an
+installed plugin's bots, your own agent as MODULE:FUNCTION or FILE.py:FUNCTION.
 
     python evaluate.py A B [C ...] --games N --players K --seed S --workers W
                        [rule flags] [--per-game] [--ray [ADDRESS]]
@@ -65,7 +66,9 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Name
         description="Play a tournament between 5000 agents.",
         epilog="Agents: random, threshold:T, smart, turn-ev, optimal, a shipped agent "
         f"({', '.join(SHIPPED)}), or a path to an SB3 checkpoint (.zip), a value net (.npz) "
-        "or an exported bot (.onnx). Name an agent twice to seat two copies.",
+        "or an exported bot (.onnx), a plugin's bot, or your own agent as MODULE:FUNCTION or "
+        "FILE.py:FUNCTION (a function returning a Policy). Name an agent twice to seat two "
+        "copies.",
     )
     p.add_argument("agents", nargs="+", help="agents to play")
     p.add_argument("--games", type=int, default=1000, help="games per matchup (default 1000)")

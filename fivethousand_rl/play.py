@@ -115,9 +115,10 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argpars
         help="1 to 7 bots (default: smart; with --humans, the bots beside the people, "
         "default none): names (bots, or shipped agents such as planner-2p "
         "and ppo-2p), checkpoints (.zip, loaded without running its pickles), "
-        "value nets (.npz, played by their planner) or exported bots (.onnx); with --load, "
-        "the save's bot seats named again in seat order, which a save with a model file "
-        "needs (a save never opens a model file by itself)",
+        "value nets (.npz, played by their planner), exported bots (.onnx) or your own "
+        "MODULE:FUNCTION or FILE.py:FUNCTION; with --load, the save's bot seats named again "
+        "in seat order, which a save with a model file or code needs (a save never opens a "
+        "model file or imports code by itself)",
     )
     p.add_argument(
         "--humans",
