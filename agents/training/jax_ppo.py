@@ -39,8 +39,6 @@ chunk resumes where it stopped, exactly.
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import hashlib
 import json
 import math
 import time
@@ -56,16 +54,9 @@ import numpy as np
 import optax
 
 from fivethousand_rl.agents.base import atomic_write
-from fivethousand_rl.agents.exported import (
-    ACTION_ENCODING_VERSION,
-    FORMAT,
-    FORMAT_VERSION,
-    MASKED_LOGIT,
-    ExportedBot,
-    metadata_path,
-)
+from fivethousand_rl.agents.exported import MASKED_LOGIT, ExportedBot
+from fivethousand_rl.agents.exporting import ONNX_OPSET, ppo_metadata, provenance, write_aside
 from fivethousand_rl.agents.jax_bots import jax_bot
-from fivethousand_rl.agents.neural import OBS_SPEC_ATTRIBUTE
 from fivethousand_rl.agents.training.config import GameRules, PPOSettings
 from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
 from fivethousand_rl.envs.game import check_players
@@ -79,7 +70,6 @@ NETWORKS = ("mlp", "action-scoring")
 SELF = "self"
 CHECKPOINT_FORMAT = "fivethousand-rl jax ppo checkpoint"
 CHECKPOINT_VERSION = 1
-ONNX_OPSET = 17  # as fivethousand_rl/export.py: MatMul, Add, Tanh, Relu
 MASKED = np.float32(MASKED_LOGIT)
 
 Params = dict[str, list[tuple[jax.Array, jax.Array]]]
@@ -721,62 +711,26 @@ def actor_graph(actor: Actor, params: Params, obs_size: int):
     return model
 
 
-def _shown(path: Path) -> str:
-    """`path` for provenance: relative to the current folder when inside it, else its
-    folder and file (never the machine's own folders)."""
-    try:
-        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return Path(*Path(path).resolve().parts[-2:]).as_posix()
-
-
 def export_actor(
     params: Params, config: JaxPPOConfig, out: Path, checkpoint: Path | None = None
 ) -> dict:
     """Write the actor as an exported "ppo" bot: `out` (.onnx) and its metadata beside
-    it, as ``fivethousand_rl/export.py`` writes them; loaded back by ``ExportedBot``
-    before it takes `out`'s name (no partial file is ever left). The metadata."""
+    it, as ``fivethousand_rl.agents.exporting`` writes them (the same metadata and
+    provenance); loaded back by ``ExportedBot`` before it takes `out`'s name (no partial
+    file is ever left). The metadata."""
     import onnx
 
-    out = Path(out)
-    game = config.game()
-    spec = game.spec
-    provenance: dict[str, Any] = {}
-    if checkpoint is not None:
-        provenance["checkpoint"] = _shown(checkpoint)
-        provenance["checkpoint_sha256"] = hashlib.sha256(checkpoint.read_bytes()).hexdigest()
-    provenance.update(
-        training_config={**dataclasses.asdict(config), "method": "jax_ppo"},
-        exported_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        jax=jax.__version__,
-        optax=optax.__version__,
-        onnx=onnx.__version__,
-    )
-    meta = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "kind": "ppo",
-        "name": out.stem,
-        OBS_SPEC_ATTRIBUTE: spec.to_dict(),
-        "action_encoding_version": ACTION_ENCODING_VERSION,
-        "inputs": {"obs": ["batch", spec.size]},
-        "outputs": {"logits": ["batch", NUM_ACTIONS]},
-        "masking": "replace illegal logits by -1e8; play the most probable action",
-        "provenance": provenance,
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.stem + ".partial.onnx")
-    try:
-        graph = actor_graph(actor_for(config, game), params, spec.size)
-        onnx.save(graph, str(tmp))
-        metadata_path(tmp).write_text(json.dumps(meta, indent=2))
-        ExportedBot(tmp)  # fails loudly now rather than when played
-        atomic_write(out, tmp.read_bytes())
-        atomic_write(metadata_path(out), metadata_path(tmp).read_bytes())
-    finally:
-        for leftover in (tmp, metadata_path(tmp)):
-            leftover.unlink(missing_ok=True)
-    return meta
+    out, game = Path(out), config.game()
+    training = {**dataclasses.asdict(config), "method": "jax_ppo"}
+    versions = {"jax": jax.__version__, "optax": optax.__version__, "onnx": onnx.__version__}
+
+    def write(tmp: Path) -> dict:
+        onnx.save(actor_graph(actor_for(config, game), params, game.spec.size), str(tmp))
+        return ppo_metadata(
+            out, game.spec, provenance("checkpoint", checkpoint, training, **versions)
+        )
+
+    return write_aside(out, write, ExportedBot)
 
 
 # ------------------------------------------------------------------ the loop
