@@ -116,8 +116,7 @@ def _fields_problem(d: object) -> str:
     """Why `d` is not a dict of well-typed state fields, or ""."""
     if not isinstance(d, dict):
         return f"a game state is a JSON object, not {type(d).__name__}"
-    unknown = sorted(set(d) - set(_STATE_FIELDS), key=str)
-    if unknown:
+    if unknown := sorted(set(d) - set(_STATE_FIELDS), key=str):
         return f"unknown field {unknown[0]!r}"
     for name, (ok, what, default) in _STATE_FIELDS.items():
         if name not in d:
@@ -163,8 +162,7 @@ class GameState:
     def from_dict(cls, d: dict[str, Any], rules: Rules) -> GameState:
         """The state `d` (as written by ``to_dict``), checked field by field and against
         the rules (``state_problem``); raises a one-line ValueError if it is not valid."""
-        problem = _fields_problem(d)
-        if problem:
+        if problem := _fields_problem(d):
             raise ValueError(f"not a valid game state: {problem}")
         d = {name: d.get(name, default) for name, (_, _, default) in _STATE_FIELDS.items()}
         state = cls(
@@ -178,8 +176,7 @@ class GameState:
             winner=None if d["winner"] is None else int(d["winner"]),
             turns=int(d["turns"]),
         )
-        problem = state_problem(state, rules)
-        if problem:
+        if problem := state_problem(state, rules):
             raise ValueError(f"not a valid game state: {problem}")
         return state
 
@@ -467,8 +464,7 @@ class _DiceStream:
 
     def set_state(self, state: dict) -> None:
         """Restore a ``get_state``; raises ValueError, changing nothing, if it is not one."""
-        problem = self.state_problem(state)
-        if problem:
+        if problem := self.state_problem(state):
             raise ValueError(f"not a valid dice state: {problem}")
         self.rng.bit_generator.state = state["rng"]
         self._codes = [int(c) for c in state["codes"]]
@@ -659,9 +655,7 @@ class Game:
 
     def legal_actions(self) -> list[int]:
         """Legal actions in the current state, ascending; empty unless a decision is due."""
-        if self.state.phase != DECIDE:
-            return []
-        return list(self.legal()[0])
+        return list(self.legal()[0]) if self.state.phase == DECIDE else []
 
     def action_mask(self) -> np.ndarray:
         """Boolean vector of the 64 actions, True where legal."""
@@ -741,8 +735,7 @@ class Game:
         if info.bust:
             self._end_turn()
         else:
-            s.roll = info.dice
-            s.phase = DECIDE
+            s.roll, s.phase = info.dice, DECIDE
         return info
 
     def act(self, action: int) -> Move:
@@ -758,10 +751,8 @@ class Game:
             move = self._legal_moves().by_action.get(action)
         move = self.move(action) if move is None else self._with_bank(move)
         self.last_event = Moved(s.current, s.roll, move)
-        s.turn_total = move.turn_total
+        s.turn_total, s.roll, s.dice_left = move.turn_total, None, move.dice_left
         s.held.append(move.held)
-        s.roll = None
-        s.dice_left = move.dice_left
         if move.bank is None:
             s.phase = ROLL
             return move
@@ -774,26 +765,18 @@ class Game:
 
     def _illegal_message(self, action: object) -> str:
         legal = ", ".join(self.describe(a) for a in self.legal_actions())
-        if isinstance(action, int | np.integer) and 0 <= action < NUM_ACTIONS:
-            what = f"action {self.describe(int(action))}"
-        else:
-            what = f"action {action!r}"
-        return f"illegal {what} for roll {format_dice(self.state.roll)}; legal: {legal}"
+        known = isinstance(action, int | np.integer) and 0 <= action < NUM_ACTIONS
+        what = self.describe(int(action)) if known else repr(action)
+        return f"illegal action {what} for roll {format_dice(self.state.roll)}; legal: {legal}"
 
     def _end_turn(self) -> None:
         s = self.state
-        s.turns += 1
-        s.turn_total = 0
-        s.dice_left = NUM_DICE
-        s.held = []
-        s.roll = None
-        s.phase = ROLL
-        s.current = (s.current + 1) % len(s.scores)
+        s.turns, s.turn_total, s.dice_left, s.held, s.roll = s.turns + 1, 0, NUM_DICE, [], None
+        s.phase, s.current = ROLL, (s.current + 1) % len(s.scores)
 
     def _finish(self, winner: int) -> None:
         self._end_turn()
-        self.state.winner = winner
-        self.state.phase = OVER
+        self.state.winner, self.state.phase = winner, OVER
 
     # ----------------------------------------------------------------- JSON
     def to_json(self) -> str:
