@@ -1,18 +1,10 @@
-"""Writing exported bots and bundles (the command line: ``fivethousand export``,
-``fivethousand_rl/export.py``).
+"""Writing exported bots and bundles (the command line: ``fivethousand export``).
 
-``export(checkpoint, out)``: a MaskablePPO checkpoint (.zip) as an ONNX graph of the
-actor's 64 action logits from the observation vector, or a value network (.npz,
-``agents.value_net``) as a graph of its 8 logits from the turn-start features (built with
-the onnx package's helper, no torch); beside it the metadata JSON: the observation or
-feature spec, the action encoding's version, the licence and where the model came from
-(``agents.exported`` reads both back). No file written here names a folder of the
-exporting machine: torch's per-node debugging metadata (stack traces) is dropped
-(``without_local_metadata``) and provenance paths are relative.
-
-``export_bundle(agent, out)``: a folder another runtime needs nothing else from (issue
-44): the graph, its weights in a plain layout, the tables the observation reads, every
-rule, the layouts of the observation and the actions, and test vectors from real games.
+``export``: a MaskablePPO checkpoint (.zip) as an ONNX graph of the actor's 64 action
+logits, or a value network (.npz) as a graph of its 8 logits, with the metadata JSON
+beside it (``agents.exported`` reads both back). ``export_bundle``: a folder another
+runtime needs nothing else from (issue 44). No file written here names a folder of the
+exporting machine (``without_local_metadata``, relative provenance paths).
 """
 
 from __future__ import annotations
@@ -115,6 +107,7 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
             onnx.save(value_net_graph(net), str(tmp))
             return {
                 **header("planner", out),
+                "license": LICENSE,
                 VALUE_NET_ATTRIBUTE: {"spec": net.spec.to_dict(), "hidden": list(net.hidden)},
                 "inputs": {"features": ["batch", net.spec.size]},
                 "outputs": {"logits": ["batch", net.spec.max_players]},
@@ -176,11 +169,10 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
 
 
 def ppo_metadata(out: Path, spec, provenance: dict) -> dict:
-    """The metadata of an exported "ppo" bot reading observations of `spec` (an
-    ``ObsSpec``), written beside `out` (torch's export here, JAX's in
-    ``agents.training.jax_ppo``)."""
+    """The metadata of an exported "ppo" bot of `out` reading `spec` (torch's or JAX's)."""
     return {
         **header("ppo", out),
+        "license": LICENSE,
         OBS_SPEC_ATTRIBUTE: spec.to_dict(),
         "action_encoding_version": ACTION_ENCODING_VERSION,
         "inputs": {"obs": ["batch", spec.size]},
@@ -261,13 +253,7 @@ def value_net_graph(net: ValueNet):
 
 
 def header(kind: str, out: Path) -> dict:
-    return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "kind": kind,
-        "name": out.stem,
-        "license": LICENSE,
-    }
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind, "name": out.stem}
 
 
 def provenance(source: str, path: Path | None, config: dict, **versions: str) -> dict:
@@ -307,20 +293,8 @@ MESSAGES_FORMAT = "fivethousand-rl page messages"
 DEFAULT_VECTORS = 1000
 # The ONNX operators the bundle's plain network layout describes (ONNX semantics, batch
 # axis first): what the reference ports' forward passes implement.
-PLAIN_OPS = (
-    "Add",
-    "Flatten",
-    "Gemm",
-    "Identity",
-    "MatMul",
-    "Relu",
-    "Reshape",
-    "Sigmoid",
-    "Slice",
-    "Squeeze",
-    "Tanh",
-    "Unsqueeze",
-)
+PLAIN_OPS = ("Add", "Flatten", "Gemm", "Identity", "MatMul", "Relu", "Reshape", "Sigmoid")
+PLAIN_OPS += ("Slice", "Squeeze", "Tanh", "Unsqueeze")
 # The bots the test vectors' games are played against, by table size (optimal: 2 only).
 VECTOR_OPPONENTS = {2: ("optimal", "smart", "turn-ev")}
 OTHER_OPPONENTS = ("smart", "turn-ev")
@@ -804,9 +778,10 @@ def export_bundle(
         if checkpoint.suffix == ".onnx":  # exported already: its graph as it is
             meta = read_metadata(checkpoint)
             shutil.copyfile(checkpoint, tmp / MODEL_FILE)
+            without_local_metadata(tmp / MODEL_FILE)  # one exported before they were dropped
         else:
             meta = export(checkpoint, tmp / MODEL_FILE)
-        meta["provenance"] = _relative(meta.get("provenance") or {})  # model.json's too
+        meta["provenance"] = made = _relative(meta.get("provenance") or {})  # model.json's too
         metadata_path(tmp / MODEL_FILE).write_text(json.dumps(meta, indent=2))
         bot = ExportedBot(tmp / MODEL_FILE)
         network, weights = plain_network(tmp / MODEL_FILE)
@@ -817,16 +792,9 @@ def export_bundle(
         (tmp / VECTORS_FILE).write_text(json.dumps(cases, separators=(",", ":")))
         messages = page_messages()
         (tmp / MESSAGES_FILE).write_text(json.dumps(messages, ensure_ascii=False))
-        files = {
-            f: {"sha256": sha256((tmp / f).read_bytes()), "bytes": (tmp / f).stat().st_size}
-            for f in (
-                MODEL_FILE,
-                metadata_path(MODEL_FILE).name,
-                WEIGHTS_FILE,
-                TURN_EV_FILE,
-                VECTORS_FILE,
-                MESSAGES_FILE,
-            )
+        files = {  # every file written so far: all but bundle.json
+            f.name: {"sha256": sha256(f.read_bytes()), "bytes": f.stat().st_size}
+            for f in sorted(tmp.iterdir())
         }
         bundle = {
             "format": BUNDLE_FORMAT,
@@ -861,21 +829,15 @@ def export_bundle(
             "provenance": {
                 "agent": name,
                 "kind": meta["kind"],
-                "checkpoint_sha256": meta["provenance"].get("checkpoint_sha256"),
+                "checkpoint_sha256": made.get("checkpoint_sha256"),
                 "toolkit": "fivethousand-rl",
                 "toolkit_version": toolkit_version(),
                 "git_commit": git_commit(),
-                "exported_at": meta["provenance"].get("exported_at"),
+                "exported_at": made.get("exported_at"),
                 "bundled_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                "versions": {
-                    k: v for k, v in meta["provenance"].items() if k in ("torch", "sb3_contrib")
-                }
-                | {
-                    "onnx": _version("onnx"),
-                    "onnxruntime": _version("onnxruntime"),
-                    "numpy": np.__version__,
-                },
-                "training_config": meta["provenance"].get("training_config", {}),
+                "versions": {k: made[k] for k in ("torch", "sb3_contrib") if k in made}
+                | {k: _version(k) for k in ("onnx", "onnxruntime", "numpy")},
+                "training_config": made.get("training_config", {}),
             },
         }
         (tmp / BUNDLE_FILE).write_text(json.dumps(bundle, indent=1))

@@ -1,15 +1,7 @@
-"""Export a trained model as a portable bot: ONNX model + metadata JSON.
-
-    python export.py ppo-2p -o bots/ppo-2p.onnx           # a shipped agent, by name
-    python export.py planner-2p -o bots/planner-2p.onnx
-    python export.py checkpoints/RUN/best/model.zip       # a run's: RUN/best/model.onnx
-    python export.py ppo-2p --out bundles/ppo-2p          # a bundle folder
-
-A MaskablePPO checkpoint (.zip) becomes the actor's graph, a planner's value network
-(.npz) the graph of its values, with the metadata JSON beside it; both play with
-onnxruntime and numpy only (``agents.exported.load_exported``), anywhere an agent is
-named. The writing lives in ``fivethousand_rl.agents.exporting`` (docs/export.md).
-Installed, the same program is ``fivethousand export``.
+"""``fivethousand export`` (``python export.py`` in a clone): a shipped agent, an SB3
+checkpoint (.zip) or a value net (.npz) as an ONNX bot and its metadata (``-o
+FILE.onnx``), or a single-network agent as a bundle folder (``--out DIR``). The writing
+is ``fivethousand_rl.agents.exporting``'s (docs/export.md).
 """
 
 from __future__ import annotations
@@ -31,11 +23,9 @@ from fivethousand_rl.agents.shipped import (
 
 
 def missing_install(prog: str, checkpoint: Path) -> str | None:
-    """The one line saying what exporting `checkpoint` needs and this environment lacks,
-    with the narrowest command that installs it (`prog`: the command as typed); None
-    when nothing is missing.
-    Every export writes or reads a graph with onnx; a checkpoint (.zip) also needs torch
-    and sb3-contrib, whose export runs onnxscript: the training extra."""
+    """The one line saying what exporting `checkpoint` needs and is missing here, with
+    the narrowest install (`prog`: the command as typed), or None: onnx for any graph, the
+    training extra for a checkpoint (.zip: torch, sb3-contrib, onnxscript)."""
     if checkpoint.suffix == ".zip":
         missing = next((m for m in (*CHECKPOINT_MODULES, "onnxscript") if not importable(m)), None)
         if missing is not None:
