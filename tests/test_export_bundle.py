@@ -262,6 +262,23 @@ def test_an_exported_bot_is_bundled_as_it_is_without_torch(bundle, tmp_path, mon
     assert absolute_paths(meta) == [] and absolute_paths(read(out, "model.json")) == []
 
 
+def test_an_older_export_is_bundled_without_its_local_metadata(bundle, tmp_path):
+    """Issue 53 item 3: an export made before torch's node metadata was dropped (its
+    stack traces name the exporting machine's files) is bundled without it."""
+    import onnx
+
+    old = onnx.load(str(bundle / "model.onnx"))
+    trace = 'File "/home/me/fivethousand_rl/export.py", line 149, in forward'
+    old.graph.node[0].metadata_props.add(key="pkg.torch.onnx.stack_trace", value=trace)
+    old.graph.node[0].doc_string = trace
+    onnx.save(old, str(tmp_path / "old.onnx"))
+    (tmp_path / "old.json").write_bytes((bundle / "model.json").read_bytes())
+    out = tmp_path / "b"
+    assert export.main([str(tmp_path / "old.onnx"), "--out", str(out), "--vectors", "10"]) == 0
+    assert b"/home/me" not in (out / "model.onnx").read_bytes()
+    assert (out / "model.onnx").read_bytes() == (bundle / "model.onnx").read_bytes()
+
+
 def test_an_exported_planner_is_refused_as_a_planner(tmp_path, capsys):
     assert export.main(["planner-2p", "-o", str(tmp_path / "p.onnx")]) == 0
     capsys.readouterr()
