@@ -595,3 +595,15 @@ def test_a_save_naming_code_never_imports_it_by_itself(own_agent, capsys):
     flags = ["--load", str(save), "--opponents", "evil_53.py:make"]  # named by the user: played
     assert play.main(flags, ask=lambda _: "quit") == 0
     assert (own_agent / "imported.txt").exists()
+
+
+def test_a_sweep_checks_your_own_agent_by_name_before_any_trial(own_agent, capsys):
+    """Issue 53 item 7: a sweep's opponents take MODULE:FUNCTION too, made (imported and
+    called) when the sweep is checked, before Ray starts or anything is written."""
+    from fivethousand_rl import sweep
+
+    grid = "opponents=[[own_agent_53:not_a_policy], [smart]]"
+    assert sweep.main(["--grid", grid, "--checkpoints", str(own_agent / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert "own_agent_53:not_a_policy() returned str, not a Policy" in err and err.count("\n") == 1
+    assert not (own_agent / "runs").exists()
