@@ -255,22 +255,15 @@ class BatchGames:
         self._left_flat = self.tables.dice_left.ravel()
         self._mask_flat = self.decisions.mask.ravel()
         self.scores = np.zeros((n_games, n_players), dtype=np.int64)
-        self.current = np.zeros(n_games, dtype=np.int64)
-        self.turn_total = np.zeros(n_games, dtype=np.int64)
-        self.dice_left = np.full(n_games, NUM_DICE, dtype=np.int64)
-        self.roll = np.full(n_games, NO_ROLL, dtype=np.int64)
-        self.turns = np.zeros(n_games, dtype=np.int64)
-        self.winner = np.full(n_games, -1, dtype=np.int64)
+        self.current, self.turn_total, self.dice_left, self.roll, self.turns, self.winner = (
+            np.zeros(n_games, dtype=np.int64) for _ in range(6)
+        )
+        self.reset(slice(None))
 
-    def reset(self, idx: np.ndarray) -> None:
+    def reset(self, idx: np.ndarray | slice) -> None:
         """New games in `idx`: all scores 0, seat 0 to roll five dice."""
-        self.scores[idx] = 0
-        self.current[idx] = 0
-        self.turn_total[idx] = 0
-        self.dice_left[idx] = NUM_DICE
-        self.roll[idx] = NO_ROLL
-        self.turns[idx] = 0
-        self.winner[idx] = -1
+        self.scores[idx] = self.current[idx] = self.turn_total[idx] = self.turns[idx] = 0
+        self.dice_left[idx], self.roll[idx], self.winner[idx] = NUM_DICE, NO_ROLL, -1
 
     # ------------------------------------------------------------- queries
     def entered(self, idx: np.ndarray) -> np.ndarray:
@@ -317,16 +310,10 @@ class BatchGames:
             strict=True,
         )
         for scores, current, total, left, roll, winner, turns in rows:
-            yield GameState(
-                scores=scores,
-                current=current,
-                turn_total=total,
-                dice_left=left,
-                roll=ROLLS[roll] if roll != NO_ROLL else None,
-                phase=OVER if winner >= 0 else DECIDE if roll != NO_ROLL else ROLL,
-                winner=None if winner < 0 else winner,
-                turns=turns,
-            )
+            phase = OVER if winner >= 0 else DECIDE if roll != NO_ROLL else ROLL
+            dice = ROLLS[roll] if roll != NO_ROLL else None
+            won = winner if winner >= 0 else None
+            yield GameState(scores, current, total, left, dice, [], phase, won, turns)
 
     # ------------------------------------------------------------- steps
     def roll_dice(self, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -368,9 +355,7 @@ class BatchGames:
 
     def _end_turn(self, idx: np.ndarray) -> None:
         self.turns[idx] += 1
-        self.turn_total[idx] = 0
-        self.dice_left[idx] = NUM_DICE
-        self.roll[idx] = NO_ROLL
+        self.turn_total[idx], self.dice_left[idx], self.roll[idx] = 0, NUM_DICE, NO_ROLL
         self.current[idx] = (self.current[idx] + 1) % self.n_players
 
     def illegal_message(self, g: int, action: int, who: str = "action") -> str:
