@@ -31,6 +31,7 @@ index              meaning
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import IntEnum
 from functools import cache, cached_property
@@ -38,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from fivethousand_rl.envs.batch import NO_ROLL, ROLLS
 from fivethousand_rl.envs.game import DECIDE, Game, check_players, in_turn_order
 from fivethousand_rl.envs.i18n import _, ngettext
 from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, ROLL_INFO, Rules
@@ -258,6 +260,23 @@ def compact_slices(n_players: int) -> dict[str, slice]:
     return ObsSpec("compact", n_players, Rules()).slices
 
 
+@cache
+def roll_part_table() -> np.ndarray:
+    """The roll's part of the compact observation, from its "dice_in_roll" field to the
+    end, by roll id (``envs.batch.ROLLS``; row ``NO_ROLL``, no roll pending: zeros):
+    dice / 5, a hole for "some action banks" (filled in by the caller), then the roll's
+    one-hot and face counts. The same for any number of players: what the batched
+    encoders (numpy and JAX) gather from. Read-only."""
+    at = compact_slices(2)
+    start = at["dice_in_roll"].start
+    table = np.zeros((NO_ROLL + 1, at["face_counts"].stop - start), dtype=np.float32)
+    for i, roll in enumerate(ROLLS):
+        table[i, 0] = len(roll) / NUM_DICE
+        table[i, at["roll_one_hot"].start - start :] = _ROLL_FEATURE_TABLE[roll]
+    table.flags.writeable = False
+    return table
+
+
 @dataclass(frozen=True)
 class ObsSpec:
     """What an observation vector holds: the contract between the environments that
@@ -381,22 +400,18 @@ def env_rules(rules: Rules | None, **options: Any) -> Rules:
     return rules
 
 
-def check_env_options(
-    n_players: object,
-    max_turns: object,
-    obs_encoding: str,
-    render_mode: str | None,
-    metadata: dict,
-    rules: Rules | None = None,
-    **rule_options: Any,
-) -> ObsSpec:
-    """Check the options the Gymnasium, PettingZoo and vector environments share (one-line
-    ValueError for the first bad one; `metadata` gives the accepted "render_modes"; the
-    rules as ``env_rules`` takes them); returns the observation spec they describe, which
-    holds the player count and the rules."""
-    n_players = check_players(n_players)
+def check_env_options(arguments: Mapping[str, Any], metadata: Mapping[str, Any]) -> ObsSpec:
+    """Check the options the Gymnasium, PettingZoo and vector environments share, read
+    from an environment constructor's `arguments` (its ``locals()``: ``n_players``,
+    ``max_turns``, ``render_mode``, ``obs_encoding``, ``rules`` and the RULE_OPTIONS);
+    one-line ValueError for the first bad one; `metadata` gives the accepted
+    "render_modes"; the rules as ``env_rules`` takes them. Returns the observation spec
+    they describe, which holds the player count and the rules."""
+    n_players = check_players(arguments["n_players"])
+    max_turns, render_mode = arguments["max_turns"], arguments["render_mode"]
     if not isinstance(max_turns, int) or max_turns < n_players:
         raise ValueError(f"max_turns must be an integer >= n_players, got {max_turns!r}")
     if render_mode is not None and render_mode not in (modes := metadata["render_modes"]):
         raise ValueError(f"render_mode must be one of {modes}, got {render_mode!r}")
-    return ObsSpec(obs_encoding, n_players, env_rules(rules, **rule_options))
+    rules = env_rules(arguments["rules"], **{name: arguments[name] for name in RULE_OPTIONS})
+    return ObsSpec(arguments["obs_encoding"], n_players, rules)

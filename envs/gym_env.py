@@ -20,15 +20,18 @@ from fivethousand_rl.envs.game import (
     Rolled,
     action_index,
 )
-from fivethousand_rl.envs.policy import resolve_policy
+from fivethousand_rl.envs.policy import Policy, resolve_policy
 from fivethousand_rl.envs.render import render_rgb, render_text
 from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules
 
 ILLEGAL_ACTION_MODES = ("lose", "raise")
+# The observation: the vector, or with dict_obs {"observation": ..., "action_mask": ...}.
+Observation = np.ndarray | dict[str, np.ndarray]
+Action = int | np.integer  # 0..63 (see "Action Space")
 NO_WINNER = -1  # info["winner"] while nobody has won (as the vector env's arrays say it)
 
 
-class FiveThousandEnv(gym.Env):
+class FiveThousandEnv(gym.Env[Observation, Action]):
     """The dice game 5000 (RULES.md) from the seat of one learning player.
 
     ## Description
@@ -63,7 +66,7 @@ class FiveThousandEnv(gym.Env):
     illegal action; truncated after ``max_turns`` turns (all players' turns counted).
 
     ## Info
-    ``reset()`` and every ``step()`` return the same six keys, each always of one type
+    ``reset()`` and every ``step()`` return the same seven keys, each always of one type
     (so Gymnasium's vector environments can batch them into arrays):
 
     - ``illegal_action`` (bool): this step was an illegal action, which ended the
@@ -73,7 +76,10 @@ class FiveThousandEnv(gym.Env):
       (and after a truncation), as the vector environment reports it;
     - ``learner_seat`` (int): the learner's seat this episode;
     - ``learner_turns``, ``learner_busts`` (int): the learner's turns begun so far, and
-      how many of them ended in a bust.
+      how many of them ended in a bust;
+    - ``action_mask`` (int8 array (64,)): ``action_masks()``, Gymnasium's
+      ``info["action_mask"]`` convention (all 0 once the episode is over), so that
+      ``gym.make_vec`` in any mode hands the masks over as an int8 (num_envs, 64) array.
 
     ## Arguments
     - ``n_players``: 2 to 8.
@@ -135,20 +141,7 @@ class FiveThousandEnv(gym.Env):
         rules: Rules | None = None,
     ) -> None:
         # A rule option left at None is the seeds' rule (fivethousand_rl.envs.encoding.env_rules).
-        self.obs_spec = spec = check_env_options(
-            n_players,
-            max_turns,
-            obs_encoding,
-            render_mode,
-            self.metadata,
-            rules,
-            hold=hold,
-            target=target,
-            entry=entry,
-            bump=bump,
-            overshoot=overshoot,
-            fifty_rule=fifty_rule,
-        )
+        self.obs_spec = spec = check_env_options(locals(), self.metadata)
         self.rules, self.n_players = spec.rules, (n_players := spec.n_players)
         if learner_seat != "random" and (
             not isinstance(learner_seat, int) or not 0 <= learner_seat < n_players
@@ -181,19 +174,24 @@ class FiveThousandEnv(gym.Env):
         vector = spaces.Box(OBS_LOW, spec.high, shape=(spec.size,), dtype=np.float32)
         if dict_obs:
             mask = spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8)
-            self.observation_space = spaces.Dict({"observation": vector, "action_mask": mask})
+            # Gymnasium types a Dict space's samples as dict[str, Space]: they are arrays.
+            self.observation_space = spaces.Dict(  # type: ignore[assignment]
+                {"observation": vector, "action_mask": mask}
+            )
         else:
             self.observation_space = vector
 
         self.game: Game | None = None
-        self.learner_seat = 0 if learner_seat == "random" else learner_seat
+        self.learner_seat = learner_seat if isinstance(learner_seat, int) else 0
         self._seat_policy: list[Any] = []
         self._seat_specs: list[Any] = []
         self._done = True
         self._learner_turns = self._learner_busts = 0
 
     # ------------------------------------------------------------------ API
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
         super().reset(seed=seed)
         rng = self.np_random
         if self.learner_seat_option == "random":
@@ -225,11 +223,13 @@ class FiveThousandEnv(gym.Env):
             self.render()
         return self._observation(), self._info()
 
-    def step(self, action):
+    def step(self, action: Action) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """`action` (0..63; numpy integers too) for the learner; the opponents play on
+        to its next decision or the end."""
         action = action_index(action)
         if self._done:
             raise RuntimeError("the episode is over: call reset() before step()")
-        game = self.game
+        game = self._live_game
         try:
             game.act(action)
         except IllegalMoveError:
@@ -259,7 +259,8 @@ class FiveThousandEnv(gym.Env):
 
     def set_opponent_pool(self, pool: Sequence[tuple[Any, float]]) -> None:
         """Replace the opponent pool (used from the next reset)."""
-        self.opponent_pool, self.pool_specs = [], []  # and how each member was named
+        self.opponent_pool: list[tuple[Policy, float]] = []
+        self.pool_specs: list[Any] = []  # how each member was named
         for spec, weight in pool:
             self.add_opponent(spec, weight)
 
@@ -267,7 +268,7 @@ class FiveThousandEnv(gym.Env):
         """Names of the policies in the seats around the learner this game."""
         return [p.name for seat, p in enumerate(self._seat_policy) if seat != self.learner_seat]
 
-    def get_state(self) -> dict:
+    def get_state(self) -> dict[str, Any]:
         """Everything needed to continue this environment exactly where it is: the game,
         the dice stream and the generators, the seats (opponents by their spec, so the
         pool may have changed since the game began)."""
@@ -282,7 +283,7 @@ class FiveThousandEnv(gym.Env):
             "learner_busts": self._learner_busts,
         }
 
-    def set_state(self, state: dict) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         """Restore a state saved by ``get_state``."""
         # The seats keep the opponents they had, even one that has left the pool since.
         known = dict(zip(self.pool_specs, (p for p, _ in self.opponent_pool), strict=True))
@@ -328,11 +329,17 @@ class FiveThousandEnv(gym.Env):
         return None
 
     # ------------------------------------------------------------- internals
+    @property
+    def _live_game(self) -> Game:
+        if self.game is None:
+            raise RuntimeError("call reset() first")
+        return self.game
+
     def _advance(self) -> None:
         """Play dice and opponents until the learner must decide, the game ends, or the
         turn limit is reached."""
         play(
-            self.game,
+            self._live_game,
             self._seat_policy,
             self.np_random,
             max_turns=self.max_turns,
@@ -345,8 +352,8 @@ class FiveThousandEnv(gym.Env):
             self._learner_turns += event.turn_total == 0  # a turn's first roll
             self._learner_busts += event.bust
 
-    def _observation(self):
-        obs = self.obs_spec.encode(self.game, self.learner_seat)
+    def _observation(self) -> Observation:
+        obs = self.obs_spec.encode(self._live_game, self.learner_seat)
         if self.dict_obs:
             return {"observation": obs, "action_mask": self.action_masks()}
         return obs
@@ -354,7 +361,7 @@ class FiveThousandEnv(gym.Env):
     def _info(self) -> dict[str, Any]:
         """The info of every reset and step: the same keys, each of one type throughout
         (documented in the class's "Info" section)."""
-        s = self.game.state
+        s = self._live_game.state
         return {
             "illegal_action": False,
             "turns": s.turns,
@@ -362,4 +369,5 @@ class FiveThousandEnv(gym.Env):
             "learner_seat": self.learner_seat,
             "learner_turns": self._learner_turns,
             "learner_busts": self._learner_busts,
+            "action_mask": self.action_masks(),
         }

@@ -25,7 +25,10 @@ is then applied by ``stochastic_step(state, roll_id)``, the outcome given from o
 ``resolve(state, key)``, which rolls until a decision is due (a bust ends the turn and
 the next player rolls at once). ``chance_probs(state)`` gives the probability of every
 roll id, equal to ``Game.chance_outcomes``. ``step(state, action, key)`` is
-``resolve(decide(state, action), key)``.
+``resolve(decide(state, action), key)`` with ``decide``'s rewards: the decision that
+ends a game pays for it, a roll pays 0, and so does anything done to an ended game.
+``stochastic_step`` refuses a roll id of the wrong dice outside ``jax.jit`` (under it,
+check ``roll_fits``).
 
 A roll is named by its roll id (``envs.batch.ROLLS``, ``NO_ROLL`` for none); rolls are
 drawn as one uniform code in 0..7775 mapped by ``envs.batch.CODE_TO_ROLL``, exactly as
@@ -78,12 +81,10 @@ from fivethousand_rl.envs.batch import (
     NO_ROLL,
     NUM_CODES,
     ROLL_BUST,
-    ROLLS,
     move_tables,
 )
 from fivethousand_rl.envs.encoding import (
     _NEED_BINS,
-    _ROLL_FEATURE_TABLE,
     ACTION_FEATURES,
     ENCODINGS,
     OBS_HIGH,
@@ -91,10 +92,10 @@ from fivethousand_rl.envs.encoding import (
     RICH_OBS_HIGH,
     Col,
     ObsSpec,
-    compact_slices,
+    roll_part_table,
     score_bins,
 )
-from fivethousand_rl.envs.game import check_players
+from fivethousand_rl.envs.game import IllegalMoveError, check_players
 from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
 from fivethousand_rl.envs.solver import STEP, turn_ev_table
 
@@ -134,6 +135,10 @@ class State:
         return dataclasses.replace(self, **changes)
 
 
+def _paying_nothing(s: State) -> State:
+    return s.replace(rewards=jnp.zeros_like(s.rewards))
+
+
 def _where(cond: Array, a: State, b: State) -> State:
     """`a` where `cond` else `b`, field by field (cond a scalar bool of one game)."""
     return jax.tree_util.tree_map(lambda x, y: jnp.where(cond, x, y), a, b)
@@ -166,12 +171,6 @@ def jax_tables(rules: Rules) -> Tables:
     counts = np.zeros((NUM_DICE + 1, NO_ROLL + 1), dtype=np.int64)
     for n in range(1, NUM_DICE + 1):
         counts[n] = np.bincount(CODE_TO_ROLL[n], minlength=NO_ROLL + 1)
-    at = compact_slices(2)
-    start = at["dice_in_roll"].start
-    roll_part = np.zeros((NO_ROLL + 1, at["face_counts"].stop - start), dtype=np.float32)
-    for i, roll in enumerate(ROLLS):
-        roll_part[i, 0] = len(roll) / NUM_DICE
-        roll_part[i, at["roll_one_hot"].start - start :] = _ROLL_FEATURE_TABLE[roll]
     return Tables(
         code_to_roll=CODE_TO_ROLL.astype(np.int32),
         roll_bust=ROLL_BUST.copy(),
@@ -182,7 +181,7 @@ def jax_tables(rules: Rules) -> Tables:
         move_left=np.where(moves.legal, moves.dice_left, NUM_DICE).astype(np.int32),
         best_bits=moves.best_bits.astype(np.int32),
         best_points=moves.best_points.astype(np.int32),
-        roll_part=roll_part,
+        roll_part=roll_part_table(),
         score_frac=(steps[: t // 50 + 1] / t).astype(np.float32),
         total_frac=np.minimum(steps / t, OBS_HIGH).astype(np.float32),
         need_frac=np.maximum((steps - t) / t, OBS_LOW).astype(np.float32),
@@ -351,7 +350,6 @@ class FiveThousandJax:
         the next decision or the end (``resolve``). Illegal: the game ends, the actor
         gets -1. Ended already: nothing changes, rewards 0."""
         action = jnp.asarray(action, jnp.int32)
-        ended = state.terminated | state.truncated
         inside = (action >= 0) & (action < NUM_ACTIONS)
         legal = inside & state.legal_action_mask[jnp.clip(action, 0, NUM_ACTIONS - 1)]
         # Both branches are computed (vmap): the refused one plays a legal action instead.
@@ -365,25 +363,49 @@ class FiveThousandJax:
             step_count=state.step_count + 1,
         )
         refused = refused.replace(legal_action_mask=jnp.ones(NUM_ACTIONS, bool))
-        out = _where(legal, self._finish(played), refused)
-        return _where(ended, state.replace(rewards=jnp.zeros_like(state.rewards)), out)
+        return self._unless_ended(state, _where(legal, self._finish(played), refused))
 
     def decide(self, state: State, action: Array) -> State:
         """The afterstate of a legal `action` (trusted: check the mask first): the hold
-        and, if it banks, the bank (R9) and the end of the turn. The rolls to come are
-        left to ``stochastic_step`` or ``resolve``."""
-        return self._finish(self._decide_raw(state, jnp.asarray(action, jnp.int32)))
+        and, if it banks, the bank (R9) and the end of the turn, paying the win it makes.
+        The rolls to come are left to ``stochastic_step`` or ``resolve``. Ended already:
+        nothing changes, rewards 0."""
+        out = self._finish(self._decide_raw(state, jnp.asarray(action, jnp.int32)))
+        return self._unless_ended(state, out)
 
     def stochastic_step(self, state: State, roll_id: Array) -> State:
         """The roll `roll_id` (of ``state.dice_left`` dice) lands; a bust (R3) ends the
         turn (R4). Nothing changes unless a roll is due (``is_chance``). It pays 0: a
-        roll never wins, and on an ended game nothing is paid twice."""
-        out = _where(state.is_chance, self._roll_raw(state, jnp.asarray(roll_id, jnp.int32)), state)
-        return self._finish(out).replace(rewards=jnp.zeros_like(state.rewards))
+        roll never wins, and on an ended game nothing is paid twice.
+
+        Called outside ``jax.jit`` / ``vmap``, a roll id that is not a roll of the dice
+        due raises IllegalMoveError in one line, as ``Game.roll`` does; traced, it is not
+        checked (what follows such a roll is unspecified): check ``roll_fits`` there."""
+        roll_id = jnp.asarray(roll_id, jnp.int32)
+        traced = (roll_id, state.is_chance, state.dice_left)
+        if not any(isinstance(x, jax.core.Tracer) for x in traced) and bool(
+            np.any(state.is_chance & ~self.roll_fits(state, roll_id))
+        ):
+            raise IllegalMoveError(
+                f"roll id {roll_id} is not a roll of the {state.dice_left} dice due "
+                f"(chance_probs gives the ids that are)"
+            )
+        out = _where(state.is_chance, self._roll_raw(state, roll_id), state)
+        return _paying_nothing(self._finish(out))
+
+    def roll_fits(self, state: State, roll_id: Array) -> Array:
+        """bool (): is `roll_id` a roll of ``state.dice_left`` dice (an id whose
+        ``chance_probs`` is above 0 where a roll is due)? Traceable: the check to make
+        before ``stochastic_step`` under ``jax.jit`` or ``vmap``."""
+        roll_id = jnp.asarray(roll_id, jnp.int32)
+        inside = (roll_id >= 0) & (roll_id < NO_ROLL)
+        probs = jnp.asarray(self.tables.roll_prob)[state.dice_left, jnp.clip(roll_id, 0, NO_ROLL)]
+        return inside & (probs > 0)
 
     def resolve(self, state: State, key: Array) -> State:
-        """Roll from `key` until a decision is due or the game has ended."""
-        return self._finish(self._resolve_raw(state, key))
+        """Roll from `key` until a decision is due or the game has ended. It pays 0: a
+        roll never wins, and the decision that ended a game has paid for it."""
+        return _paying_nothing(self._finish(self._resolve_raw(state, key)))
 
     def chance_probs(self, state: State) -> Array:
         """(462,) float32: the chance of each roll id at this chance node (the roll ids
@@ -409,15 +431,14 @@ class FiveThousandJax:
             roll=jnp.int32(NO_ROLL),
             step_count=s.step_count + 1,
         )
-        scores, winner = self._bank(s.scores, s.current_player, total)
-        banked = self._end_turn(held.replace(scores=scores, winner=winner))
+        bank = self.bank_outcome(s.scores, s.current_player, total)
+        banked = self._end_turn(held.replace(scores=bank.scores, winner=bank.winner))
         out = _where(action >= BANK_BIT, banked, held)
         return self._status(out)
 
-    def _bank(self, scores: Array, banker: Array, total: Array) -> tuple[Array, Array]:
-        """The scores and winner after `banker` banks `total` (``bank_outcome``)."""
-        outcome = self.bank_outcome(scores, banker, total)
-        return outcome.scores, outcome.winner
+    def _unless_ended(self, state: State, out: State) -> State:
+        """`out`, or `state` unchanged and paying 0 if it had already ended."""
+        return _where(state.terminated | state.truncated, _paying_nothing(state), out)
 
     def bank_outcome(self, scores: Array, banker: Array, total: Array) -> BankOutcome:
         """``envs.batch.bank_batch`` for one game: R9 with V2 (bump) and V3 (overshoot).

@@ -42,6 +42,8 @@ offender, API misuse raises, and an action outside 0..63 raises ValueError, as i
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
@@ -55,7 +57,7 @@ from fivethousand_rl.envs.render import render_text
 from fivethousand_rl.envs.rules import NUM_ACTIONS, Rules
 
 
-def env(**kwargs) -> AECEnv:
+def env(**kwargs: Any) -> AECEnv:
     """The AEC environment with PettingZoo's standard safety wrappers, an action
     outside the action space refused by ValueError rather than asserted."""
     aec = raw_env(**kwargs)
@@ -100,20 +102,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     ) -> None:
         super().__init__()
         # A rule option left at None is the seeds' rule (fivethousand_rl.envs.encoding.env_rules).
-        self.obs_spec = check_env_options(
-            n_players,
-            max_turns,
-            obs_encoding,
-            render_mode,
-            self.metadata,
-            rules,
-            hold=hold,
-            target=target,
-            entry=entry,
-            bump=bump,
-            overshoot=overshoot,
-            fifty_rule=fifty_rule,
-        )
+        self.obs_spec = check_env_options(locals(), self.metadata)
         self.rules, self.n_players = self.obs_spec.rules, (n_players := self.obs_spec.n_players)
         self.max_turns = max_turns
         self.render_mode = render_mode
@@ -141,7 +130,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         seat = self.possible_agents.index(agent)
         mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-        game = self.game
+        game = self._live_game
         if game.state.phase != OVER and game.state.current == seat:
             mask[game.legal_actions()] = 1
         return {"observation": self.obs_spec.encode(game, seat), "action_mask": mask}
@@ -149,11 +138,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def state(self) -> np.ndarray:
         """The global state (see the module's docstring): the compact observation of
         the game from seat 0, a float32 vector in ``state_space``."""
-        if self.game is None:
-            raise RuntimeError("call reset() before state()")
-        return self.state_spec.encode(self.game, 0)
+        return self.state_spec.encode(self._live_game, 0)
 
-    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         if seed is not None:
             self.np_random, _ = seeding.np_random(seed)
         self.game = Game(self.n_players, self.rules, seed=int(self.np_random.integers(2**63)))
@@ -162,7 +149,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._cumulative_rewards = dict.fromkeys(self.agents, 0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self.infos = {a: {} for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self._roll_until_decision()
         if self.render_mode == "human":
             self.render()
@@ -174,7 +161,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             return
         action = action_index(action)  # refused before anything changes
         self._cumulative_rewards[agent] = 0
-        self.game.act(action)
+        self._live_game.act(action)
         self._roll_until_decision()
         self._accumulate_rewards()
         if self.render_mode == "human":
@@ -183,8 +170,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def _roll_until_decision(self) -> None:
         """Roll (resolving busts) until a decision is due, then select its agent; set
         rewards and terminations when the game has ended or the turn limit is hit."""
-        s = self.game.state
-        play(self.game, [], self.np_random, max_turns=self.max_turns, until=any_decision)
+        game = self._live_game
+        s = game.state
+        play(game, [], self.np_random, max_turns=self.max_turns, until=any_decision)
         self.rewards = dict.fromkeys(self.agents, 0)
         if s.phase == OVER:
             for i, agent in enumerate(self.possible_agents):
@@ -197,7 +185,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def render(self) -> str | None:
         if self.render_mode is None:
             return None
-        text = render_text(self.game, self.possible_agents)
+        text = render_text(self._live_game, self.possible_agents)
         if self.render_mode == "ansi":
             return text
         print(text)
@@ -205,3 +193,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def close(self) -> None:
         """Nothing to release: the game holds no files, windows or processes."""
+
+    @property
+    def _live_game(self) -> Game:
+        if self.game is None:
+            raise RuntimeError("call reset() first")
+        return self.game

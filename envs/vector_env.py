@@ -33,27 +33,25 @@ from fivethousand_rl.envs.batch import (
     NO_ROLL,
     ROLL_BUST,
     ROLL_DICE,
-    ROLLS,
     BatchGames,
     bank_batch,
     play_batch,
 )
 from fivethousand_rl.envs.encoding import (
-    _ROLL_FEATURE_TABLE,
     ACTION_FEATURES,
     OBS_HIGH,
     OBS_LOW,
     RICH_OBS_HIGH,
     Col,
     ObsSpec,
-    compact_slices,
     off_score_step,
+    roll_part_table,
     score_bins,
 )
 from fivethousand_rl.envs.game import IllegalMoveError
 from fivethousand_rl.envs.gym_env import FiveThousandEnv
 from fivethousand_rl.envs.policy import resolve_policy
-from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE
+from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS
 from fivethousand_rl.envs.solver import STEP, turn_ev_table
 
 
@@ -122,17 +120,6 @@ def rich_features(
     block[due[rows], acts] = cells
 
 
-# The roll's part of the compact observation, from its "dice_in_roll" field to the end,
-# by roll id (zeros: no roll pending): dice / 5, a hole for "some action banks", then
-# encoding's roll features. The fields' offsets within it do not depend on the players.
-_AT = compact_slices(2)
-_ROLL_AT = _AT["dice_in_roll"].start
-_ROLL_PART = np.zeros((NO_ROLL + 1, _AT["face_counts"].stop - _ROLL_AT), dtype=np.float32)
-for _i, _roll in enumerate(ROLLS):
-    _ROLL_PART[_i, _AT["dice_in_roll"].start - _ROLL_AT] = len(_roll) / NUM_DICE
-    _ROLL_PART[_i, _AT["roll_one_hot"].start - _ROLL_AT :] = _ROLL_FEATURE_TABLE[_roll]
-
-
 def observe_batch(
     games: BatchGames, idx: np.ndarray, seat: np.ndarray, mask: np.ndarray, spec: ObsSpec
 ) -> np.ndarray:
@@ -161,7 +148,7 @@ def observe_batch(
     need = (target - scores[rows, current] - total) / target
     out[:, at["need_after_bank"].start] = np.maximum(need, OBS_LOW)
     out[:, at["ends_in_50"].start] = off_score_step(total, rules)
-    out[:, at["dice_in_roll"].start : at["face_counts"].stop] = _ROLL_PART[roll]
+    out[:, at["dice_in_roll"].start : at["face_counts"].stop] = roll_part_table()[roll]
     out[:, at["some_action_banks"].start] = deciding & mask[:, BANK_BIT:].any(axis=1)
     if spec.encoding == "rich":
         rich_features(games, idx, seat, mask, out)
@@ -193,11 +180,12 @@ class FiveThousandVectorEnv(VectorEnv):
       (``envs.batch.BatchPolicy``: the scripted bots of ``agents.batched``), else one
       game at a time (correct, slower);
     - infos are arrays (``illegal_action``, ``turns``, ``winner`` with -1 for none,
-      ``learner_seat``, ``learner_turns``, ``learner_busts``), each with its ``_`` mask:
-      the single environment's keys and types (its "Info" section), as Gymnasium's
-      ``SyncVectorEnv`` batches them;
+      ``learner_seat``, ``learner_turns``, ``learner_busts``, and ``action_mask``: int8
+      (num_envs, 64), each row the legal actions of that row's pending decision, the new
+      game's after an autoreset), each with its ``_`` mask: the single environment's keys
+      and types (its "Info" section), as Gymnasium's ``SyncVectorEnv`` batches them;
     - ``action_masks()`` is a bool array (num_envs, 64), for indexing, where the single
-      environment's is int8 (Gymnasium's mask convention).
+      environment's (and ``info["action_mask"]``) is int8 (Gymnasium's mask convention).
 
     ``recorder``, if set to a callable, is told of every step of every game (tests):
     ``recorder("deal", idx, learner_seats)``, ``recorder("roll", idx, dice)`` with the
@@ -302,6 +290,7 @@ class FiveThousandVectorEnv(VectorEnv):
         info = self._info(rows, illegal)
         if done.any():
             ended = np.flatnonzero(done)
+            info["action_mask"][ended] = 0  # as the single env's once its episode is over
             final_info = {}  # the finished games' infos, each with the mask `done`
             for key, value in info.items():
                 if not key.startswith("_"):
@@ -357,7 +346,7 @@ class FiveThousandVectorEnv(VectorEnv):
             "seat_specs": seats,
             "learner_turns": int(self.learner_turns[row]),
             "learner_busts": int(self.learner_busts[row]),
-            "np_random": self._np_random.bit_generator.state,
+            "np_random": self.np_random.bit_generator.state,
         }
 
     def set_state(self, row: int, state: dict[str, Any]) -> None:
@@ -377,7 +366,7 @@ class FiveThousandVectorEnv(VectorEnv):
                 )
         self.learner_turns[row] = state["learner_turns"]
         self.learner_busts[row] = state["learner_busts"]
-        self._np_random.bit_generator.state = state["np_random"]
+        self.np_random.bit_generator.state = state["np_random"]
         self._mask[row] = g.legal_mask(np.array([row]))[0]
         self._ready = True
 
@@ -414,7 +403,7 @@ class FiveThousandVectorEnv(VectorEnv):
     def _deal(self, idx: np.ndarray) -> None:
         """New games in `idx`, played on to the learner's first decision; a game that
         ends (or hits the turn limit) before it is dealt again, as the single env does."""
-        rng = self._np_random
+        rng = self.np_random
         n = self.n_players
         while idx.size:
             self.games.reset(idx)
@@ -444,7 +433,7 @@ class FiveThousandVectorEnv(VectorEnv):
             idx,
             self._policies,
             self.seat_policy,
-            self._np_random,
+            self.np_random,
             max_turns=self.max_turns,
             stop_seat=self.learner_seat,
             on_roll=self._on_roll,
@@ -478,6 +467,7 @@ class FiveThousandVectorEnv(VectorEnv):
             "learner_seat": self.learner_seat[idx].copy(),
             "learner_turns": self.learner_turns[idx].copy(),
             "learner_busts": self.learner_busts[idx].copy(),
+            "action_mask": self._mask[idx].astype(np.int8),
         }
         every = np.ones(idx.size, dtype=bool)
         info.update({f"_{key}": every for key in list(info)})

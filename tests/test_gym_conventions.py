@@ -21,6 +21,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script too
 import fivethousand_rl.envs  # noqa: E402, F401 - registers FiveThousand-v0
@@ -38,26 +39,52 @@ INFO_TYPES = {
     "learner_seat": int,
     "learner_turns": int,
     "learner_busts": int,
+    "action_mask": np.ndarray,  # int8 (64,): Gymnasium's info["action_mask"] convention
 }
 
 
-def random_legal_steps(mode: str, steps: int, num_envs: int = 8, seed: int = 0, **options):
+def random_legal_steps(
+    mode: str, steps: int, num_envs: int = 8, seed: int = 0, vector_kwargs=None, **options
+):
     """Step ``gym.make_vec(..., vectorization_mode=mode)`` `steps` times with a random
-    legal action per environment, checking at every step that each info key keeps its
-    array type and that finished games report a winner (-1 after a truncation) that
-    agrees with the reward. Returns the number of episodes finished."""
-    env = gym.make_vec("FiveThousand-v0", num_envs=num_envs, vectorization_mode=mode, **options)
+    legal action per environment, read from ``info["action_mask"]`` alone, checking at
+    every step that each info key keeps its array type and shape, that the mask is the
+    environment's own ``action_masks()`` (all 0 only in a row about to autoreset, with
+    Gymnasium's next-step autoreset; a finished game's is all 0 in ``final_info``), that
+    no action was illegal, and that finished games report a winner (-1 after a
+    truncation) that agrees with the reward. Returns the number of episodes finished."""
+    env = gym.make_vec(
+        "FiveThousand-v0",
+        num_envs=num_envs,
+        vectorization_mode=mode,
+        vector_kwargs=vector_kwargs or {},
+        **options,
+    )
     rng = np.random.default_rng(seed)
+    same_step = env.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
     try:
         _, info = env.reset(seed=seed)
-        dtypes = {key: value.dtype for key, value in info.items()}
-        assert set(dtypes) == set(INFO_TYPES) | {f"_{key}" for key in INFO_TYPES}
-        episodes = 0
+        types = {key: (value.dtype, value.shape) for key, value in info.items()}
+        assert set(types) == set(INFO_TYPES) | {f"_{key}" for key in INFO_TYPES}
+        assert types["action_mask"] == (np.int8, (num_envs, NUM_ACTIONS))
+        episodes, ended = 0, np.zeros(num_envs, dtype=bool)
         for _ in range(steps):
-            masks = np.stack(env.call("action_masks"))  # all 0 in a row about to autoreset
+            masks = info["action_mask"]
+            own = env.action_masks() if mode == "vector_entry_point" else env.call("action_masks")
+            assert np.array_equal(masks, np.stack(own))
+            assert (masks.any(axis=1) == ~ended).all()
             actions = (rng.random(masks.shape) * masks).argmax(axis=1)
             _, reward, terminated, truncated, info = env.step(actions)
-            assert {key: value.dtype for key, value in info.items()} == dtypes
+            assert {key: (info[key].dtype, info[key].shape) for key in types} == types
+            if not same_step:
+                ended = terminated | truncated
+            if same_step and "final_info" in info:
+                final = info["final_info"]
+                assert final["action_mask"].dtype == np.int8
+                rows = final["_action_mask"]
+                assert rows.any() and not final["action_mask"][rows].any()
+                assert not final["illegal_action"].any()
+            assert not info["illegal_action"].any()
             over = np.flatnonzero(terminated)
             winner, seat = info["winner"][over], info["learner_seat"][over]
             assert (winner >= 0).all()
@@ -82,17 +109,29 @@ def test_make_vec_sync_batches_truncations_and_a_bigger_table():
     assert random_legal_steps("sync", 300, n_players=4, max_turns=12, learner_seat="random")
 
 
+@pytest.mark.parametrize(
+    "mode, vector_kwargs",
+    [("sync", {"autoreset_mode": AutoresetMode.SAME_STEP}), ("vector_entry_point", {})],
+)
+def test_info_carries_the_mask_with_same_step_autoreset(mode, vector_kwargs):
+    """Gymnasium's same-step autoreset (the batched env's own mode) too: after a game
+    ends, info["action_mask"] is the next game's and final_info's the ended one's."""
+    assert random_legal_steps(mode, 300, vector_kwargs=vector_kwargs, max_turns=12) > 100
+
+
 def _episode_infos(env, rng, illegal_at: int = 0):
     """The infos of one episode (reset's first), a random legal action each step, or an
     illegal one at step `illegal_at` if set."""
     _, info = env.reset(seed=int(rng.integers(1000)))
     infos = [info]
     for step in range(1, 10_000):
-        mask = env.unwrapped.action_masks()
+        mask = info["action_mask"]
+        assert mask.dtype == np.int8 and np.array_equal(mask, env.unwrapped.action_masks())
         action = int(rng.choice(np.flatnonzero(mask == (0 if step == illegal_at else 1))))
         _, _, terminated, truncated, info = env.step(action)
         infos.append(info)
         if terminated or truncated:
+            assert not info["action_mask"].any()  # the episode is over
             return infos
     raise AssertionError("the episode did not end")
 
@@ -126,7 +165,9 @@ def test_the_vector_envs_agree_with_the_single_envs_info():
     sync = gym.make_vec("FiveThousand-v0", num_envs=4, vectorization_mode="sync")
     batched = gym.make_vec("FiveThousand-v0", num_envs=4, vectorization_mode="vector_entry_point")
     (_, a), (_, b) = sync.reset(seed=0), batched.reset(seed=0)
-    assert {k: v.dtype for k, v in a.items()} == {k: v.dtype for k, v in b.items()}
+    assert {k: (v.dtype, v.shape) for k, v in a.items()} == {
+        k: (v.dtype, v.shape) for k, v in b.items()
+    }
     assert (a["winner"] == NO_WINNER).all() and (b["winner"] == NO_WINNER).all()
 
 
@@ -315,7 +356,8 @@ def _play(env, rng, steps: int) -> list:
     for _ in range(steps):
         action = int(rng.choice(np.flatnonzero(env.unwrapped.action_masks())))
         obs, reward, terminated, truncated, info = env.step(action)
-        trace.append((obs.tobytes(), reward, terminated, truncated, info))
+        mask = info["action_mask"].tobytes()  # an array: compared as bytes
+        trace.append((obs.tobytes(), reward, terminated, truncated, {**info, "action_mask": mask}))
         if terminated or truncated:
             env.reset()
             trace.append("reset")

@@ -220,6 +220,38 @@ def test_rgb_render_works_with_sb3_make_vec_env():
     assert (frames[0] != 255).any()  # something is drawn
 
 
+def test_record_video_records_an_episode_with_the_video_extra(tmp_path):
+    """Gymnasium's RecordVideo over render_mode="rgb_array": with the `video` extra
+    (moviepy) it writes one frame per step of the episode, reset's included; without it
+    Gymnasium refuses in one line, saying what to install (docs/environments.md names
+    the extra)."""
+    from gymnasium.wrappers import RecordVideo
+
+    env = gym.make("FiveThousand-v0", render_mode="rgb_array", max_turns=6)
+    try:
+        import moviepy  # noqa: F401
+    except ImportError:
+        with pytest.raises(gym.error.DependencyNotInstalled, match="pip install") as e:
+            RecordVideo(env, str(tmp_path / "videos"))
+        assert "\n" not in str(e.value)
+        return
+    import imageio_ffmpeg
+
+    folder = tmp_path / "videos"  # RecordVideo warns when its folder exists
+    env = RecordVideo(env, str(folder), episode_trigger=lambda _: True, disable_logger=True)
+    _, info = env.reset(seed=0)
+    steps = 0
+    while True:
+        steps += 1
+        _, _, terminated, truncated, info = env.step(int(np.argmax(info["action_mask"])))
+        if terminated or truncated:
+            break
+    env.close()
+    (video,) = folder.glob("*.mp4")
+    frames, _ = imageio_ffmpeg.count_frames_and_secs(str(video))
+    assert frames == steps + 1
+
+
 def test_rich_encoding_describes_each_legal_action():
     from fivethousand_rl.envs.encoding import ACTION_FEATURES
     from fivethousand_rl.envs.rules import Rules, action_for

@@ -24,7 +24,7 @@ from fivethousand_rl.envs.batch import (  # noqa: E402
     decision_tables,
 )
 from fivethousand_rl.envs.encoding import ObsSpec, encode  # noqa: E402
-from fivethousand_rl.envs.game import Game  # noqa: E402
+from fivethousand_rl.envs.game import Game, IllegalMoveError  # noqa: E402
 from fivethousand_rl.envs.jax_env import FiveThousandJax, LearnerEnv, draw_roll  # noqa: E402
 from fivethousand_rl.envs.rules import BANK_BIT, Rules, action_for  # noqa: E402
 
@@ -258,8 +258,9 @@ def test_a_bust_ends_the_turn_and_the_next_player_rolls():
 
 
 def test_step_is_decide_then_resolve_and_observes_the_mover():
-    """The documented key schedule: step(s, a, k) == resolve(decide(s, a), k); the
-    observation is fivethousand_rl.envs.encoding's for the player to move, bit for bit."""
+    """The documented key schedule: step(s, a, k) == resolve(decide(s, a), k) with
+    decide's rewards; the observation is fivethousand_rl.envs.encoding's for the player to
+    move, bit for bit."""
     env = FiveThousandJax(3)
     step, decide, resolve = jax.jit(env.step), jax.jit(env.decide), jax.jit(env.resolve)
     s = env.init(jax.random.key(5))
@@ -267,7 +268,8 @@ def test_step_is_decide_then_resolve_and_observes_the_mover():
         a = int(np.flatnonzero(np.asarray(s.legal_action_mask))[i % int(s.legal_action_mask.sum())])
         k = jax.random.key(100 + i)
         nxt = step(s, a, k)
-        other = resolve(decide(s, a), k)
+        after = decide(s, a)
+        other = resolve(after, k).replace(rewards=after.rewards)
         for x, y in zip(
             jax.tree_util.tree_leaves(nxt), jax.tree_util.tree_leaves(other), strict=True
         ):
@@ -303,6 +305,51 @@ def test_illegal_action_and_ended_games():
     assert int(again.step_count) == int(won.step_count)
     rolled = env.stochastic_step(won, ROLL_ID[(1, 5)])  # no roll due: unchanged, pays 0
     assert np.asarray(rolled.rewards).tolist() == [0.0, 0.0, 0.0] and int(rolled.winner) == 0
+
+
+def test_the_win_is_paid_once_by_the_decision_that_makes_it():
+    """R9's exact win pays +1/-1 on the decision that banks it (decide, as step); after
+    that, decide, resolve, step and stochastic_step on the ended game pay 0 and change
+    nothing else."""
+    env = FiveThousandJax(3)
+    s = env.from_arrays([4900, 300, 0], 0, 0, 1, ROLL_ID[(1,)])
+    won = env.decide(s, 1 | BANK_BIT)  # 4900 + 100 = 5000 exactly
+    assert bool(won.terminated) and np.asarray(won.rewards).tolist() == [1.0, -1.0, -1.0]
+    key = jax.random.key(3)
+    for after in (
+        env.decide(won, 1 | BANK_BIT),
+        env.resolve(won, key),
+        env.step(won, 1 | BANK_BIT, key),
+        env.stochastic_step(won, ROLL_ID[(1,)]),
+    ):
+        assert np.asarray(after.rewards).tolist() == [0.0, 0.0, 0.0]
+        for x, y in zip(
+            jax.tree_util.tree_leaves(after.replace(rewards=won.rewards)),
+            jax.tree_util.tree_leaves(won),
+            strict=True,
+        ):
+            assert np.array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_a_roll_must_throw_the_dice_due():
+    """R4, R6: a roll throws the dice not held, as Game.roll insists. Outside jit a
+    roll id of other dice (or no roll id at all) is refused in one line; ``roll_fits``
+    gives the same answer traced, where nothing is checked."""
+    env = FiveThousandJax(2)
+    fresh = env.new_game()  # five dice due
+    held = env.from_arrays([0, 0], 0, 250, 2)  # two dice due
+    for state, dice in ((fresh, 5), (held, 2)):
+        for bad in (ROLL_ID[(1, 5, 5)], -1, NO_ROLL, NO_ROLL + 7):
+            with pytest.raises(IllegalMoveError, match=f"not a roll of the {dice} dice due") as e:
+                env.stochastic_step(state, bad)
+            assert "\n" not in str(e.value)
+        ids = np.arange(-2, NO_ROLL + 3)
+        fits = np.asarray(jax.jit(jax.vmap(env.roll_fits, in_axes=(None, 0)))(state, ids))
+        want = [0 <= i < NO_ROLL and len(ROLLS[i]) == dice for i in ids]
+        assert fits.tolist() == want
+        assert np.array_equal(fits[2:-3], np.asarray(env.chance_probs(state))[:NO_ROLL] > 0)
+    rolled = env.stochastic_step(held, ROLL_ID[(1, 5)])
+    assert int(rolled.roll) == ROLL_ID[(1, 5)] and int(rolled.turn_total) == 250
 
 
 def test_turn_limit_truncates_at_a_chance_node():

@@ -518,6 +518,9 @@ def test_illegal_action_lose_ends_only_that_game():
     assert reward[1] == -1.0 and term[1] and not trunc[1]
     assert info["final_info"]["illegal_action"][1]
     assert not info["illegal_action"][1]  # the row already holds the next game
+    # The ended game's mask is all 0, as the single env's after an illegal action.
+    assert not info["final_info"]["action_mask"][1].any()
+    assert np.array_equal(info["action_mask"], env.action_masks())
     assert not info["final_info"]["illegal_action"][[0, 2, 3]].any()
 
 

@@ -82,7 +82,8 @@ class BatchedVecEnv(VecEnv):
             keys = [k for k in final if not k.startswith("_")]
             now = round(time.time() - self._start, 6)
             for i in np.flatnonzero(done).tolist():
-                row = {k: final[k][i].item() for k in keys}
+                # SB3's per-env infos: Python scalars, and the ended game's action_mask row.
+                row = {k: final[k][i].item() if final[k].ndim == 1 else final[k][i] for k in keys}
                 row["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
                 row["terminal_observation"] = info["final_obs"][i]
                 row["episode"] = {"r": float(self.ep_return[i]), "l": int(self.ep_length[i])}
