@@ -153,6 +153,24 @@ def test_the_shipped_checkpoints_name_today_s_module_and_no_local_folder():
         assert local_paths([*json_strings(settings), *pickles]) == [], checkpoint
 
 
+# The policy class as the shipped checkpoints pickled it before (agents.networks).
+OLD_POLICY_CLASS = "gAWVKwAAAAAAAACMD2FnZW50cy5uZXR3b3Jrc5SME0FjdGlvblNjb3JpbmdQb2xpY3mUk5Qu"
+
+
+def test_a_checkpoint_naming_the_old_module_still_plays(tmp_path):
+    """The shipped checkpoints no longer exercise it: one saved before the one namespace
+    (its policy class pickled as agents.networks) plays as today's."""
+    old = tmp_path / "model.zip"
+    old.write_bytes(SHIPPED_2P.read_bytes())
+    settings = read_settings(old)
+    settings["policy_class"] |= {":serialized:": OLD_POLICY_CLASS, "__module__": "agents.networks"}
+    write_settings(old, settings)
+    then, now = make_policy(str(old)), make_policy(str(SHIPPED_2P))
+    rng = np.random.default_rng(0)
+    for game in sampled_states(300):
+        assert then.act(game, rng) == now.act(game, rng)
+
+
 def test_the_export_names_the_project_s_licence(exported):
     """Issue 53 item 2: the metadata says the licence, the one pyproject.toml gives."""
     licence = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
