@@ -3,7 +3,7 @@
     python benchmarks/exported_planner_parity.py checkpoints/planner-2p/value_net.npz \
         [--decisions 10000] [--players 2 3 4]
 
-Exports the value net to a temporary .onnx (export.py), then plays seeded games at each
+Exports the value net to a temporary .onnx (agents.exporting), then plays seeded games at each
 table size in turn (the planner in seat 0, smart, turn-ev and random in the others,
 seats rotating by game) and asks both planners at every decision, whoever's it is: the
 two must choose the same action. Reports the decisions checked, the disagreements
@@ -74,7 +74,7 @@ def compare(a: PlannerBot, b: PlannerBot, sizes: Sequence[int], count: int, seed
 
 
 def main(argv: list[str] | None = None) -> int:
-    import export
+    from fivethousand_rl.agents.exporting import export
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("value_net", help="a value net (.npz)")
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path = Path(tmp) / "planner.onnx"
-        export.export(args.value_net, onnx_path)
+        export(args.value_net, onnx_path)
         a, b = make_policy(args.value_net), make_policy(str(onnx_path))
         start = time.perf_counter()
         result = compare(a, b, args.players, args.decisions, args.seed)

@@ -123,14 +123,14 @@ def exported_latency(checkpoint: Path, n_states: int = 2000) -> tuple[float, flo
     """(exported bot, SB3 checkpoint) median decision latency, seconds."""
     import tempfile
 
-    import export
     from fivethousand_rl.agents.exported import ExportedBot
+    from fivethousand_rl.agents.exporting import export
 
     states = sample_states(n_states)
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path = Path(tmp) / "bot.onnx"
-        export.export(checkpoint, onnx_path)
+        export(checkpoint, onnx_path)
         exported = decision_latency(ExportedBot(onnx_path), states, rng)
     sb3 = decision_latency(make_policy(str(checkpoint)), states, rng)
     return exported, sb3
