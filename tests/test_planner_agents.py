@@ -286,7 +286,7 @@ def test_the_exported_planner_chooses_the_nets_actions_in_a_small_game(shipped, 
 def test_the_exported_planner_runs_without_torch(exported):
     code = (
         "import sys, numpy as np\n"
-        "from agents import make_policy\n"
+        "from fivethousand_rl.agents import make_policy\n"
         "from fivethousand_rl.envs.game import Game\n"
         "from fivethousand_rl.envs.rules import Rules\n"
         f"bot = make_policy({str(exported)!r})\n"
