@@ -420,6 +420,7 @@ PAGE_MESSAGES: tuple[str | tuple[str, str], ...] = (
     "overshoots are lost under these rules",
     "nobody else has {entry} or more",
     "it would take {who} past {target}",
+    "Free software under the MIT licence",
 )
 
 

@@ -85,6 +85,7 @@ function useLanguage(catalogue) {
   $("roll").textContent = _("Roll");
   $("bank").textContent = _("Bank");
   $("dice").setAttribute("aria-label", _("dice"));
+  $("licence").textContent = _("Free software under the MIT licence");
 }
 
 // ------------------------------------------------------------------ texts of the game
