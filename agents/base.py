@@ -22,17 +22,9 @@ MAX_MODEL_BYTES = 256 << 20
 MAX_TEXT_BYTES = 16 << 20
 
 __all__ = [
-    "MODEL_SUFFIXES",
-    "Policy",
-    "atomic_write",
-    "check_output_folder",
-    "check_output_path",
-    "check_model_file",
-    "check_plot_path",
-    "duration",
-    "read_capped",
-    "read_text_capped",
-]
+    "MODEL_SUFFIXES", "Policy", "atomic_write", "check_output_folder", "check_output_path",
+    "check_model_file", "check_plot_path", "duration", "read_capped", "read_text_capped",
+]  # fmt: skip
 
 
 def read_capped(path: str | Path, limit: int) -> bytes:

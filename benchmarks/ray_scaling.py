@@ -79,14 +79,9 @@ def rows(rates: dict) -> list[list[str]]:
 
 
 HEADER = [
-    "tournament",
-    "local, 1 worker",
-    "local, 2 workers",
-    "Ray, 1 CPU",
-    "Ray, 2 CPUs",
-    "local 2/1",
-    "Ray 2/1",
-]
+    "tournament", "local, 1 worker", "local, 2 workers", "Ray, 1 CPU", "Ray, 2 CPUs",
+    "local 2/1", "Ray 2/1",
+]  # fmt: skip
 
 
 def markdown(rates: dict, starts: dict, args: argparse.Namespace, load: tuple) -> str:

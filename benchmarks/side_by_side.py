@@ -26,12 +26,9 @@ from fivethousand_rl.envs.rules import Rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_AGENTS = [
-    "optimal",
-    "checkpoints/planner-2p/value_net.npz",
-    "checkpoints/ppo-2p/model.zip",
-    "smart",
+    "optimal", "checkpoints/planner-2p/value_net.npz", "checkpoints/ppo-2p/model.zip", "smart",
     "turn-ev",
-]
+]  # fmt: skip
 KINDS = ("banked, should roll on", "rolled on, should bank", "held the wrong dice")
 
 

@@ -120,19 +120,9 @@ class SweepArgs:
 
 # What a sweep is (saved in sweep.json, restored by --resume).
 SWEEP_FLAGS = (
-    "preset",
-    "params",
-    "grid",
-    "sample",
-    "samples",
-    "seeds",
-    "asha",
-    "grace_period",
-    "reduction_factor",
-    "sweep_seed",
-    "cpus_per_trial",
-    "max_concurrent",
-)
+    "preset", "params", "grid", "sample", "samples", "seeds", "asha", "grace_period",
+    "reduction_factor", "sweep_seed", "cpus_per_trial", "max_concurrent",
+)  # fmt: skip
 RESUME_FLAGS = ["--ray", "--checkpoints", "--cpus", "--no-progress"]  # what --resume takes
 
 

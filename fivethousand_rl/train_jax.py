@@ -33,13 +33,8 @@ from typing import Annotated
 import tyro
 
 SCRIPT = "python train_jax.py"  # how the command names itself when run as a script
-CONFIG, CHECKPOINT, HISTORY, MODEL, SUMMARY = (
-    "config.json",
-    "checkpoint.npz",
-    "history.json",
-    "model.onnx",
-    "summary.json",
-)
+CONFIG, CHECKPOINT, HISTORY = "config.json", "checkpoint.npz", "history.json"
+MODEL, SUMMARY = "model.onnx", "summary.json"
 
 
 def _config_type(prog: str):
