@@ -262,11 +262,9 @@ def compact_slices(n_players: int) -> dict[str, slice]:
 
 @cache
 def roll_part_table() -> np.ndarray:
-    """The roll's part of the compact observation, from its "dice_in_roll" field to the
-    end, by roll id (``envs.batch.ROLLS``; row ``NO_ROLL``, no roll pending: zeros):
-    dice / 5, a hole for "some action banks" (filled in by the caller), then the roll's
-    one-hot and face counts. The same for any number of players: what the batched
-    encoders (numpy and JAX) gather from. Read-only."""
+    """The compact observation from "dice_in_roll" to the end by roll id (``ROLLS``; row
+    ``NO_ROLL``: zeros), "some action banks" left 0 for the caller, whatever the number
+    of players: what the batched encoders (numpy and JAX) gather from. Read-only."""
     at = compact_slices(2)
     start = at["dice_in_roll"].start
     table = np.zeros((NO_ROLL + 1, at["face_counts"].stop - start), dtype=np.float32)

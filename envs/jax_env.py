@@ -224,11 +224,6 @@ class BankOutcome(NamedTuple):
     gift_to: Array  # int32 (): who receives an overshoot (-1: nobody, it is lost)
 
 
-def rich_cap(rules: Rules) -> int:
-    """The turn total from which ``TurnEV`` values every roll alike (its cap)."""
-    return turn_ev_table(rules).cap
-
-
 def can_bank(rules: Rules, own: Array, total: Array) -> Array:
     """R8 (V1 the entry, V4 the 50 rule) in jnp, as ``envs.rules.can_bank``: may a player
     with `own` banked points bank the turn total `total`?"""
@@ -552,7 +547,8 @@ class FiveThousandJax:
         need = t - own - total
         banks = jnp.arange(NUM_ACTIONS) >= BANK_BIT
         entered = (own > 0).astype(jnp.int32)
-        roll_ev = jnp.asarray(rich.roll_ev)[entered, jnp.minimum(total, rich_cap(r)) // STEP, left]
+        capped = jnp.minimum(total, turn_ev_table(r).cap)
+        roll_ev = jnp.asarray(rich.roll_ev)[entered, capped // STEP, left]
         bank_ev = jnp.asarray(rich.bank_ev)[jnp.minimum(total // STEP, rich.bank_ev.size - 1)]
         bank = jax.vmap(lambda x: self.bank_outcome(s.scores, seat, x))(total)
         wins = banks & (bank.winner == seat)
@@ -709,8 +705,7 @@ class LearnerEnv:
         )
         g = env._finish(g)  # the learner is to move: its observation and mask
         observation, mask = g.observation, g.legal_action_mask
-        if not record:
-            return _blank(env, g, seat).replace(observation=observation, legal_action_mask=mask)
+        ended &= record  # a reset tells nothing of the deals it replaced
         won = end_state.winner == end_seat  # end flags and winner: set by _status
         reward = jnp.where(ended & end_state.terminated, jnp.where(won, 1.0, -1.0), 0.0)
         return LearnerState(
@@ -725,18 +720,3 @@ class LearnerEnv:
             winner=jnp.where(ended, end_state.winner, jnp.int32(-1)),
             turns=jnp.where(ended, end_state.turns, g.turns),
         )
-
-
-def _blank(env: FiveThousandJax, g: State, seat: Array) -> LearnerState:
-    return LearnerState(
-        game=g,
-        learner_seat=seat,
-        observation=jnp.zeros(env.observation_size, jnp.float32),
-        legal_action_mask=jnp.zeros(NUM_ACTIONS, bool),
-        reward=jnp.float32(0.0),
-        terminated=jnp.bool_(False),
-        truncated=jnp.bool_(False),
-        final_observation=jnp.zeros(env.observation_size, jnp.float32),
-        winner=jnp.int32(-1),
-        turns=jnp.int32(0),
-    )
