@@ -356,8 +356,8 @@ class FiveThousandJax:
             is_chance=jnp.bool_(False),
             rewards=jnp.where(actor, -1.0, 0.0).astype(jnp.float32),
             step_count=state.step_count + 1,
+            legal_action_mask=jnp.ones(NUM_ACTIONS, bool),
         )
-        refused = refused.replace(legal_action_mask=jnp.ones(NUM_ACTIONS, bool))
         return self._unless_ended(state, _where(legal, self._finish(played), refused))
 
     def decide(self, state: State, action: Array) -> State:
@@ -377,13 +377,11 @@ class FiveThousandJax:
         due raises IllegalMoveError in one line, as ``Game.roll`` does; traced, it is not
         checked (what follows such a roll is unspecified): check ``roll_fits`` there."""
         roll_id = jnp.asarray(roll_id, jnp.int32)
-        traced = (roll_id, state.is_chance, state.dice_left)
-        if not any(isinstance(x, jax.core.Tracer) for x in traced) and bool(
-            np.any(state.is_chance & ~self.roll_fits(state, roll_id))
-        ):
+        values = (roll_id, state.is_chance, state.dice_left)
+        concrete = not any(isinstance(x, jax.core.Tracer) for x in values)
+        if concrete and np.any(state.is_chance & ~self.roll_fits(state, roll_id)):
             raise IllegalMoveError(
-                f"roll id {roll_id} is not a roll of the {state.dice_left} dice due "
-                f"(chance_probs gives the ids that are)"
+                f"roll id {roll_id} is not a roll of the {state.dice_left} dice due"
             )
         out = _where(state.is_chance, self._roll_raw(state, roll_id), state)
         return _paying_nothing(self._finish(out))
