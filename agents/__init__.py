@@ -105,6 +105,10 @@ def builtin_policy(spec: str | Policy) -> Policy:
     accepted = f"accepted: {', '.join(BOT_NAMES)} (e.g. threshold:350)"
     if not isinstance(spec, str):
         raise ValueError(f"expected a bot name or a Policy, got {type(spec).__name__}; {accepted}")
+    if spec.strip().startswith("best-response:"):  # the best response to a table, of files too
+        from fivethousand_rl.agents.best_response import PREFIX, BestResponseBot, table_of
+
+        return BestResponseBot(table_of(spec.strip().removeprefix(PREFIX)), make_policy)
     if spec.strip().endswith(MODEL_SUFFIXES):  # a device, a FIFO, a bomb: refused unread
         check_model_file(spec.strip())
     if spec.strip().endswith(".zip"):
@@ -124,10 +128,6 @@ def builtin_policy(spec: str | Policy) -> Policy:
         return policy
     if spec.strip().endswith(".npz"):
         return _load_npz(spec.strip())
-    if spec.strip().startswith("best-response:"):  # the exact best response to a table
-        from fivethousand_rl.agents.best_response import PREFIX, BestResponseBot, table_of
-
-        return BestResponseBot(table_of(spec.strip().removeprefix(PREFIX)), make_policy)
     name, _, arg = spec.strip().partition(":")
     if arg == "" and name in _SIMPLE:
         return _SIMPLE[name]()

@@ -607,3 +607,11 @@ def test_a_sweep_checks_your_own_agent_by_name_before_any_trial(own_agent, capsy
     err = capsys.readouterr().err
     assert "own_agent_53:not_a_policy() returned str, not a Policy" in err and err.count("\n") == 1
     assert not (own_agent / "runs").exists()
+
+
+def test_the_best_response_to_a_model_file_is_made_by_name():
+    """`best-response:PATH` names a table of one model file: the best response to it,
+    not the file itself (a spec ending in .onnx or .zip was opened as a model)."""
+    model = ROOT / "checkpoints" / "ppo-2p" / "model.onnx"
+    bot = make_policy(f"best-response:{model}")
+    assert type(bot).__name__ == "BestResponseBot" and bot.name == f"best-response:{model}"
