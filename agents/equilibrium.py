@@ -376,8 +376,7 @@ def report(findings: Findings, command: str, seconds: float, plot: str | None) -
     ]
     for e in exps:
         lines.append(_row(e))
-    blocked = [e for e in exps if e.variant.blocks]
-    if blocked:
+    if blocked := [e for e in exps if e.variant.blocks]:
         lines += [
             "",
             "By block (highest score of the block: sweeps, and how it ended: settled, "
@@ -442,8 +441,7 @@ def report(findings: Findings, command: str, seconds: float, plot: str | None) -
 def _summary(findings: Findings, main: int) -> list[str]:
     exps, n = findings.experiments, findings.players
     out = []
-    settled = [e for e in exps if e.run.settled]
-    if settled:
+    if settled := [e for e in exps if e.run.settled]:
         out.append(
             "- Settled (to 1e-12): "
             + ", ".join(f"{e.variant.label} on target {e.target}" for e in settled)
@@ -495,8 +493,7 @@ def _summary(findings: Findings, main: int) -> list[str]:
                 "(those below a cycling block only against its last iterate)."
             )
     others = [e for e in exps if e.target == main and not e.variant.label.startswith("plain")]
-    others = [e for e in others if not e.variant.blocks]
-    if others:
+    if others := [e for e in others if not e.variant.blocks]:
         parts = []
         for e in others:
             b = e.run.blocks[0]
@@ -524,8 +521,7 @@ def _summary(findings: Findings, main: int) -> list[str]:
             + f" (sum {seats.sum():.4f}: a chance of {1 - seats.sum():.4f} is guaranteed to "
             "nobody)."
         )
-    checks = [p for p in findings.paranoid if p.values.n_players == 2]
-    if checks:
+    if checks := [p for p in findings.paranoid if p.values.n_players == 2]:
         worst = max(abs(p.values.seat_values()[0] - p.solver) for p in checks)
         out.append(
             f"- Check: with 2 players the paranoid values are the exact solver's (largest "
@@ -624,8 +620,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     add_rule_flags(parser, skip=("target",))
     args = parser.parse_args(argv)
     try:
-        targets = [int(t) for t in args.targets.split(",") if t.strip()]
-        if not targets:
+        if not (targets := [int(t) for t in args.targets.split(",") if t.strip()]):
             raise ValueError("--targets needs at least one target")
         if args.players < 3:
             raise ValueError(f"--players must be 3 or more, got {args.players}")

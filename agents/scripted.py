@@ -120,11 +120,9 @@ class SmartBot(Policy):
         if win is not None:
             return win
         # 2. A bump (the biggest on offer).
-        bumps = [(m.turn_total, m.action) for m in moves if m.banks and m.bank.bumped]
-        if bumps:
+        if bumps := [(m.turn_total, m.action) for m in moves if m.banks and m.bank.bumped]:
             return max(bumps)[1]
-        in_range = [m for m in moves if banked + m.turn_total < target]
-        if not in_range:
+        if not (in_range := [m for m in moves if banked + m.turn_total < target]):
             return self._dead_turn(moves)
         # 3. Near the target: bank the biggest allowed step.
         safe_banks = [(m.turn_total, m.action) for m in in_range if m.banks]

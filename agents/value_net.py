@@ -74,9 +74,7 @@ class FeatureSpec:
     @property
     def players(self) -> tuple[int, ...]:
         """The table sizes the network values."""
-        if self.table:
-            return (len(self.table) + 1,)
-        return tuple(range(2, self.max_players + 1))
+        return (len(self.table) + 1,) if self.table else tuple(range(2, self.max_players + 1))
 
     @property
     def bins(self) -> int:

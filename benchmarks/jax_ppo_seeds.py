@@ -40,8 +40,7 @@ RUN_FILES = ("summary.json", "history.json", "config.json", "model.onnx")
 
 def check_run(folder: Path) -> None:
     """ValueError (one line) unless `folder` holds a finished train_jax run."""
-    missing = [name for name in RUN_FILES if not (folder / name).is_file()]
-    if missing:
+    if missing := [name for name in RUN_FILES if not (folder / name).is_file()]:
         raise ValueError(f"{folder} is not a train_jax run: no {', '.join(missing)}")
     for name in ("summary.json", "history.json"):  # read by measure and plot
         try:

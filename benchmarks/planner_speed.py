@@ -109,8 +109,7 @@ def net_setups(path: str, players: list[int]) -> list:
     if net.spec.table:
         table = tuple(make_policy(bot) for bot in net.spec.table)
         return [(f"{name} at its table", len(table) + 1, rules, lambda: net.planner(name), table)]
-    unknown = sorted(set(players) - set(net.spec.players))
-    if unknown:
+    if unknown := sorted(set(players) - set(net.spec.players)):
         raise ValueError(f"{path} values tables of {list(net.spec.players)} players, not {unknown}")
     return [(f"{name}, {n} players", n, rules, lambda: net.planner(name), ()) for n in players]
 

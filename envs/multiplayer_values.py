@@ -342,8 +342,7 @@ class BlockRun:
 
     def orbit(self) -> np.ndarray:
         """The last iterates that make one turn of the cycle (``Cycle.amplitude``'s)."""
-        period = self.cycle.period if self.cycle is not None else None
-        if period:
+        if self.cycle is not None and (period := self.cycle.period):
             return self.history[-(period + 1) :]
         return self.history[len(self.history) // 2 :]
 

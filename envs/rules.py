@@ -268,8 +268,7 @@ def hold_score(dice: Iterable[int]) -> int:
 
 def roll_info(dice: Iterable[int]) -> RollInfo:
     """The analysis of a roll of 1 to 5 dice, in any order."""
-    key = _check_dice(dice)
-    if not key:
+    if not (key := _check_dice(dice)):
         raise ValueError("a roll has 1 to 5 dice, got none")
     return ROLL_INFO[key]
 

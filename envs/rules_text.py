@@ -114,7 +114,5 @@ def rules_sections(rules: Rules | None = None) -> list[tuple[str, list[str]]]:
 
 def rules_text(rules: Rules | None = None) -> str:
     """``rules_sections`` as plain text: a title, then a line per rule."""
-    blocks = []
-    for title, lines in rules_sections(rules):
-        blocks.append("\n".join([f"{title}:", *(f"- {line}" for line in lines)]))
-    return "\n\n".join(blocks)
+    sections = rules_sections(rules)
+    return "\n\n".join("\n".join([f"{t}:", *(f"- {row}" for row in rows)]) for t, rows in sections)

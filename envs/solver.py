@@ -112,8 +112,7 @@ def option_tables(hold: str = "free") -> OptionTables:
     for k in range(1, NUM_DICE + 1):
         merged: dict[tuple, float] = {}
         for roll, p in roll_probabilities(k):
-            holds = ROLL_INFO[roll].holds(hold)
-            if not holds:
+            if not (holds := ROLL_INFO[roll].holds(hold)):
                 bust[k] += p
                 continue
             key = tuple(sorted({(h.points, (k - len(h.dice)) or NUM_DICE) for h in holds}))

@@ -439,11 +439,7 @@ def write_results(folder: Path, rows: list[dict], varied: list[str]) -> None:
 
 
 def cell(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def markdown(rows: list[dict], varied: list[str]) -> str:

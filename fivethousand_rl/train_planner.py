@@ -173,8 +173,7 @@ class Run:
         for label, r in results.items():
             writer.add_scalar(f"eval/win_rate/{label}", r["win_rate"], it)
         writer.add_scalar("eval/mean_win_rate", score, it)
-        best = score > self.best_score
-        if best:
+        if best := score > self.best_score:
             self.best_score = score
             atomic_write(self.run_dir / "best" / "value_net.npz", self.trainer.net.save)
             save_json(self.run_dir / "best" / "eval.json", record)

@@ -251,8 +251,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def _validation_message(exc: RequestValidationError) -> str:
     """Pydantic's first complaint, in one line: "bots: List should have at most 7 items"."""
-    errors = exc.errors()
-    if not errors:
+    if not (errors := exc.errors()):
         return _("invalid request")
     first = errors[0]
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
@@ -896,8 +895,7 @@ def create_app(
             note, source, exact = _("exact: optimal play from here on"), "optimal", True
         else:
             chances = [float(p) for p in policy.win_probabilities(game)]
-            exact = policy.name.startswith(BEST_RESPONSE)
-            if exact:
+            if exact := policy.name.startswith(BEST_RESPONSE):
                 note = _("exact: the best response to these bots")
             else:
                 note = _("an estimate by the trained planner {name}, not exact", name=policy.name)

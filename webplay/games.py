@@ -253,19 +253,14 @@ class WebGame:
     def to_play(self) -> int | None:
         """The seat of the person whose decision is due, or None (a roll or a bot's
         decision is next, or the game is over)."""
-        if self.over:
-            return None
         current = self.game.state.current
-        if current in self.humans and driver.decision_of(current)(self.game):
-            return current
-        return None
+        due = not self.over and current in self.humans and driver.decision_of(current)(self.game)
+        return current if due else None
 
     def status(self) -> str:
         """ "you" (a person's decision is due: the one at ``to_play``), "over", or
         "wait" (a roll or a bot's decision is next: the client asks for a step)."""
-        if self.over:
-            return "over"
-        return "you" if self.to_play() is not None else "wait"
+        return "over" if self.over else "you" if self.to_play() is not None else "wait"
 
     # ------------------------------------------------------------- play
     def record(self, event: Event) -> None:

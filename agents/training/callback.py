@@ -171,8 +171,7 @@ class RunCallback(BaseCallback):
         score = float(np.mean([r["win_rate"] for r in results.values()]))
         self.logger.record("eval/mean_win_rate", score)
         state.evals.append({"steps": steps, "results": results, "mean_win_rate": score})
-        best = score > state.best_score
-        if best:
+        if best := score > state.best_score:
             state.best_score = score
             atomic_write(self.run_dir / "best" / "model.zip", self.model.save)
             save_json(self.run_dir / "best" / "eval.json", state.evals[-1])
