@@ -96,10 +96,7 @@ def fair_start(rules: Rules) -> tuple[float, float | None, tuple[int, int], floa
 def self_play(rules: Rules, n_games: int, seed: int) -> dict:
     """Games of optimal against itself, with what happened in them."""
     games = BatchGames(n_games, 2, rules)
-    busts = np.zeros(n_games, dtype=np.int64)
-    bumps = np.zeros(n_games, dtype=np.int64)
-    gifts = np.zeros(n_games, dtype=np.int64)
-    lost = np.zeros(n_games, dtype=np.int64)
+    busts, bumps, gifts, lost = np.zeros((4, n_games), dtype=np.int64)
     before = games.scores.copy()  # scores change only when somebody banks
 
     def on_roll(idx, seats, totals, ids) -> None:

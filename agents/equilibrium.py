@@ -182,10 +182,6 @@ def probe_index(space: ScoreSpace) -> int | None:
         return None
 
 
-def start_index(space: ScoreSpace) -> int:
-    return int(space.index(np.zeros((1, space.n_players), dtype=np.int64))[0])
-
-
 # ----------------------------------------------------------------- the cycle
 def cycle_anatomy(exp: Experiment, limit: int = 8) -> list[str]:
     """Markdown lines on which choices of the movers change along the last cycle of
@@ -538,7 +534,7 @@ def _row(e: Experiment) -> str:
     space = run.space
     block = next((b for b in run.blocks if not b.settled), run.blocks[-1])
     swings = run.swings()
-    start = start_index(space)
+    start = int(space.index(np.zeros((1, space.n_players), dtype=np.int64))[0])
     probe = probe_index(space)
     if run.settled:
         where = ""

@@ -95,10 +95,8 @@ def move_tables(hold: str) -> MoveTables:
     """The hold tables of every roll under `hold` ("free" or "all")."""
     Rules(hold=hold)  # checks the name
     legal = np.zeros((_N_IDS, HOLD_ACTIONS), dtype=bool)
-    points = np.zeros((_N_IDS, HOLD_ACTIONS), dtype=np.int64)
-    left = np.zeros((_N_IDS, HOLD_ACTIONS), dtype=np.int64)
-    best_bits = np.zeros(_N_IDS, dtype=np.int64)
-    best_points = np.zeros(_N_IDS, dtype=np.int64)
+    points, left = np.zeros((2, _N_IDS, HOLD_ACTIONS), dtype=np.int64)
+    best_bits, best_points = np.zeros((2, _N_IDS), dtype=np.int64)
     for i, roll in enumerate(ROLLS):
         info = ROLL_INFO[roll]
         if info.bust:
