@@ -116,10 +116,6 @@ class Gate:
         self._held = False
         self._waiting: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = deque()
 
-    @property
-    def waiting(self) -> int:
-        return len(self._waiting)
-
     async def enter(self) -> None:
         """Wait for the game's turn (then the caller holds it until ``leave``)."""
         with self._lock:
@@ -464,12 +460,9 @@ def rules_line(rules: Rules) -> list[dict]:
             else (_("hold all"), _("hold every scoring die (R5)"))
         ),
     }
+    default = DEFAULT_RULES
     return [
-        {
-            "text": text,
-            "about": about,
-            "house": getattr(rules, name) != getattr(DEFAULT_RULES, name),
-        }
+        {"text": text, "about": about, "house": getattr(rules, name) != getattr(default, name)}
         for name, (text, about) in words.items()
     ]
 
@@ -586,9 +579,7 @@ class Store:
     ) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.catalogue = catalogue
-        self.limits = limits or Limits()
-        self.clock = clock
+        self.catalogue, self.limits, self.clock = catalogue, limits or Limits(), clock
         self.games: dict[str, WebGame] = {}
         self.problems: list[dict] = []
         self.lock = threading.Lock()  # the games dict and its bookkeeping, held briefly
