@@ -25,52 +25,28 @@ from fivethousand_rl.envs.rules import BANK_BIT
 def bank_text(outcome: BankOutcome, names: Sequence[str]) -> str:
     """What banking did (or would do), past tense, in the language in use: "Ann banked
     300, now 1200"."""
-    o, total, who = outcome, outcome.total, names[outcome.banker]
+    o = outcome
+    said = {"who": names[o.banker], "total": o.total, "score": o.scores[o.banker]}
     if not o.allowed:
-        return _(
-            "{who} could not bank {total}: it {why}", who=who, total=total, why=refusal(o.why_not)
-        )
+        return _("{who} could not bank {total}: it {why}", **said, why=refusal(o.why_not))
     if o.lost:
         why = lost_reason(o, names)
-        return _(
-            "{who} banked {total}: overshoot, the points are lost ({why})",
-            who=who,
-            total=total,
-            why=why,
-        )
+        return _("{who} banked {total}: overshoot, the points are lost ({why})", **said, why=why)
     if o.overshoot:
-        to, now = names[o.gift_to], o.scores[o.gift_to]
+        said.update(to=names[o.gift_to], now=o.scores[o.gift_to])
         if o.winner == o.gift_to:
             return _(
                 "{who} banked {total}: overshoot, gift of {total} to {to}, who won with "
                 "exactly {now}",
-                who=who,
-                total=total,
-                to=to,
-                now=now,
+                **said,
             )
-        return _(
-            "{who} banked {total}: overshoot, gift of {total} to {to}, now {now}",
-            who=who,
-            total=total,
-            to=to,
-            now=now,
-        )
-    score = o.scores[o.banker]
+        return _("{who} banked {total}: overshoot, gift of {total} to {to}, now {now}", **said)
     if o.winner == o.banker:
-        return _(
-            "{who} banked {total} and won with exactly {score}", who=who, total=total, score=score
-        )
+        return _("{who} banked {total} and won with exactly {score}", **said)
     if o.bumped:
-        bumped = join_words([names[p] for p in o.bumped])
-        return _(
-            "{who} banked {total}, now {score}, which bumped {bumped} to 0",
-            who=who,
-            total=total,
-            score=score,
-            bumped=bumped,
-        )
-    return _("{who} banked {total}, now {score}", who=who, total=total, score=score)
+        said["bumped"] = join_words([names[p] for p in o.bumped])
+        return _("{who} banked {total}, now {score}, which bumped {bumped} to 0", **said)
+    return _("{who} banked {total}, now {score}", **said)
 
 
 def join_words(parts: Sequence[str]) -> str:
@@ -121,28 +97,17 @@ def event_text(event: Event, names: Sequence[str]) -> str:
     """One event of the game in words, seats named by `names`."""
     who = names[event.seat]
     if isinstance(event, Rolled):
-        dice = format_dice(event.dice)
+        said = {"who": who, "dice": format_dice(event.dice)}
         if not event.bust:
-            return _("{who} rolled {dice}", who=who, dice=dice)
+            return _("{who} rolled {dice}", **said)
         if event.turn_total:
-            return _(
-                "{who} rolled {dice}: bust, lost {points}",
-                who=who,
-                dice=dice,
-                points=event.turn_total,
-            )
-        return _("{who} rolled {dice}: bust", who=who, dice=dice)
+            return _("{who} rolled {dice}: bust, lost {points}", **said, points=event.turn_total)
+        return _("{who} rolled {dice}: bust", **said)
     assert isinstance(event, Moved)
-    move = event.move
+    move, dice = event.move, format_dice(event.move.held)
     if move.bank is not None:  # the dice of the turn's last hold, set aside as it banked
-        bank = bank_text(move.bank, names)
-        return _("{bank} (held {dice})", bank=bank, dice=format_dice(move.held))
-    return _(
-        "{who} held {dice}, turn total {total}",
-        who=who,
-        dice=format_dice(move.held),
-        total=move.turn_total,
-    )
+        return _("{bank} (held {dice})", bank=bank_text(move.bank, names), dice=dice)
+    return _("{who} held {dice}, turn total {total}", who=who, dice=dice, total=move.turn_total)
 
 
 def action_text(action: int, roll: Sequence[int], advice: bool = False) -> str:
