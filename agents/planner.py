@@ -177,11 +177,8 @@ class PlanPool:
         if self.filled + count <= len(self.used):  # rows that never held a plan: in order
             self.filled += count
             return np.arange(self.filled - count, self.filled)
-        rows = (
-            np.arange(count)
-            if count == len(self.used)
-            else (np.argpartition(self.used, count - 1)[:count])
-        )
+        everyone = count == len(self.used)
+        rows = np.arange(count) if everyone else np.argpartition(self.used, count - 1)[:count]
         self.filled = max(self.filled, int(rows.max()) + 1)
         return rows
 
@@ -243,19 +240,14 @@ class PlannerBot(Policy):
         name: str = "planner",
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        self.value_fn = value_fn
+        self.value_fn, self.rules, self.name, self.cache_size = value_fn, rules, name, cache_size
         self.players = None if players is None else tuple(sorted(players))
-        self.rules = rules
-        self.name = name
-        self.cache_size = cache_size
         self._caches: dict[tuple[Rules, int], tuple[ValueCache, PlanPool]] = {}
 
     @classmethod
     def exact(cls, rules: Rules | None = None, show_progress: bool = True) -> PlannerBot:
         """The planner with the exact 2-player values of `rules` (solved or loaded now)."""
-        from fivethousand_rl.agents.optimal import (
-            two_player_solution,  # the solver only when asked for
-        )
+        from fivethousand_rl.agents.optimal import two_player_solution  # only when asked for
 
         rules = rules or Rules()
         values = exact_two_player_values(two_player_solution(rules, show_progress))
