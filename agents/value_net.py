@@ -222,13 +222,7 @@ class ValueNet:
     def save(self, path: str | Path) -> Path:
         """One .npz: the weights and, as JSON text, the feature spec (rules included)."""
         path = Path(path)
-        meta = json.dumps(
-            {
-                "kind": KIND,
-                "spec": self.spec.to_dict(),
-                "layers": len(self.weights),
-            }
-        )
+        meta = json.dumps({"kind": KIND, "spec": self.spec.to_dict(), "layers": len(self.weights)})
         arrays = {f"w{i}": w for i, w in enumerate(self.weights)}
         arrays.update({f"b{i}": b for i, b in enumerate(self.biases)})
         np.savez(path, meta=np.array(meta), **arrays)

@@ -428,10 +428,7 @@ def rules_line(rules: Rules) -> list[dict]:
     seeds' rules (the page highlights those) and ``about`` saying what it means (its
     tooltip); in the language in use."""
     words = {  # field -> (its words, what it means)
-        "target": (
-            _("target {target}", target=rules.target),
-            _("the exact score that wins (V5)"),
-        ),
+        "target": (_("target {target}", target=rules.target), _("the exact score that wins (V5)")),
         "entry": (
             _("entry {entry}", entry=rules.entry),
             _("the turn total needed to bank a first time (V1)"),

@@ -113,10 +113,7 @@ def play_games(
 
 
 def batched_turn_starts(
-    batch: BatchGames,
-    policies: Sequence[Policy],
-    seat_policy: np.ndarray,
-    rng: np.random.Generator,
+    batch: BatchGames, policies: Sequence[Policy], seat_policy: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Play every game of `batch` out (``fivethousand_rl.envs.batch.play_batch``, seat s of game g
     played by ``policies[seat_policy[g, s]]``); every turn start met, the first ones
