@@ -97,11 +97,8 @@ class Clock:
     one took (before the first one, only their number is known, and said)."""
 
     def __init__(self, config: TrainConfig, start_steps: int, now: float) -> None:
-        self.total = config.n_timesteps
-        self.eval_freq = config.eval_freq
-        self.rollout = config.n_envs * config.n_steps
-        self.start_steps = start_steps
-        self.start = now
+        self.total, self.eval_freq, self.start = config.n_timesteps, config.eval_freq, now
+        self.rollout, self.start_steps = config.n_envs * config.n_steps, start_steps
         self.eval_total = 0.0  # seconds spent evaluating in this session
         self.eval_last: float | None = None
 
@@ -149,8 +146,7 @@ class Reporter:
     how long is left, and a line for each evaluation."""
 
     def __init__(self, total: int, steps: int, show_bar: bool, unit: str = "steps") -> None:
-        self.total = total
-        self.bar = None
+        self.total, self.bar = total, None
         if show_bar:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
