@@ -6,7 +6,7 @@ alone (no torch). Two kinds, as the metadata's "kind" says (``load_exported``):
   as MaskablePPO does in training: illegal logits are replaced by -1e8, and the
   deterministic choice is the most probable action. It decides for many games at once
   too (``act_batch``: one pass of the graph per chunk of games, as every
-  ``fivethousand_rl.agents.neural.TrainedModel``, over the decisions that have a choice).
+  ``fivethousand_rl.agents.neural.TrainedModel``).
 - "planner": the graph is a value network (``fivethousand_rl.agents.value_net``): a batch of
   turn-start features to 8 logits, one per seat; the softmax over the seats present is
   taken here, in float64, as ``ValueNet`` does, and a ``PlannerBot`` plans each turn
@@ -163,16 +163,9 @@ class ExportedBot(TrainedModel):
     def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The graph's logits, masked as MaskablePPO masks them: the most probable action
         of each row (``act`` and ``act_batch`` are ``TrainedModel``'s; `rng` is unused),
-        one run of the graph for the rows that have a choice. A row with one legal action
-        (about a quarter of a game's decisions) is that action, as masking makes it,
-        without the graph, which scores all 64 actions of a row (a checkpoint's torch
-        network scores the legal ones only)."""
-        actions = mask.argmax(axis=1)
-        open_rows = np.flatnonzero(mask.sum(axis=1) > 1)
-        if open_rows.size:
-            logits = self.session.run(None, {self.input_name: obs[open_rows]})[0]
-            actions[open_rows] = masked_choices(logits, mask[open_rows])
-        return actions
+        one run of the graph for the whole batch (an action-scoring graph scores the
+        legal actions only, as the checkpoint's torch network does)."""
+        return masked_choices(self.session.run(None, {self.input_name: obs})[0], mask)
 
     def __getstate__(self) -> dict:
         """For the standard ``pickle``: the session as its file (``_session_file``)."""

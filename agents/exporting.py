@@ -26,6 +26,7 @@ from fivethousand_rl.agents.exported import (
     ACTION_ENCODING_VERSION,
     FORMAT,
     FORMAT_VERSION,
+    MASKED_LOGIT,
     VALUE_NET_ATTRIBUTE,
     ExportedBot,
     exported_planner,
@@ -37,11 +38,14 @@ from fivethousand_rl.agents.neural import (
     OBS_SPEC_ATTRIBUTE,
     RUN_MODEL_FOLDERS,
     CheckpointError,
+    NumpyScorer,
     SB3Policy,
 )
 from fivethousand_rl.agents.value_net import KIND, ValueNet, npz_kind
+from fivethousand_rl.envs.rules import NUM_ACTIONS
 
-ONNX_OPSET = 17  # MatMul, Add, Tanh: any onnxruntime of the last years runs it
+ONNX_OPSET = 17  # any onnxruntime of the last years runs it
+ONNX_ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu"}
 LICENSE = "MIT"  # the project's (pyproject.toml), written into every export and bundle
 
 
@@ -118,8 +122,12 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
             }
 
         return write_aside(out, write_planner, exported_planner)
+    import onnx
     import sb3_contrib
     import torch
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    from fivethousand_rl.agents.networks import ActionScoringNet
 
     policy = SB3Policy(checkpoint)
     if policy.dict_obs:  # its network reads the mask as an input too
@@ -128,39 +136,27 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
             "export.py does not write; play it as it is (.zip), or train on the plain vector"
         )
     sb3_policy = policy.model.policy.eval()
-
-    class Actor(torch.nn.Module):
-        """Observation -> action logits: the part of the policy that chooses."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.policy = sb3_policy
-
-        def forward(self, obs: torch.Tensor) -> torch.Tensor:
-            p = self.policy
-            features = p.extract_features(obs, p.pi_features_extractor)
-            return p.action_net(p.mlp_extractor.forward_actor(features))
+    versions = {"torch": torch.__version__, "sb3_contrib": sb3_contrib.__version__}
 
     def write(tmp: Path) -> dict:
         """The actor as a self-contained ONNX graph with a dynamic batch axis."""
-        example = torch.zeros(2, policy.spec.size)  # batch 2: keeps the batch axis dynamic
-        logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
-        with warnings.catch_warnings():  # the exporter's own deprecation chatter
-            warnings.simplefilter("ignore", FutureWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            torch.onnx.export(
-                Actor().eval(),
-                (example,),
-                str(tmp),
-                input_names=["obs"],
-                output_names=["logits"],
-                dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
-                dynamo=True,
-                external_data=False,  # one self-contained .onnx file
-                verbose=False,
+        if isinstance(sb3_policy.mlp_extractor, ActionScoringNet) and isinstance(
+            sb3_policy.pi_features_extractor, FlattenExtractor
+        ):
+            scorer = NumpyScorer.from_policy(sb3_policy)  # its float32 weights, as float64
+            w = scorer.weights
+            network = {
+                "state": [(weight.T, bias) for weight, bias in scorer.state_layers],
+                "state_in": [(w["state_in.weight"].T, None)],
+                "action_in": [(w["action_in.weight"].T, w["action_in.bias"])],
+                "scorer": [(weight.T, bias) for weight, bias in scorer.scorer_layers],
+            }
+            graph = actor_graph(
+                network, scorer.activation, policy.spec.size, scorer.n_state, "export.py"
             )
-        without_local_metadata(tmp)
-        versions = {"torch": torch.__version__, "sb3_contrib": sb3_contrib.__version__}
+            onnx.save(graph, str(tmp))
+        else:
+            torch_export(sb3_policy, policy.spec.size, tmp)
         return ppo_metadata(
             out, policy.spec, provenance("checkpoint", checkpoint, config, **versions)
         )
@@ -180,6 +176,43 @@ def ppo_metadata(out: Path, spec, provenance: dict) -> dict:
         "masking": "replace illegal logits by -1e8; play the most probable action",
         "provenance": provenance,
     }
+
+
+def torch_export(sb3_policy, obs_size: int, tmp: Path) -> None:
+    """An SB3 policy's actor (observation -> its 64 logits, every action scored) as the
+    ONNX graph torch's exporter writes at `tmp`, with a dynamic batch axis: for the
+    networks ``actor_graph`` does not write."""
+    import torch
+
+    class Actor(torch.nn.Module):
+        """Observation -> action logits: the part of the policy that chooses."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.policy = sb3_policy
+
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            p = self.policy
+            features = p.extract_features(obs, p.pi_features_extractor)
+            return p.action_net(p.mlp_extractor.forward_actor(features))
+
+    example = torch.zeros(2, obs_size)  # batch 2: keeps the batch axis dynamic
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
+    with warnings.catch_warnings():  # the exporter's own deprecation chatter
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(
+            Actor().eval(),
+            (example,),
+            str(tmp),
+            input_names=["obs"],
+            output_names=["logits"],
+            dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
+            dynamo=True,
+            external_data=False,  # one self-contained .onnx file
+            verbose=False,
+        )
+    without_local_metadata(tmp)
 
 
 def without_local_metadata(onnx_path: Path) -> None:
@@ -219,37 +252,127 @@ def write_aside(out: Path, write, load) -> dict:
     return meta
 
 
+class GraphBuilder:
+    """An ONNX graph written node by node (onnx.helper): the value networks' and the
+    hand-built actors' (``actor_graph``), float32 weights and int64 constants as
+    initializers."""
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.inits: list = []
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], output: str) -> str:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(op, inputs, [output]))
+        return output
+
+    def dense(
+        self, layers: list, x: str, prefix: str, activation: str, last_activation: bool, out: str
+    ) -> str:
+        """`layers` ((weight (in, out), bias or None) each) applied to `x`, `activation`
+        ("relu" or "tanh") between them and after the last if `last_activation`; the
+        result is named `out`."""
+        for i, (w, b) in enumerate(layers):
+            last = i == len(layers) - 1
+            named = out if last and not last_activation else f"{prefix}_a{i}"
+            weight = self.const(f"{prefix}_w{i}", np.asarray(w, np.float32))
+            if b is None:
+                x = self.node("MatMul", [x, weight], named)
+            else:
+                x = self.node("MatMul", [x, weight], f"{prefix}_m{i}")
+                bias = self.const(f"{prefix}_b{i}", np.asarray(b, np.float32))
+                x = self.node("Add", [x, bias], named)
+            if not last or last_activation:
+                x = self.node(ONNX_ACTIVATIONS[activation], [x], out if last else f"{prefix}_h{i}")
+        return x
+
+    def model(self, name: str, inputs: dict, outputs: dict, producer: str):
+        """The checked model of the nodes so far: `inputs` and `outputs` by name, each
+        a float32 tensor of the shape given."""
+        import onnx
+        from onnx import TensorProto, helper
+
+        def values(shapes: dict) -> list:
+            return [
+                helper.make_tensor_value_info(k, TensorProto.FLOAT, v) for k, v in shapes.items()
+            ]
+
+        graph = helper.make_graph(self.nodes, name, values(inputs), values(outputs), self.inits)
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name=producer
+        )
+        model.ir_version = 8  # readable by onnxruntime 1.14 and later
+        onnx.checker.check_model(model, full_check=True)
+        return model
+
+
 def value_net_graph(net: ValueNet):
     """The network's forward pass as an ONNX graph: features (batch, size) float32 ->
     logits (batch, 8), tanh hidden layers, the same float32 weights."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes, inits, x = [], [], "features"
-    last = len(net.weights) - 1
-    for i, (w, b) in enumerate(zip(net.weights, net.biases, strict=True)):
-        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")]
-        nodes += [
-            helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
-            helper.make_node("Add", [f"m{i}", f"b{i}"], ["logits" if i == last else f"a{i}"]),
-        ]
-        if i < last:
-            nodes.append(helper.make_node("Tanh", [f"a{i}"], [f"h{i}"]))
-            x = f"h{i}"
+    g = GraphBuilder()
+    layers = list(zip(net.weights, net.biases, strict=True))
+    g.dense(layers, "features", "value", "tanh", False, "logits")
     spec = net.spec
-    graph = helper.make_graph(
-        nodes,
+    return g.model(
         "fivethousand_value_net",
-        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", spec.size])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", spec.max_players])],
-        inits,
+        {"features": ["batch", spec.size]},
+        {"logits": ["batch", spec.max_players]},
+        "export.py",
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name="export.py"
-    )
-    model.ir_version = 8  # readable by onnxruntime 1.14 and later
-    onnx.checker.check_model(model)
-    return model
+
+
+def actor_graph(network: dict, activation: str, obs_size: int, n_state: int | None, producer: str):
+    """An actor as an ONNX graph: obs (batch, obs_size) float32 -> logits (batch, 64),
+    the layers of `network` ((weight (in, out), bias or None) each) with `activation`
+    between them. A plain MLP (`n_state` None): network["actor"] on the observation.
+    The action-scoring actor (``agents.networks.ActionScoringNet``, JAX's too): the
+    state part (the first `n_state` entries) through "state" then "state_in"; each legal
+    action's row (its LEGAL column set) through "action_in", plus its state's share,
+    the activation, then "scorer". As in training, only the legal rows are scored
+    (about 3 of 64: a fraction of the work); every other logit is MASKED_LOGIT, what
+    masking makes it anyway."""
+    from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
+
+    g = GraphBuilder()
+    shapes = ({"obs": ["batch", obs_size]}, {"logits": ["batch", NUM_ACTIONS]})
+    if n_state is None:
+        g.dense(network["actor"], "obs", "actor", activation, False, "logits")
+        return g.model("fivethousand_actor", *shapes, producer)
+
+    def ints(name: str, *values: int) -> str:
+        return g.const(name, np.array(values, np.int64))
+
+    axis1, axis2 = ints("axis1", 1), ints("axis2", 2)
+    state = g.node("Slice", ["obs", ints("zero", 0), ints("n_state", n_state), axis1], "state")
+    flat = g.node("Slice", ["obs", "n_state", ints("obs_end", obs_size), axis1], "flat_rows")
+    rows = g.node("Reshape", [flat, ints("rows_shape", -1, NUM_ACTIONS, ACTION_FEATURES)], "rows")
+    legal_at = [ints("legal_at", Col.LEGAL), ints("legal_end", Col.LEGAL + 1), axis2]
+    legal = g.node("Squeeze", [g.node("Slice", [rows, *legal_at], "legal3"), axis2], "legal")
+    # (k, 2): (observation, action) of each legal row, in order
+    where = g.node("Transpose", [g.node("NonZero", [legal], "nonzero")], "where")
+    owner = g.node("Slice", [where, "zero", ints("one", 1), axis1], "owner")  # (k, 1)
+    embedding = g.dense(network["state"], state, "state", activation, True, "embedding")
+    shares = g.dense(network["state_in"], embedding, "state_in", activation, False, "shares")
+    share = g.node("GatherND", [shares, owner], "share")
+    picked = g.node("GatherND", [rows, where], "picked")
+    scored = g.dense(network["action_in"], picked, "action_in", activation, False, "action_part")
+    joined = g.node("Add", [scored, share], "joined_in")
+    joined = g.node(ONNX_ACTIVATIONS[activation], [joined], "joined")
+    scores = g.dense(network["scorer"], joined, "scorer", activation, False, "scores")
+    scores = g.node("Squeeze", [scores, axis1], "legal_logits")
+    # MASKED_LOGIT where LEGAL is 0, 0 where it is 1 (overwritten by the scores)
+    absent = g.node("Add", [legal, g.const("minus_one", np.array(-1, np.float32))], "absent")
+    scale = g.const("masked_scale", np.array(-MASKED_LOGIT, np.float32))
+    base = g.node("Mul", [absent, scale], "masked")
+    g.node("ScatterND", [base, where, scores], "logits")
+    return g.model("fivethousand_actor", *shapes, producer)
 
 
 def header(kind: str, out: Path) -> dict:
@@ -293,8 +416,9 @@ MESSAGES_FORMAT = "fivethousand-rl page messages"
 DEFAULT_VECTORS = 1000
 # The ONNX operators the bundle's plain network layout describes (ONNX semantics, batch
 # axis first): what the reference ports' forward passes implement.
-PLAIN_OPS = ("Add", "Flatten", "Gemm", "Identity", "MatMul", "Relu", "Reshape", "Sigmoid")
-PLAIN_OPS += ("Slice", "Squeeze", "Tanh", "Unsqueeze")
+PLAIN_OPS = ("Add", "Flatten", "GatherND", "Gemm", "Identity", "MatMul", "Mul", "NonZero")
+PLAIN_OPS += ("Relu", "Reshape", "ScatterND", "Sigmoid", "Slice", "Squeeze", "Tanh")
+PLAIN_OPS += ("Transpose", "Unsqueeze")
 # The bots the test vectors' games are played against, by table size (optimal: 2 only).
 VECTOR_OPPONENTS = {2: ("optimal", "smart", "turn-ev")}
 OTHER_OPPONENTS = ("smart", "turn-ev")

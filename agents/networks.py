@@ -62,9 +62,8 @@ class ActionScoringNet(nn.Module):
     def forward_actor(self, obs: th.Tensor) -> th.Tensor:
         """The logits of the legal actions (rows whose LEGAL column is set); the other
         logits are 0, for MaskablePPO masks them out. Only the legal rows are scored:
-        about 5 of the 64, which made training several times faster."""
-        if th.onnx.is_in_onnx_export():  # a graph of fixed shapes for exported bots
-            return self.score_every_action(obs)
+        about 5 of the 64, which made training several times faster (the exported
+        graph does the same: ``fivethousand_rl.agents.exporting.actor_graph``)."""
         rows = obs[:, self.n_state :].reshape(-1, ACTION_FEATURES)
         legal = (rows[:, Col.LEGAL] > 0.5).nonzero().squeeze(1)
         bias = self.state_in(self.state_net(obs[:, : self.n_state]))

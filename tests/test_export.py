@@ -14,8 +14,13 @@ import pytest
 
 from fivethousand_rl import export
 from fivethousand_rl.agents import exporting, make_policy
-from fivethousand_rl.agents.exported import ExportedBot, ExportError, masked_choice
-from fivethousand_rl.agents.neural import read_obs_spec, read_settings, write_settings
+from fivethousand_rl.agents.exported import MASKED_LOGIT, ExportedBot, ExportError, masked_choice
+from fivethousand_rl.agents.neural import (
+    NumpyScorer,
+    read_obs_spec,
+    read_settings,
+    write_settings,
+)
 from fivethousand_rl.envs.encoding import ObsSpec
 from fivethousand_rl.envs.game import ROLL, Game
 from fivethousand_rl.envs.rules import Rules
@@ -64,6 +69,24 @@ def test_exported_bot_picks_exactly_the_sb3_action_on_10000_states(exported):
         assert bot.act(game, rng) == sb3.act(game, rng)
         checked += 1
     assert checked == 10_000
+
+
+def test_the_graph_scores_the_legal_actions_only(exported):
+    """Issue 53 item 8: as the checkpoint's network does (about 3 rows of 64, so the ONNX
+    bot plays as fast as its checkpoint: benchmarks/onnx_evaluation.py): the legal
+    actions' logits are the checkpoint's, every other one MASKED_LOGIT; an observation
+    with no legal row (a seat not to move) gives MASKED_LOGIT throughout."""
+    bot = ExportedBot(exported)
+    scorer = NumpyScorer.from_policy(make_policy(str(SHIPPED_2P)).model.policy)
+    seen = [(bot.spec.encode(g, g.state.current), g.action_mask()) for g in sampled_states(2000)]
+    obs, mask = (np.array(column) for column in zip(*seen, strict=True))
+    logits = bot.session.run(None, {bot.input_name: obs})[0]
+    expected = scorer.batch_logits(obs, mask)
+    np.testing.assert_allclose(logits[mask], expected[mask], rtol=1e-5, atol=1e-5)
+    assert (logits[~mask] == MASKED_LOGIT).all()
+    no_row = obs[:2].copy()
+    no_row[:, scorer.n_state :] = 0
+    assert (bot.session.run(None, {bot.input_name: no_row})[0] == MASKED_LOGIT).all()
 
 
 def test_metadata_records_the_spec_and_provenance(exported):
@@ -124,12 +147,19 @@ def test_the_pattern_finds_the_paths_torch_wrote():
 def test_no_model_file_names_a_folder_of_the_machine_that_made_it(exported, tmp_path):
     """Issue 53 item 3: every .onnx under checkpoints/ and a fresh export of each kind
     (torch's writes its source files' paths into node metadata), their metadata too."""
+    import gymnasium as gym
     import onnx
+    from sb3_contrib import MaskablePPO
 
     planner = tmp_path / "planner-2p.onnx"
     assert export.main(["planner-2p", "-o", str(planner)]) == 0
+    plain = tmp_path / "plain.zip"  # not an action-scoring network: torch's exporter writes it
+    env = gym.make("FiveThousand-v0")
+    MaskablePPO("MlpPolicy", env, n_steps=64, policy_kwargs={"net_arch": [8]}).save(plain)
+    assert export.main([str(plain), "-o", str(plain.with_suffix(".onnx"))]) == 0
     graphs = [*(ROOT / "checkpoints").rglob("*.onnx"), exported, planner]
-    assert len(graphs) >= 5
+    graphs.append(plain.with_suffix(".onnx"))
+    assert len(graphs) >= 6
     for graph in graphs:
         assert local_paths(onnx_strings(onnx.load(str(graph)))) == [], graph
         meta = json.loads(graph.with_suffix(".json").read_text())

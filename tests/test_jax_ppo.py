@@ -16,7 +16,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from fivethousand_rl import train_jax  # noqa: E402
-from fivethousand_rl.agents.exported import ExportedBot  # noqa: E402
+from fivethousand_rl.agents.exported import MASKED_LOGIT, ExportedBot  # noqa: E402
 from fivethousand_rl.agents.training import jax_ppo  # noqa: E402
 from fivethousand_rl.envs.batch import ROLL_ID  # noqa: E402
 from fivethousand_rl.envs.encoding import ObsSpec  # noqa: E402
@@ -98,7 +98,7 @@ def test_a_tiny_run_stops_resumes_exactly_and_exports_what_it_plays(tmp_path, ca
 def test_the_action_scoring_actor_trains_and_exports_what_it_plays(tmp_path):
     """--network action-scoring: the actor reads the rich observation of the JAX game
     (envs.encoding's rich spec in the export), scores the legal rows in training as the
-    exported graph scores every row, and the exported bot chooses as the JAX network."""
+    exported graph does, and the exported bot chooses as the JAX network."""
     args = [*TINY, "--network", "action-scoring", "--activation", "relu"]  # the last wins
     args += ["--state-layers", "16", "--scorer-layers", "16", "16"]
     assert train_jax.main([*args, "--checkpoints", str(tmp_path), "--run-name", "scorer"]) == 0
@@ -120,7 +120,8 @@ def test_the_action_scoring_actor_trains_and_exports_what_it_plays(tmp_path):
     assert (legal_only[~mask] == 0).all()  # not scored: masked anyway
     bot = ExportedBot(folder / "model.onnx")
     logits = bot.session.run(None, {bot.input_name: obs})[0]
-    np.testing.assert_allclose(logits, every, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(logits[mask], every[mask], rtol=1e-5, atol=1e-5)
+    assert (logits[~mask] == MASKED_LOGIT).all()  # the graph scores the legal rows only
     greedy = jax_ppo.greedy_policy(runner.params, actor)(obs, mask)
     assert np.array_equal(bot.choose(obs, mask, None), greedy)
 
@@ -132,9 +133,10 @@ def test_the_action_scoring_actor_trains_and_exports_what_it_plays(tmp_path):
     assert legal[:32].sum() == 11 and legal[32:].sum() > 0 and actor.max_legal == 22
     rich = np.asarray(crowded.observation)[None]
     scored = np.asarray(actor.logits(runner.params, rich))[0]
-    np.testing.assert_allclose(
-        scored[legal], np.asarray(actor.every_logit(runner.params, rich))[0][legal], rtol=1e-5
-    )
+    every = np.asarray(actor.every_logit(runner.params, rich))[0]
+    np.testing.assert_allclose(scored[legal], every[legal], rtol=1e-5)
+    exported = bot.session.run(None, {bot.input_name: rich})[0][0]  # and by the export
+    np.testing.assert_allclose(exported[legal], every[legal], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(

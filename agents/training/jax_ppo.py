@@ -55,7 +55,7 @@ import optax
 
 from fivethousand_rl.agents.base import atomic_write
 from fivethousand_rl.agents.exported import MASKED_LOGIT, ExportedBot
-from fivethousand_rl.agents.exporting import ONNX_OPSET, ppo_metadata, provenance, write_aside
+from fivethousand_rl.agents.exporting import actor_graph, ppo_metadata, provenance, write_aside
 from fivethousand_rl.agents.jax_bots import jax_bot
 from fivethousand_rl.agents.training.config import GameRules, PPOSettings
 from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
@@ -64,7 +64,6 @@ from fivethousand_rl.envs.jax_env import FiveThousandJax, LearnerEnv, LearnerSta
 from fivethousand_rl.envs.rules import NUM_ACTIONS
 
 ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu}
-ONNX_ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu"}
 SELF_PLAY_MODES = ("sample", "greedy")
 NETWORKS = ("mlp", "action-scoring")
 SELF = "self"
@@ -322,8 +321,8 @@ class Actor:
         return out[:, :NUM_ACTIONS]
 
     def every_logit(self, params: Params, obs: jax.Array) -> jax.Array:
-        """Every action's logit, legal or not: the function the exported graph computes
-        (``logits`` equals it on the legal actions)."""
+        """Every action's logit, legal or not (``logits`` and the exported graph equal it
+        on the legal actions)."""
         if self.network == "mlp":
             return self.logits(params, obs)
         rows = obs[:, self.n_state :].reshape(-1, NUM_ACTIONS, ACTION_FEATURES)
@@ -634,83 +633,6 @@ def load_checkpoint(path: Path, trainer: Trainer) -> tuple[RunnerState, dict]:
 
 
 # ------------------------------------------------------------------ export
-def actor_graph(actor: Actor, params: Params, obs_size: int):
-    """The actor as an ONNX graph: obs (batch, obs_size) float32 -> logits (batch, 64),
-    ``Actor.every_logit`` with the same float32 weights (built with onnx.helper, as
-    export.py's value_net_graph; MatMul, Add, Relu or Tanh, and for the action-scoring
-    actor Slice, Reshape and Unsqueeze)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes, inits = [], []
-    activation = ONNX_ACTIVATIONS[actor.activation]
-
-    def const(name: str, value: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def dense(layers: list, x: str, prefix: str, last_activation: bool, out: str) -> str:
-        for i, (w, b) in enumerate(layers):
-            w_name = const(f"{prefix}_w{i}", np.asarray(w, np.float32))
-            b_name = const(f"{prefix}_b{i}", np.asarray(b, np.float32))
-            nodes.append(helper.make_node("MatMul", [x, w_name], [f"{prefix}_m{i}"]))
-            last = i == len(layers) - 1
-            added = out if last and not last_activation else f"{prefix}_a{i}"
-            nodes.append(helper.make_node("Add", [f"{prefix}_m{i}", b_name], [added]))
-            x = added
-            if not last or last_activation:
-                x = out if last else f"{prefix}_h{i}"
-                nodes.append(helper.make_node(activation, [added], [x]))
-        return x
-
-    if actor.network == "mlp":
-        dense(params["actor"], "obs", "actor", False, "logits")
-    else:
-        n = actor.n_state
-        i64 = np.int64
-        rows_shape = const("rows_shape", np.array([-1, NUM_ACTIONS, ACTION_FEATURES], i64))
-        nodes += [
-            helper.make_node(
-                "Slice",
-                ["obs", const("zero", np.array([0], i64)), const("n_state", np.array([n], i64)),
-                 const("axis1", np.array([1], i64))],
-                ["state"],
-            ),
-            helper.make_node(
-                "Slice",
-                ["obs", "n_state", const("end", np.array([obs_size], i64)), "axis1"],
-                ["flat_rows"],
-            ),
-            helper.make_node(
-                "Reshape",
-                ["flat_rows", rows_shape],
-                ["rows"],
-            ),
-        ]  # fmt: skip
-        embedding = dense(params["state"], "state", "state", True, "embedding")
-        state_part = dense(params["state_in"], embedding, "state_in", False, "state_part")
-        nodes.append(helper.make_node("Unsqueeze", [state_part, "axis1"], ["state_part3"]))
-        action_part = dense(params["action_in"], "rows", "action_in", False, "action_part")
-        nodes.append(helper.make_node("Add", [action_part, "state_part3"], ["joined_in"]))
-        nodes.append(helper.make_node(activation, ["joined_in"], ["joined"]))
-        scores = dense(params["scorer"], "joined", "scorer", False, "scores")
-        logits_shape = const("logits_shape", np.array([-1, NUM_ACTIONS], i64))
-        nodes.append(helper.make_node("Reshape", [scores, logits_shape], ["logits"]))
-    graph = helper.make_graph(
-        nodes,
-        "fivethousand_jax_ppo_actor",
-        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_size])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", NUM_ACTIONS])],
-        inits,
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name="train_jax.py"
-    )
-    model.ir_version = 8  # readable by onnxruntime 1.14 and later
-    onnx.checker.check_model(model)
-    return model
-
-
 def export_actor(
     params: Params, config: JaxPPOConfig, out: Path, checkpoint: Path | None = None
 ) -> dict:
@@ -725,7 +647,10 @@ def export_actor(
     versions = {"jax": jax.__version__, "optax": optax.__version__, "onnx": onnx.__version__}
 
     def write(tmp: Path) -> dict:
-        onnx.save(actor_graph(actor_for(config, game), params, game.spec.size), str(tmp))
+        actor = actor_for(config, game)
+        n_state = None if actor.network == "mlp" else actor.n_state
+        graph = actor_graph(params, actor.activation, game.spec.size, n_state, "train_jax.py")
+        onnx.save(graph, str(tmp))
         return ppo_metadata(
             out, game.spec, provenance("checkpoint", checkpoint, training, **versions)
         )

@@ -343,6 +343,7 @@ const OPS = {
   Tanh: ([x]) => elementwise(x, Math.tanh),
   Sigmoid: ([x]) => elementwise(x, (v) => 1 / (1 + Math.exp(-v))),
   Add: ([a, b]) => broadcast(a, b, (x, y) => x + y),
+  Mul: ([a, b]) => broadcast(a, b, (x, y) => x * y),
   MatMul: ([a, b]) => {
     if (b.shape.length !== 2) throw new BundleError("MatMul: only a 2-D right operand is supported");
     const [k, cols] = b.shape;
@@ -399,6 +400,59 @@ const OPS = {
     let j = 0;
     for (let i = 0; i < rank; i++) shape.push(axes.includes(i) ? 1 : x.shape[j++]);
     return { shape, data: x.data };
+  },
+  // The action-scoring actor scores the legal rows only: it finds them (NonZero,
+  // Transpose), picks them (GatherND) and writes their logits back (ScatterND).
+  NonZero: ([x]) => {
+    const rank = x.shape.length;
+    const st = strides(x.shape);
+    const found = [];
+    x.data.forEach((v, i) => {
+      if (v !== 0) found.push(i);
+    });
+    const data = new Float64Array(rank * found.length);
+    found.forEach((i, n) => {
+      for (let k = 0; k < rank; k++) data[k * found.length + n] = Math.floor(i / st[k]) % x.shape[k];
+    });
+    return { shape: [rank, found.length], data };
+  },
+  Transpose: ([x], at) => {
+    const rank = x.shape.length;
+    const perm = at.perm ?? x.shape.map((_, i) => rank - 1 - i);
+    const shape = perm.map((p) => x.shape[p]);
+    const [sx, so] = [strides(x.shape), strides(shape)];
+    const data = new Float64Array(x.data.length);
+    for (let i = 0; i < data.length; i++) {
+      let j = 0;
+      for (let k = 0; k < rank; k++) j += (Math.floor(i / so[k]) % shape[k]) * sx[perm[k]];
+      data[i] = x.data[j];
+    }
+    return { shape, data };
+  },
+  GatherND: ([x, indices], at) => {
+    if (at.batch_dims) throw new BundleError("GatherND: only batch_dims 0 is supported");
+    const q = indices.shape[indices.shape.length - 1];
+    const shape = [...indices.shape.slice(0, -1), ...x.shape.slice(q)];
+    const [st, width] = [strides(x.shape), size(x.shape.slice(q))];
+    const data = new Float64Array(size(shape));
+    for (let n = 0; n < data.length / width; n++) {
+      let from = 0;
+      for (let k = 0; k < q; k++) from += indices.data[n * q + k] * st[k];
+      data.set(x.data.subarray(from, from + width), n * width);
+    }
+    return { shape, data };
+  },
+  ScatterND: ([x, indices, updates], at) => {
+    if (at.reduction && at.reduction !== "none") throw new BundleError("ScatterND: only reduction none");
+    const q = indices.shape[indices.shape.length - 1];
+    const [st, width] = [strides(x.shape), size(x.shape.slice(q))];
+    const data = Float64Array.from(x.data);
+    for (let n = 0; n < size(indices.shape) / q; n++) {
+      let to = 0;
+      for (let k = 0; k < q; k++) to += indices.data[n * q + k] * st[k];
+      data.set(updates.data.subarray(n * width, (n + 1) * width), to);
+    }
+    return { shape: x.shape, data };
   },
   Squeeze: ([x, axesT], at) => {
     const given = axesT ? ints(axesT) : at.axes;
