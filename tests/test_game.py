@@ -301,7 +301,9 @@ def test_same_seed_same_game():
 
 def test_json_round_trip_mid_game():
     g = Game(4, seed=3)
-    bot, rng = __import__("agents").make_policy("threshold:300"), np.random.default_rng(0)
+    from fivethousand_rl.agents import make_policy
+
+    bot, rng = make_policy("threshold:300"), np.random.default_rng(0)
     for _ in range(200):
         if g.state.phase == ROLL:
             g.roll()

@@ -39,6 +39,7 @@ LOCALES = {"fr": "fr-FR", "ms": "ms-MY", "ru": "ru-RU", "hi": "hi-IN"}
 SEED = 3  # the page's dice (?seed=): any seed plays a whole game
 # What a translated page may show in Latin letters: the bot's name.
 NAMES = {"ppo", "policy"}  # the first word of a bundled bot's name (ppo-2p, policy-2p)
+NAMES |= {"mit"}  # the licence's name, as SPDX writes it in any language
 VISIBLE_TEXT = """() => {
   const bits = [document.title, document.body.innerText];
   for (const el of document.querySelectorAll('[aria-label],[title],[alt]'))

@@ -41,6 +41,8 @@ PHONE = {"width": 390, "height": 844}
 # model, and the game's name.
 NAMES = {"smart", "turn-ev", "threshold", "random", "optimal", "expectimax", "planner"}
 NAMES |= {"ppo", "policy", "onnx", "PPO", "ONNX", "multi"}
+# ... the licence's name (MIT, as SPDX names it in any language) ...
+NAMES |= {"mit"}
 # ... and the language selector, which names each language in itself.
 NAMES |= {word.lower() for name in i18n.LANGUAGES.values() for word in name.split()}
 VISIBLE_TEXT = """() => {
