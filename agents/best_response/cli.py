@@ -21,11 +21,8 @@ from fivethousand_rl.agents.regret import measure
 from fivethousand_rl.agents.rule_flags import add_rule_flags, rules_from_args
 from fivethousand_rl.envs.rules import Rules
 
+
 # ------------------------------------------------------------------ the report
-# The 2-player agents of the README's table, from the weakest to the strongest.
-REPORT_POLICIES = ("random", "threshold:350", "turn-ev", "smart", "ppo-2p", "planner-2p", "optimal")
-
-
 def exploitability_rows(
     policies: Sequence[str],
     rules: Rules,
@@ -268,8 +265,6 @@ def main(
     parser.add_argument("--seed", type=int, default=0, help="--report: seed of those games")
     add_rule_flags(parser)
     args = parser.parse_args(argv)
-    if args.report and args.players and args.players > 2:
-        return _table_report(args, argv, prog)
     if args.report:
         return _report(args, argv, prog)
     try:
@@ -297,45 +292,38 @@ def main(
     return 0
 
 
-def _table_report(args: argparse.Namespace, argv: list[str] | None, prog: str) -> int:
+def _report(args: argparse.Namespace, argv: list[str] | None, prog: str) -> int:
+    """--report: the exploitability table of 2-player policies or, with --players N > 2,
+    the ceiling at the table of the bots and the agents beside it."""
+    at_table = bool(args.players and args.players > 2)
     try:
         rules = rules_from_args(args)
         check_output_path(args.report, "--report")
-        bots = table_of(",".join(args.bots), args.players)
-        if args.games < args.players or args.workers < 1:
-            raise ValueError("--games must be at least --players and --workers at least 1")
-        for name in [*bots, *args.agents]:
-            make_policy(name).check_game(args.players, rules)
+        if at_table:
+            bots = table_of(",".join(args.bots), args.players)
+            if args.games < args.players or args.workers < 1:
+                raise ValueError("--games must be at least --players and --workers at least 1")
+        elif args.games < 2 or args.workers < 1:
+            raise ValueError("--games must be at least 2 and --workers at least 1")
+        for name in [*bots, *args.agents] if at_table else args.bots:
+            make_policy(name).check_game(args.players if at_table else 2, rules)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
+    if not at_table:
+        rows = exploitability_rows(
+            args.bots, rules, args.games, args.seed, args.workers, cache=not args.no_cache
+        )
+        write_report(rows, Path(args.report), command, rules, args.workers)
+        print(f"wrote {args.report} (and its .json and .png)")
+        return 0
     start = time.perf_counter()
     br = best_response(bots, rules, make_policy, True, args.workers, not args.no_cache)
     seconds = time.perf_counter() - start
     rows = table_rows(bots, args.agents, rules, args.games, args.seed, br)
-    command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
     write_table_report(Path(args.report), command, bots, br, rows, seconds)
     print(f"wrote {args.report} (and its .json)")
-    return 0
-
-
-def _report(args: argparse.Namespace, argv: list[str] | None, prog: str) -> int:
-    try:
-        rules = rules_from_args(args)
-        check_output_path(args.report, "--report")
-        if args.games < 2 or args.workers < 1:
-            raise ValueError("--games must be at least 2 and --workers at least 1")
-        for bot in args.bots:
-            make_policy(bot).check_game(2, rules)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    rows = exploitability_rows(
-        args.bots, rules, args.games, args.seed, args.workers, cache=not args.no_cache
-    )
-    command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
-    write_report(rows, Path(args.report), command, rules, args.workers)
-    print(f"wrote {args.report} (and its .json and .png)")
     return 0
 
 
