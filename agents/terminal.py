@@ -16,14 +16,13 @@ import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from fivethousand_rl.agents import make_policy, opens_file_or_code
 from fivethousand_rl.agents.base import read_text_capped
+from fivethousand_rl.agents.hints import hint, hint_policy, is_exact
 from fivethousand_rl.agents.rule_flags import describe_rules, house_rules
-from fivethousand_rl.agents.value_net import shipped_planner
 from fivethousand_rl.envs import driver
 from fivethousand_rl.envs.game import (
     BankOutcome,
@@ -351,9 +350,7 @@ class Session:
         self.seed, self.hint, self.delay = seed, hint, delay
         self.ask, self.say = ask, say
         self.log: list[dict] = []
-        self._optimal = None
-        self._planner: Policy | None | bool = False  # False: not looked for yet
-        self._table: Policy | None | bool = False  # the best response to this table
+        self._adviser: tuple[Policy | None, str] | None = None  # the hints' policy, or why none
         self.program = SCRIPT  # the command as the user runs it, for the resume command
 
     def names(self) -> list[str]:
@@ -498,87 +495,55 @@ class Session:
 
     def hint_text(self) -> str:
         """The hint for the seat whose decision it is (each person's own, in pass and
-        play): with 2 players the optimal player's move and its exact win probability,
-        from the mover's view; with 3+ ``planner_hint``."""
-        if self.game.n_players != 2:
-            return self.planner_hint()
-        if self._optimal is None:
-            from fivethousand_rl.agents.optimal import OptimalBot
-
-            self._optimal = OptimalBot()
-        try:  # exact under the game's rules: solved the first time (seconds), then cached
-            values = self._optimal.action_values(self.game)
-        except ValueError as e:  # rules the solver does not take
-            return "  " + _("hint: unavailable under these rules ({why})", why=one_line(e))
-        best = max(values, key=values.__getitem__)
-        advice = action_text(best, self.game.state.roll, advice=True)
-        chance = percent(values[best])
-        return "  " + _(
-            "hint: {advice} (win probability {chance} with optimal play)",
-            advice=advice,
-            chance=chance,
-        )
-
-    def _advice_and_odds(self, planner: Any) -> tuple[str, str]:
-        """`planner`'s move here as advice, and every player's win chance if it is played."""
-        best = planner.act(self.game, np.random.default_rng(0))  # a planner draws nothing
-        chances = planner.win_probabilities(self.game)
-        odds = ", ".join(f"{n} {percent(p)}" for n, p in zip(self.names(), chances, strict=True))
-        return action_text(best, self.game.state.roll, advice=True), odds
-
-    def table_hint(self) -> str | None:
-        """The exact hint at a table of bots whose best response was computed before
-        (``fivethousand best-response --players N BOT...``, cached): the move that wins
-        most often against these very bots, and every player's chances then; else None."""
-        game = self.game
-        if self._table is False:
-            from fivethousand_rl.agents.best_response import BestResponseBot, cached_best_response
-
-            n, me = game.n_players, self.humans[0]
-            bots = [self.players[(me + i) % n] for i in range(1, n)]  # after me, in turn order
-            self._table = None
-            if cached_best_response(bots, game.rules) is not None:
-                self._table = BestResponseBot(bots, make_policy, show_progress=False)
-        if self._table is None:
-            return None
-        advice, odds = self._advice_and_odds(self._table)
-        return "  " + _(
-            "hint: {advice}; win chances then: {odds} (exact: the best response to this table)",
-            advice=advice,
-            odds=odds,
-        )
-
-    def planner_hint(self) -> str:
-        """With 3+ players no exact solution exists: the exact best response to these
-        bots if it was computed (``table_hint``), else a shipped planner's move and every
-        player's win probability if it is played, as the trained network estimates it.
-        With several people the others are not bots: no best response to them exists, so
-        the planner's estimate it is, for the seat whose decision it is."""
-        exact = None if self.several else self.table_hint()
-        if exact is not None:
-            return exact
-        game = self.game
-        if self._planner is False:
-            self._planner = shipped_planner(game.n_players, game.rules)
-        planner = self._planner
-        if planner is None:
-            if house_rules(game.rules):
-                return "  " + _(
-                    "hint: unavailable for {players} players (no shipped planner values such "
-                    "a table under these rules)",
-                    players=game.n_players,
-                )
+        play), from the mover's view, by the policy ``hint_policy`` chooses: with 2
+        players the optimal move and its exact win probability; with 3+ a move and every
+        player's win probability if it is played (exact against a table of bots whose
+        best response was computed before, else a trained planner's estimate)."""
+        game, n = self.game, self.game.n_players
+        if self._adviser is None:  # chosen at the first hint (a 2-player solve: seconds)
+            me = self.humans[0]
+            table = [] if self.several else [self.players[(me + i) % n] for i in range(1, n)]
+            try:
+                self._adviser = hint_policy(n, game.rules, table, show_progress=True), ""
+            except ValueError as e:  # rules the solver does not take
+                self._adviser = None, one_line(e)
+        policy, why = self._adviser
+        if policy is None and n == 2:
+            return "  " + _("hint: unavailable under these rules ({why})", why=why)
+        if policy is None and house_rules(game.rules):
+            return "  " + _(
+                "hint: unavailable for {players} players (no shipped planner values such "
+                "a table under these rules)",
+                players=n,
+            )
+        if policy is None:
             return "  " + _(
                 "hint: unavailable for {players} players (no shipped planner values such a table)",
-                players=game.n_players,
+                players=n,
             )
-        advice, odds = self._advice_and_odds(planner)
+        best, chances = hint(policy, game)
+        advice = action_text(best, game.state.roll, advice=True)
+        if n == 2:
+            return "  " + _(
+                "hint: {advice} (win probability {chance} with optimal play)",
+                advice=advice,
+                chance=percent(chances[game.state.current]),
+            )
+        odds = ", ".join(
+            f"{who} {percent(p)}" for who, p in zip(self.names(), chances, strict=True)
+        )
+        if is_exact(policy):
+            return "  " + _(
+                "hint: {advice}; win chances then: {odds} (exact: the best response to this table)",
+                advice=advice,
+                odds=odds,
+            )
         return "  " + _(
             "hint: {advice}; win chances then: {odds} (an estimate by the trained planner "
             "{planner}, not exact)",
             advice=advice,
             odds=odds,
-            planner=planner.name,
+            planner=policy.name,
         )
 
 

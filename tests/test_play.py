@@ -153,10 +153,11 @@ def test_the_shipped_planner_that_fits_the_table_is_found(tmp_path, players, hol
 
 
 def hint_lines(monkeypatch, root: Path | None, opponents: list[str], hint: bool = True):
+    from fivethousand_rl.agents import hints
     from fivethousand_rl.agents.value_net import shipped_planner
 
     if root is not None:
-        monkeypatch.setattr(terminal, "shipped_planner", lambda n, r: shipped_planner(n, r, root))
+        monkeypatch.setattr(hints, "shipped_planner", lambda n, r, _: shipped_planner(n, r, root))
     lines = []
     answers = iter(["hint", *BANK_ELSE_ROLL.split("\n")])
     flags = ["--hint"] if hint else []

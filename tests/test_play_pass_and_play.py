@@ -109,12 +109,13 @@ def test_people_only_play_to_the_end_with_their_own_hints(sessions, monkeypatch,
     """Three people and no bot: a table of 3 (R11), its hints the planner's estimate
     for the seat to move; the exact best response to a table of bots is never asked
     for (the others are people, not bots)."""
+    from fivethousand_rl.agents import hints
     from fivethousand_rl.agents.value_net import shipped_planner
     from fivethousand_rl.envs.rules import Rules
 
     root = planner_folder(tmp_path, {"planner-multi": (Rules(), 8, [3])})
-    monkeypatch.setattr(terminal, "shipped_planner", lambda n, r: shipped_planner(n, r, root))
-    monkeypatch.setattr(terminal.Session, "table_hint", lambda self: pytest.fail("table_hint"))
+    monkeypatch.setattr(hints, "shipped_planner", lambda n, r, _: shipped_planner(n, r, root))
+    monkeypatch.setattr(hints, "cached_best_response", lambda *_: pytest.fail("best response"))
     table = Table(sessions, {"Ann": 0, "Bob": 1, "Cy": 2})
     argv = ["--humans", "Ann", "Bob", "Cy", "--seed", "2", "--hint"]
     assert play.main(argv, ask=table.ask, say=table.say) == 0

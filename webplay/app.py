@@ -63,10 +63,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from fivethousand_rl.agents import make_policy
-from fivethousand_rl.agents.best_response import PREFIX as BEST_RESPONSE
-from fivethousand_rl.agents.best_response import BestResponseBot, cached_best_response
-from fivethousand_rl.agents.value_net import CHECKPOINTS, shipped_planner
+from fivethousand_rl.agents import hints
+from fivethousand_rl.agents.value_net import CHECKPOINTS
 from fivethousand_rl.envs import i18n
 from fivethousand_rl.envs.game import IllegalMoveError, Move
 from fivethousand_rl.envs.game_log import one_line
@@ -566,10 +564,9 @@ def create_app(
         return ("hint", game.n_players, game.rules, table)
 
     def hint_policy(web: WebGame) -> tuple[object | None, str]:
-        """The policy that gives the hints of this table under its rules, or None and why
-        not (in the language in use): optimal's solver (2 players, exact; it may not take
-        some house rules), a shipped planner (3+, an estimate), if one values such a
-        table. Made once per table and rules, by the first request that needs it."""
+        """The policy that gives the hints of this table under its rules
+        (``hints.hint_policy``), or None and why not (in the language in use). Made once
+        per table and rules, by the first request that needs it."""
         n, rules = web.game.n_players, web.game.rules
         if n == 2:
             try:
@@ -580,19 +577,10 @@ def create_app(
         def make() -> tuple[object | None, str]:
             """The policy, or None and why not (the solver's own words: what is made
             here is kept for every request, whatever its language)."""
-            if n > 2:
-                table = table_specs(web)
-                if table and cached_best_response(table, rules) is not None:  # exact
-                    return BestResponseBot(table, make_policy, show_progress=False), ""
-                return shipped_planner(n, rules, planners), ""
-            from fivethousand_rl.agents.optimal import OptimalBot
-
-            bot = OptimalBot(show_progress=False)
             try:
-                bot.prepare(rules)  # the solve (or its cache), here rather than mid-hint
+                return hints.hint_policy(n, rules, table_specs(web), planners), ""
             except ValueError as e:  # rules the solver does not take: no hint, the game goes on
                 return None, one_line(e)
-            return bot, ""
 
         key = hint_key(web)
         if catalogue.made(key) is not None:
@@ -629,7 +617,7 @@ def create_app(
             return "estimate"
         if policy is None:
             return None
-        return "exact" if policy.name.startswith(BEST_RESPONSE) else "estimate"
+        return "exact" if hints.is_exact(policy) else "estimate"
 
     def view(web: WebGame, events: list[dict] | None = None) -> dict:
         """Everything the page shows of a game."""
@@ -886,20 +874,14 @@ def create_app(
         policy, why_not = hint_policy(web)
         if policy is None:
             return {"available": False, "note": why_not}
-        values = policy.action_values(game)
-        best = max(values, key=values.__getitem__)  # the first of equal values
+        best, chances = hints.hint(policy, game)
         roll = game.state.roll
         if game.n_players == 2:
-            mine = float(values[best])
-            chances = [mine if i == game.state.current else 1 - mine for i in range(2)]
-            note, source, exact = _("exact: optimal play from here on"), "optimal", True
+            note = _("exact: optimal play from here on")
+        elif hints.is_exact(policy):
+            note = _("exact: the best response to these bots")
         else:
-            chances = [float(p) for p in policy.win_probabilities(game)]
-            if exact := policy.name.startswith(BEST_RESPONSE):
-                note = _("exact: the best response to these bots")
-            else:
-                note = _("an estimate by the trained planner {name}, not exact", name=policy.name)
-            source = policy.name
+            note = _("an estimate by the trained planner {name}, not exact", name=policy.name)
         return {
             "available": True,
             "action": best,
@@ -907,8 +889,8 @@ def create_app(
             "bank": bool(best & BANK_BIT),
             "text": action_text(best, roll, advice=True),
             "chances": chances,
-            "exact": exact,
-            "source": source,
+            "exact": hints.is_exact(policy),
+            "source": policy.name,
             "note": note,
         }
 
