@@ -277,11 +277,13 @@ MAX_BEST_RESPONSE_BYTES = 400 * MB
 _MEMORY = LRU(MAX_IN_MEMORY, MAX_BEST_RESPONSE_BYTES)
 
 
+def _meta(keys: Sequence[str], rules: Rules) -> dict:
+    """What a cache entry is for: its file's name is a digest of it, and its file holds it."""
+    return {"bots": list(keys), "rules": rules.to_dict(), "version": VERSION, "code": code_key()}
+
+
 def _cache_path(keys: Sequence[str], rules: Rules) -> Path:
-    key = json.dumps(
-        {"bots": list(keys), "rules": rules.to_dict(), "version": VERSION, "code": code_key()}
-    )
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(json.dumps(_meta(keys, rules)).encode()).hexdigest()[:16]
     return cache_dir() / f"best-response-{len(keys) + 1}p-{digest}.npz"
 
 
@@ -292,10 +294,7 @@ def _load(path: Path, keys: Sequence[str], rules: Rules, names: tuple) -> BestRe
             values = data["values"]
         n = len(keys) + 1
         ok = (
-            meta.get("bots") == list(keys)
-            and meta.get("rules") == rules.to_dict()
-            and meta.get("version") == VERSION
-            and meta.get("code") == code_key()
+            all(meta.get(field) == value for field, value in _meta(keys, rules).items())
             and values.shape == (n, ScoreSpace(rules, n).size, n)
             and meta.get("checksum") == hashlib.sha256(values.tobytes()).hexdigest()
         )
@@ -310,14 +309,8 @@ def _load(path: Path, keys: Sequence[str], rules: Rules, names: tuple) -> BestRe
 
 
 def _save(path: Path, keys: Sequence[str], br: BestResponse) -> None:
-    meta = {
-        "bots": list(keys),
-        "rules": br.rules.to_dict(),
-        "version": VERSION,
-        "code": code_key(),
-        "checksum": hashlib.sha256(np.ascontiguousarray(br.values).tobytes()).hexdigest(),
-    }
     values = np.ascontiguousarray(br.values)
+    meta = {**_meta(keys, br.rules), "checksum": hashlib.sha256(values.tobytes()).hexdigest()}
     atomic_write(path, lambda aside: np.savez(aside, meta=json.dumps(meta), values=values))
 
 
@@ -343,29 +336,37 @@ def best_response(
     make = _maker(make_policy)
     keys = tuple(bot_key(b, make_policy) for b in bots) if cache else ()
     cached = cache and None not in keys
-    memory_key = (keys, rules)
-    if cached and memory_key in _MEMORY:
-        remember(_MEMORY, memory_key, _MEMORY[memory_key])
-        return _named(_MEMORY[memory_key], names)
-    path = _cache_path(keys, rules) if cached else None
-    result = _load(path, keys, rules, names) if path is not None else None
-    if result is None:
-        policies = [make(b.strip()) if isinstance(b, str) else b for b in bots]
-        for policy in policies:
-            _check(policy, n, rules)
-            check_deterministic(policy, n, rules)
-        result = _compute(policies, names, rules, show_progress, workers)
-        if path is not None:
-            try:
-                _save(path, keys, result)
-            except OSError as e:  # a read-only home still gets the numbers
-                print(f"could not cache the best response at {path}: {e}", file=sys.stderr)
-            else:
-                bound_disk(path.parent, keep=path)
-    elif path is not None:
-        touch(path)
+    result = _cached(keys, rules, names) if cached else None
+    if result is not None:
+        return result
+    policies = [make(b.strip()) if isinstance(b, str) else b for b in bots]
+    for policy in policies:
+        _check(policy, n, rules)
+        check_deterministic(policy, n, rules)
+    result = _compute(policies, names, rules, show_progress, workers)
     if cached:
-        remember(_MEMORY, memory_key, result)
+        path = _cache_path(keys, rules)
+        try:
+            _save(path, keys, result)
+        except OSError as e:  # a read-only home still gets the numbers
+            print(f"could not cache the best response at {path}: {e}", file=sys.stderr)
+        else:
+            bound_disk(path.parent, keep=path)
+        remember(_MEMORY, (keys, rules), result)
+    return result
+
+
+def _cached(keys: tuple[str, ...], rules: Rules, names: tuple[str, ...]) -> BestResponse | None:
+    """The best response of the bots keyed `keys` from memory or the disk cache, under
+    `names`; None if neither holds it."""
+    if (keys, rules) in _MEMORY:
+        remember(_MEMORY, (keys, rules), _MEMORY[(keys, rules)])  # the most recently used
+        return _named(_MEMORY[(keys, rules)], names)
+    path = _cache_path(keys, rules)
+    result = _load(path, keys, rules, names)
+    if result is not None:
+        touch(path)
+        remember(_MEMORY, (keys, rules), result)
     return result
 
 
@@ -402,16 +403,7 @@ def cached_best_response(bots: Sequence[Bot], rules: Rules) -> BestResponse | No
         keys = tuple(bot_key(b) for b in bots)
     except (OSError, ValueError):
         return None
-    if None in keys:
-        return None
-    if (keys, rules) in _MEMORY:
-        return _named(_MEMORY[(keys, rules)], names)
-    path = _cache_path(keys, rules)
-    result = _load(path, keys, rules, names) if path.is_file() else None
-    if result is not None:
-        touch(path)
-        remember(_MEMORY, (keys, rules), result)
-    return result
+    return None if None in keys else _cached(keys, rules, names)
 
 
 def _compute(
