@@ -92,27 +92,32 @@ def onnx_session(path: Path, threads: int = 1):
         raise ExportError(f"could not load exported bot {path}: {first_line(e)}") from None
 
 
-def _session_file(session) -> dict:
-    """How a session made by ``onnx_session`` pickles (onnxruntime's sessions do not):
-    the file it was read from (onnxruntime keeps its path), the SHA-256 of that file,
-    and its thread count; ``_session_from_file`` reads it back."""
-    path = Path(session._model_path).resolve()
-    return {
-        "path": str(path),
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        "threads": session.get_session_options().intra_op_num_threads,
-    }
+class PicklesSession:
+    """For the standard ``pickle`` (onnxruntime's sessions do not pickle): a `session`
+    made by ``onnx_session`` is saved as the file it was read from (onnxruntime keeps
+    its path), that file's SHA-256 and its thread count, and read back from the same
+    file, or ExportError (one line) if the file is gone or has changed since."""
+
+    def __getstate__(self) -> dict:
+        path = Path(self.session._model_path).resolve()
+        threads = self.session.get_session_options().intra_op_num_threads
+        saved = {"path": str(path), "sha256": sha256(path.read_bytes()), "threads": threads}
+        return {**self.__dict__, "session": saved}
+
+    def __setstate__(self, state: dict) -> None:
+        saved = state["session"]
+        path = Path(saved["path"])
+        if not path.is_file():
+            raise ExportError(f"cannot unpickle the exported bot: {path} is gone")
+        if sha256(path.read_bytes()) != saved["sha256"]:
+            raise ExportError(
+                f"cannot unpickle the exported bot: {path} changed since it was pickled"
+            )
+        self.__dict__.update(state, session=onnx_session(path, saved["threads"]))
 
 
-def _session_from_file(saved: dict):
-    """The session `saved` by ``_session_file``, from the same file, or ExportError
-    (one line) if the file is gone or has changed since it was pickled."""
-    path = Path(saved["path"])
-    if not path.is_file():
-        raise ExportError(f"cannot unpickle the exported bot: {path} is gone")
-    if hashlib.sha256(path.read_bytes()).hexdigest() != saved["sha256"]:
-        raise ExportError(f"cannot unpickle the exported bot: {path} changed since it was pickled")
-    return onnx_session(path, saved["threads"])
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def load_exported(path: str | Path, threads: int = 1) -> ExportedBot | PlannerBot:
@@ -135,7 +140,7 @@ def masked_choice(logits: np.ndarray, mask: np.ndarray) -> int:
     return int(masked_choices(logits[None], mask[None])[0])
 
 
-class ExportedBot(TrainedModel):
+class ExportedBot(PicklesSession, TrainedModel):
     """Plays an exported .onnx bot; its .json metadata must sit beside it, with the
     observation spec it reads: it plays only the game of that spec."""
 
@@ -167,16 +172,8 @@ class ExportedBot(TrainedModel):
         legal actions only, as the checkpoint's torch network does)."""
         return masked_choices(self.session.run(None, {self.input_name: obs})[0], mask)
 
-    def __getstate__(self) -> dict:
-        """For the standard ``pickle``: the session as its file (``_session_file``)."""
-        return {**self.__dict__, "session": _session_file(self.session)}
 
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.session = _session_from_file(state["session"])
-
-
-class OnnxValueNet:
+class OnnxValueNet(PicklesSession):
     """A value network run by onnxruntime: the ``ValueFn`` of an exported planner,
     computed as ``fivethousand_rl.agents.value_net.ValueNet`` computes it (features in float32, the
     graph's logits, then a float64 softmax over the seats present)."""
@@ -189,14 +186,6 @@ class OnnxValueNet:
         return self.session.run(None, {self.input_name: x})[0]
 
     __call__ = ValueNet.__call__  # the features, this graph's logits, the softmax
-
-    def __getstate__(self) -> dict:
-        """For the standard ``pickle``: the session as its file (``_session_file``)."""
-        return {**self.__dict__, "session": _session_file(self.session)}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.session = _session_from_file(state["session"])
 
 
 def exported_planner(path: str | Path, threads: int = 1) -> PlannerBot:

@@ -10,7 +10,6 @@ exporting machine (``without_local_metadata``, relative provenance paths).
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import logging
 import os
@@ -33,6 +32,7 @@ from fivethousand_rl.agents.exported import (
     masked_choice,
     metadata_path,
     read_metadata,
+    sha256,
 )
 from fivethousand_rl.agents.neural import (
     OBS_SPEC_ATTRIBUTE,
@@ -593,13 +593,9 @@ def git_commit() -> str | None:
     import subprocess
 
     root = Path(__file__).resolve().parent.parent
+    command = ["git", "-C", str(root), "rev-parse", "HEAD"]
     try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        done = subprocess.run(command, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     commit = done.stdout.strip()
@@ -613,10 +609,6 @@ def toolkit_version() -> str | None:
         return metadata.version("fivethousand-rl")
     except metadata.PackageNotFoundError:
         return None
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
@@ -983,12 +975,19 @@ def _put_in_place(tmp: Path, out: Path) -> None:
     """Move the finished folder `tmp` to `out`, replacing an earlier bundle there."""
     old = out.with_name(f".{out.name}.old")
     shutil.rmtree(old, ignore_errors=True)
-    if out.is_dir():
-        out.rename(old)
-    try:
-        tmp.rename(out)
-    except OSError:
-        if old.is_dir():
-            old.rename(out)
-        raise
+    swap_in(tmp, out, old)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def swap_in(built: Path, target: Path, aside: Path) -> None:
+    """Move the complete folder `built` to `target`; a folder already there is first
+    moved to `aside` (same file system: renames, no copies) and put back on failure."""
+    replaced = target.exists()
+    if replaced:
+        target.rename(aside)
+    try:
+        built.rename(target)
+    except OSError:
+        if replaced:
+            aside.rename(target)
+        raise

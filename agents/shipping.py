@@ -27,6 +27,7 @@ from fivethousand_rl.agents.base import MAX_MODEL_BYTES, duration, read_capped, 
 from fivethousand_rl.agents.exporting import LICENSE
 from fivethousand_rl.agents.neural import read_data_pickle
 from fivethousand_rl.agents.shipped import SHIPPED, shipped_folder
+from fivethousand_rl.agents.training import progress
 from fivethousand_rl.agents.value_net import ValueNet, average_nets
 from fivethousand_rl.envs.rules import Rules
 
@@ -324,18 +325,7 @@ trained by imitation of `optimal` with data aggregation
 - wall-clock time on this 2-core machine: {summary.get("wall_seconds", 0) / 60:.1f} min
 - exact exploitability (`agents.best_response.exploitability`, what its best response
   wins beyond one half, averaged over both seats): {gap:.4f}
-- command(s), from the run's `command.txt`:
-
-```
-{chr(10).join(history["commands"])}
-```
-
-- configuration: `config.json` beside this card.
-
-![learning curve](learning_curve.png)
-
-## Evaluation
-
+{record_text(history["commands"], config, preset=False)}
 {evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
 {inputs["notes"]}
 """
@@ -389,10 +379,7 @@ def shown(path: Path) -> str:
     for name, model in SHIPPED.items():
         if path.resolve() == (shipped_folder(name) / model).resolve():
             return name
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+    return progress.shown(path)
 
 
 def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
@@ -497,18 +484,7 @@ export it with
 - wall-clock time on this 2-core machine: {hours:.2f} h for the whole run, of which
   {evals_hours:.2f} h evaluations{reached}{error_line}
 - network: tanh hidden layers {hidden}, 8 outputs (a softmax over the seats present){averaged}
-- command(s), from the run's `command.txt`:
-
-```
-{chr(10).join(history["commands"])}
-```
-
-- configuration: `config.json` beside this card (preset `{config.get("preset") or "none"}`).
-
-![learning curve](learning_curve.png)
-
-## Evaluation
-{tables}
+{record_text(history["commands"], config)}{tables}
 {inputs["notes"]}
 """
 
@@ -603,20 +579,27 @@ opponents.
   {summary.get("steps", 0):,}){stages_text}
 - wall-clock time on this 2-core machine: {hours:.2f} h
 - network: `agents/networks.py` (action-scoring policy on the "rich" observation)
-- command(s), from the run's `command.txt`:
+{record_text([c for h in history for c in h["commands"]], config)}
+{evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
+{inputs["notes"]}
+"""
+
+
+def record_text(commands: list[str], config: dict, preset: bool = True) -> str:
+    """The end of a card's training section (the commands that made the run, its
+    configuration) and its learning curve, up to its evaluation."""
+    preset_text = f" (preset `{config.get('preset') or 'none'}`)" if preset else ""
+    return f"""- command(s), from the run's `command.txt`:
 
 ```
-{chr(10).join(c for h in history for c in h["commands"])}
+{chr(10).join(commands)}
 ```
 
-- configuration: `config.json` beside this card (preset `{config.get("preset") or "none"}`).
+- configuration: `config.json` beside this card{preset_text}.
 
 ![learning curve](learning_curve.png)
 
 ## Evaluation
-
-{evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
-{inputs["notes"]}
 """
 
 
@@ -631,17 +614,3 @@ def evaluation_text(args: argparse.Namespace, evaluation: dict, command: str, pi
 {report.markdown(evaluation)}
 {picture}
 """
-
-
-def swap_in(built: Path, target: Path, aside: Path) -> None:
-    """Move the complete folder `built` to `target`; an agent already there is first
-    moved to `aside` (same file system: renames, no copies) and put back on failure."""
-    replaced = target.exists()
-    if replaced:
-        target.rename(aside)
-    try:
-        built.rename(target)
-    except OSError:
-        if replaced:
-            aside.rename(target)
-        raise

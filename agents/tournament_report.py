@@ -117,8 +117,7 @@ def play_and_report(
     for agent, spec in zip(summary["agents"], shown, strict=True):
         agent["spec"] = spec  # the short name's full form, for reports
     summary.update(command=command, seed=seed, rules=rules.to_dict(), hold=rules.hold)
-    summary.update(games_per_matchup=games)
-    summary.update(batched=batched, ray=ray, seconds=elapsed)
+    summary.update(games_per_matchup=games, batched=batched, ray=ray, seconds=elapsed)
     print_summary(console, summary)
     console.print(
         f"{len(results)} games in {elapsed:.1f} s ({len(results) / elapsed:,.0f} games/s, "

@@ -40,6 +40,7 @@ import tempfile
 from pathlib import Path
 
 from fivethousand_rl.agents import make_policy, shipping
+from fivethousand_rl.agents.exporting import swap_in
 from fivethousand_rl.agents.rule_flags import house_rules
 from fivethousand_rl.agents.shipping import VALUE_NET, ShipError, stages
 from fivethousand_rl.agents.training.config import saved_rules
@@ -216,7 +217,7 @@ def ship(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as e:  # the disk, or an unreadable run file
             print(f"error: could not ship: {e}; {inputs['target']} is unchanged", file=sys.stderr)
             return 1
-        shipping.swap_in(built, inputs["target"], staging / "replaced")
+        swap_in(built, inputs["target"], staging / "replaced")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(f"shipped {inputs['target']}")

@@ -217,35 +217,32 @@ def bank_thresholds(sol: TwoPlayerSolution) -> tuple[np.ndarray, np.ndarray]:
 
 def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
     """One panel per number of dice left: the banking threshold over (own, opponent)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from fivethousand_rl.agents.tournament_report import figure
 
     thresholds, isolated = bank_thresholds(sol)
     scores = sol.scores
-    fig, axes = plt.subplots(1, NUM_DICE, figsize=(4.2 * NUM_DICE, 4.6), constrained_layout=True)
     vmax = np.nanmax(thresholds)
-    for k, ax in zip(range(1, NUM_DICE + 1), axes, strict=True):
-        grid = thresholds[:, :, k].T  # rows: opponent score, columns: own score
-        image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
-        ys, xs = np.nonzero(isolated[:, :, k].T)
-        ax.scatter(xs, ys, marker=".", s=6, c="red", label="also banks a lower total")
-        ticks = np.arange(0, len(scores), 5)
-        ax.set_xticks(ticks, [str(scores[i]) for i in ticks], rotation=90, fontsize=7)
-        ax.set_yticks(ticks, [str(scores[i]) for i in ticks], fontsize=7)
-        ax.set_title("hot dice: 5 dice to roll" if k == NUM_DICE else f"{k} dice left to roll")
-        ax.set_xlabel("own banked score")
-        if k == 1:
-            ax.set_ylabel("opponent's banked score")
-            ax.legend(loc="upper left", fontsize=7)
-    fig.colorbar(image, ax=axes, label="banks every turn total from here up", shrink=0.8)
-    fig.suptitle(
-        f"Optimal 2-player play, {rules_line(sol.rules)}: the turn total from which it banks "
-        "rather than roll (red dot: it also banks some lower total, e.g. to bump)"
-    )
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with figure(path, ncols=NUM_DICE, figsize=(4.2 * NUM_DICE, 4.6)) as (fig, axes):
+        for k, ax in zip(range(1, NUM_DICE + 1), axes, strict=True):
+            grid = thresholds[:, :, k].T  # rows: opponent score, columns: own score
+            image = ax.imshow(
+                grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto"
+            )
+            ys, xs = np.nonzero(isolated[:, :, k].T)
+            ax.scatter(xs, ys, marker=".", s=6, c="red", label="also banks a lower total")
+            ticks = np.arange(0, len(scores), 5)
+            ax.set_xticks(ticks, [str(scores[i]) for i in ticks], rotation=90, fontsize=7)
+            ax.set_yticks(ticks, [str(scores[i]) for i in ticks], fontsize=7)
+            ax.set_title("hot dice: 5 dice to roll" if k == NUM_DICE else f"{k} dice left to roll")
+            ax.set_xlabel("own banked score")
+            if k == 1:
+                ax.set_ylabel("opponent's banked score")
+                ax.legend(loc="upper left", fontsize=7)
+        fig.colorbar(image, ax=axes, label="banks every turn total from here up", shrink=0.8)
+        fig.suptitle(
+            f"Optimal 2-player play, {rules_line(sol.rules)}: the turn total from which it banks "
+            "rather than roll (red dot: it also banks some lower total, e.g. to bump)"
+        )
 
 
 def rules_line(rules: Rules) -> str:
