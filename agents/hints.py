@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -46,17 +45,11 @@ def is_exact(policy: Policy) -> bool:
     return policy.name == OptimalBot.name or policy.name.startswith(PREFIX)
 
 
-class Hint(NamedTuple):
-    action: int  # the move advised
-    chances: list[float]  # every seat's win probability if it is played
-
-
-def hint(policy: Policy, game: Game) -> Hint:
-    """`policy`'s advice (from ``hint_policy``) to the player to move in `game`."""
+def hint(policy: Policy, game: Game) -> tuple[int, list[float]]:
+    """`policy`'s advice (from ``hint_policy``) to the player to move in `game`: the
+    move, and every seat's win probability if it is played."""
     best = policy.act(game, np.random.default_rng(0))  # a hint's policy draws nothing
     if game.n_players == 2:
         mine = float(policy.action_values(game)[best])
-        chances = [mine if seat == game.state.current else 1 - mine for seat in range(2)]
-    else:
-        chances = [float(p) for p in policy.win_probabilities(game)]
-    return Hint(best, chances)
+        return best, [mine if seat == game.state.current else 1 - mine for seat in range(2)]
+    return best, [float(p) for p in policy.win_probabilities(game)]

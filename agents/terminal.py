@@ -106,10 +106,9 @@ def cut(text: str, limit: int = ECHO) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def is_model(spec: str) -> bool:
-    """Whether a player spec names a model file or code (``module:function``): the specs
-    ``make_policy`` opens or imports (``agents.opens_file_or_code``), never a save's alone."""
-    return opens_file_or_code(spec)
+# Whether a player spec names a model file or code (``module:function``): the specs
+# ``make_policy`` opens or imports, which a save never does alone.
+is_model = opens_file_or_code
 
 
 MAX_NAME = 24  # characters of a person's name (--humans): it fits a line of the board

@@ -40,17 +40,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
-# The programs that cannot start without (part of) the training extra, and the modules
-# of it they need (None: all); the others reach for it only for some options, a plot,
-# and are caught when they do. Export says itself what the export asked for needs (onnx
-# for any graph, the training extra for a checkpoint: fivethousand_rl/export.py).
-NEEDS_EXTRA: dict[str, tuple[str, ...] | None] = {
-    "train": None,
-    "train-planner": None,
-    "train-policy": None,
-    "ship": None,
-    "sweep": None,
-}
+# The programs that cannot start without the training extra; the others reach for it
+# only for some options, a plot, and are caught when they do. Export says itself what
+# the export asked for needs (onnx for any graph, the training extra for a checkpoint:
+# fivethousand_rl/export.py).
+NEEDS_EXTRA = ("train", "train-planner", "train-policy", "ship", "sweep")
 
 
 def missing_extra(name: str) -> str | None:
@@ -60,8 +54,7 @@ def missing_extra(name: str) -> str | None:
         return None
     from fivethousand_rl.agents.shipped import EXTRA_MODULES, importable
 
-    needed = NEEDS_EXTRA[name] or EXTRA_MODULES
-    return next((module for module in needed if not importable(module)), None)
+    return next((module for module in EXTRA_MODULES if not importable(module)), None)
 
 
 def version() -> str:

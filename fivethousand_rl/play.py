@@ -218,12 +218,6 @@ def play_in_language(
                 f"error: could not write the game log to {args.log}: {e.strerror}", file=sys.stderr
             )
             return 1
-        replay_command = f"{prog or SCRIPT} --replay {args.log}"
-        say(
-            _(
-                "game log written to {path} (replay: {command})",
-                path=args.log,
-                command=replay_command,
-            )
-        )
+        command = f"{session.program} --replay {args.log}"
+        say(_("game log written to {path} (replay: {command})", path=args.log, command=command))
     return 0

@@ -79,10 +79,7 @@ class Catalogue:
     """The bots of this server, by key; ``policy(key)`` builds one the first time."""
 
     def __init__(
-        self,
-        root: Path | None = None,
-        max_kept: int = MAX_KEPT,
-        max_bytes: int = MAX_KEPT_BYTES,
+        self, root: Path | None = None, max_kept: int = MAX_KEPT, max_bytes: int = MAX_KEPT_BYTES
     ) -> None:
         # Models of the server's own are found under it (error messages show paths from it).
         self.root = Path.cwd() if root is None else root
@@ -103,11 +100,9 @@ class Catalogue:
         # (short_name); a file of bots/ by its file name (the key earlier saves hold).
         folders = [*(self.root / "checkpoints").glob(f"*/{EXPORTED}")]
         folders += (self.root / "bots").glob(f"*/{EXPORTED}")
-        for path in sorted(p for p in folders if p.is_file()):
-            key = short_name(path)
-            self.bots.setdefault(key, Bot(key, str(path), "exported", EXPORTED_ABOUT))
-        for path in sorted((self.root / "bots").glob("*.onnx")):
-            key = path.name
+        exported = [(short_name(path), path) for path in sorted(folders) if path.is_file()]
+        exported += [(path.name, path) for path in sorted((self.root / "bots").glob("*.onnx"))]
+        for key, path in exported:
             self.bots.setdefault(key, Bot(key, str(path), "exported", EXPORTED_ABOUT))
         self._lock = threading.Lock()  # guards the three below, held for a lookup only
         # The bots themselves are kept for good (the list is fixed); what is made per
