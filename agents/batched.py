@@ -34,11 +34,6 @@ from fivethousand_rl.envs.rules import BANK_BIT, NUM_ACTIONS, NUM_DICE, Rules
 from fivethousand_rl.envs.solver import STEP, TwoPlayerSolution, turn_ev_table
 
 
-def _both(a: np.ndarray) -> np.ndarray:
-    """A (k, 32) per-hold array for all 64 actions (hold-and-roll, hold-and-bank)."""
-    return np.concatenate([a, a], axis=1)
-
-
 def _first(a: np.ndarray) -> np.ndarray:
     """Per row, the index of the first True (0 if none), or the first action of the
     highest value (a strict ``>`` scan in action order, as the per-game bots do)."""
@@ -78,18 +73,6 @@ class BatchedThresholdBot(ThresholdBot):
             (total >= self.threshold) | (banked + total == games.rules.target)
         )
         return games.tables.best_bits[roll] | np.where(bank, BANK_BIT, 0)
-
-
-def _turn_points(games: BatchGames, idx: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(legal mask, turn totals, dice left, expected turn points) per action, (k, 64)
-    each: a bank is worth its total, a roll the exact turn EV (``solve_turn_ev``)."""
-    mask = games.legal_mask(idx)
-    totals, left = games.hold_results(idx)
-    ev = turn_ev_table(games.rules)
-    entered = games.entered(idx).astype(np.int64)
-    rolled = ev.value[entered[:, None], np.minimum(totals, ev.cap) // STEP, left]
-    values = np.where(mask, np.concatenate([rolled, totals.astype(float)], axis=1), -np.inf)
-    return mask, _both(totals), _both(left), values
 
 
 class _TurnTables(NamedTuple):
@@ -171,11 +154,17 @@ class BatchedTurnEVBot(TurnEVBot):
 
     @staticmethod
     def _act_full(games: BatchGames, idx: np.ndarray) -> np.ndarray:
-        mask, totals, _, values = _turn_points(games, idx)
+        """An exact win, else the most expected turn points: a bank is worth its total,
+        a roll the exact turn EV (``solve_turn_ev``)."""
+        mask = games.legal_mask(idx)
+        totals, left = games.hold_results(idx)  # (k, 32) each, by hold
+        ev = turn_ev_table(games.rules)
+        entered = games.entered(idx).astype(np.int64)
+        rolled = ev.value[entered[:, None], np.minimum(totals, ev.cap) // STEP, left]
+        values = np.where(mask, np.concatenate([rolled, totals.astype(float)], axis=1), -np.inf)
         own = games.scores[idx, games.current[idx]]
-        wins = mask & (own[:, None] + totals == games.rules.target)
-        wins[:, :BANK_BIT] = False
-        return np.where(wins.any(axis=1), _first(wins), _first(values))
+        wins = mask[:, BANK_BIT:] & (own[:, None] + totals == games.rules.target)
+        return np.where(wins.any(axis=1), _first(wins) | BANK_BIT, _first(values))
 
 
 class BatchedSmartBot(SmartBot):

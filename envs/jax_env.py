@@ -76,13 +76,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fivethousand_rl.envs.batch import (
-    CODE_TO_ROLL,
-    NO_ROLL,
-    NUM_CODES,
-    ROLL_BUST,
-    move_tables,
-)
+from fivethousand_rl.envs.batch import CODE_TO_ROLL, NO_ROLL, NUM_CODES, ROLL_BUST, move_tables
 from fivethousand_rl.envs.encoding import (
     _NEED_BINS,
     ACTION_FEATURES,
@@ -148,7 +142,6 @@ def _where(cond: Array, a: State, b: State) -> State:
 class Tables(NamedTuple):
     """The numpy tables the JAX functions gather from (built once per rules)."""
 
-    code_to_roll: np.ndarray  # int32 (6, 7776)
     roll_bust: np.ndarray  # bool (462,)
     roll_prob: np.ndarray  # float32 (6, 462): chance of each roll id for n dice
     move_legal: np.ndarray  # bool (462, 32)
@@ -172,7 +165,6 @@ def jax_tables(rules: Rules) -> Tables:
     for n in range(1, NUM_DICE + 1):
         counts[n] = np.bincount(CODE_TO_ROLL[n], minlength=NO_ROLL + 1)
     return Tables(
-        code_to_roll=CODE_TO_ROLL.astype(np.int32),
         roll_bust=ROLL_BUST.copy(),
         roll_prob=(counts / NUM_CODES).astype(np.float32),
         move_legal=moves.legal.copy(),
