@@ -84,6 +84,15 @@ class ScoreSpace:
             raise ValueError(f"not turn-start scores under {self.rules}: {positions.tolist()}")
         return np.ravel_multi_index(tuple(digits.T), (len(grid),) * self.n_players)
 
+    def blocks(self, positions: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """`positions` (``positions()``) by their highest score, from the top: (that
+        score, their indices). A turn never lowers the highest score (R9), so the turns
+        of a block lead only to it and to the blocks before it."""
+        high = np.max(np.searchsorted(self.scores, positions), axis=1)
+        return [
+            (int(s), np.flatnonzero(high == m)) for m, s in reversed(list(enumerate(self.scores)))
+        ]
+
 
 @dataclass
 class BestResponse:
@@ -155,17 +164,15 @@ def solve_best_response(
             for bot in bots
         ]
     moves = [_BotMoves.of(e, space, j + 1) for j, e in enumerate(ends)]
-    block_of = np.max(np.searchsorted(space.scores, positions), axis=1)
     values = np.zeros((n, space.size, n))
     tab = option_tables(rules.hold)
     top = rules.target // STEP
     size = top + 1 + int(tab.steps.max()) + 1
-    blocks = len(space.scores)
-    for done, m in enumerate(range(blocks - 1, -1, -1)):
-        states = np.flatnonzero(block_of == m)
+    blocks = space.blocks(positions)
+    for done, (_, states) in enumerate(blocks):
         _solve_block(states, positions, space, moves, values, rules, size, tol)
         if progress is not None:
-            progress("blocks", done + 1, blocks)
+            progress("blocks", done + 1, len(blocks))
     names = tuple(getattr(bot, "name", type(bot).__name__) for bot in bots)
     return BestResponse(rules, names, values)
 

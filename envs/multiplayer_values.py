@@ -429,15 +429,8 @@ def maxn_value_iteration(
     values = np.full((space.size, n_players), 1.0 / n_players)
     run = MaxnRun(rules, n_players, values)
     trace = np.zeros(0, dtype=np.int64) if trace is None else np.asarray(trace)
-    if order == "jacobi":
-        groups = [(None, np.arange(space.size))]
-    else:
-        block_of = np.max(np.searchsorted(space.scores, positions), axis=1)
-        groups = [
-            (int(space.scores[m]), np.flatnonzero(block_of == m))
-            for m in range(len(space.scores) - 1, -1, -1)
-        ]
-    for score, states in groups:
+    whole: list[tuple[int | None, np.ndarray]] = [(None, np.arange(space.size))]
+    for score, states in whole if order == "jacobi" else space.blocks(positions):
         turns = Turns.of(space, states, positions)
         ring = np.empty((window, len(turns.states), n_players))  # the last iterates
         seen: dict[int, int] = {}  # hash of an iterate's bytes -> its sweep
@@ -526,11 +519,10 @@ def solve_paranoid(
     n = n_players
     values = np.zeros((n, space.size))
     tab = option_tables(rules.hold)
-    block_of = np.max(np.searchsorted(space.scores, positions), axis=1)
-    blocks = len(space.scores)
+    blocks = space.blocks(positions)
     sweeps = 0
-    for done, m in enumerate(range(blocks - 1, -1, -1)):
-        turns = Turns.of(space, np.flatnonzero(block_of == m), positions)
+    for done, (_, states) in enumerate(blocks):
+        turns = Turns.of(space, states, positions)
         for _ in range(max_sweeps):
             sweeps += 1
             change = 0.0
@@ -543,7 +535,7 @@ def solve_paranoid(
         else:
             raise RuntimeError(f"the paranoid values did not settle under {rules}")
         if progress is not None:
-            progress(done + 1, blocks)
+            progress(done + 1, len(blocks))
     return ParanoidValues(rules, n_players, values, sweeps)
 
 
