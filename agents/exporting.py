@@ -629,20 +629,14 @@ def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
     tensors, buffer = {}, bytearray()
     for init in graph.initializer:
         array = numpy_helper.to_array(init)
+        shape = list(array.shape)
         if array.dtype == np.float32:
-            tensors[init.name] = {
-                "dtype": "float32",
-                "shape": list(array.shape),
-                "offset": len(buffer),
-                "count": int(array.size),
-            }
+            tensors[init.name] = dict(
+                dtype="float32", shape=shape, offset=len(buffer), count=array.size
+            )
             buffer += array.astype("<f4").tobytes()
         elif array.dtype.kind in "iu":
-            tensors[init.name] = {
-                "dtype": "int64",
-                "shape": list(array.shape),
-                "values": [int(v) for v in array.ravel()],
-            }
+            tensors[init.name] = dict(dtype="int64", shape=shape, values=array.ravel().tolist())
         else:
             raise BundleRefused(f"the network holds a {array.dtype} tensor {init.name}")
 
@@ -684,12 +678,7 @@ def observation_layout(spec) -> dict:
     ]
     widths = {"DICE_LEFT_AT": 5, "NEED_AT": 21}
     columns = [
-        {
-            "name": c.name,
-            "index": int(c),
-            "size": widths.get(c.name, 1),
-            "meaning": COLUMN_MEANINGS[c.name],
-        }
+        dict(name=c.name, index=int(c), size=widths.get(c.name, 1), meaning=COLUMN_MEANINGS[c.name])
         for c in Col
     ]
     return {

@@ -88,12 +88,8 @@ def shipped_model(name: str) -> Path:
     a one-line ValueError if the name is not shipped or its file is missing."""
     path = shipped_folder(name) / SHIPPED[name]
     exported = path.parent / EXPORTED
-    if (
-        path.suffix == ".zip"
-        and exported.is_file()
-        and exported.with_suffix(".json").is_file()
-        and not training_installed()
-    ):
+    playable = exported.is_file() and exported.with_suffix(".json").is_file()
+    if path.suffix == ".zip" and playable and not training_installed():
         return exported
     if not path.is_file():
         raise ValueError(

@@ -92,8 +92,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                 f"{bundle['test_vectors']['count']} test vectors)"
             )
             return 0
-        out = Path(args.onnx or args.out) if args.onnx or args.out else default_out
-        out = out if args.onnx or args.out else out.with_suffix(".onnx")
+        out = Path(args.onnx or args.out or default_out.with_suffix(".onnx"))
         meta = export(checkpoint, out)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -82,11 +82,8 @@ def _load(path: Path, rules: Rules) -> TwoPlayerSolution | None:
 
 
 def _save(path: Path, sol: TwoPlayerSolution) -> None:
-    meta = {
-        "rules": sol.rules.to_dict(),
-        "version": SOLVER_VERSION,
-        "checksum": _checksum(sol.scores, sol.V, sol.W),
-    }
+    meta = {"rules": sol.rules.to_dict(), "version": SOLVER_VERSION}
+    meta["checksum"] = _checksum(sol.scores, sol.V, sol.W)
     arrays = {"meta": json.dumps(meta), "scores": sol.scores, "V": sol.V, "W": sol.W}
     atomic_write(path, lambda aside: np.savez(aside, **arrays))
 
@@ -289,15 +286,11 @@ def main(
     if args.json:
         print(json.dumps(numbers, indent=2))
     else:
+        win = numbers["first_player_win_probability"]
+        points = numbers["best_expected_turn_points_entered"]
         print(rules_line(rules))
-        print(
-            "  first player's win probability, both optimal: "
-            f"{numbers['first_player_win_probability']:.10f}"
-        )
-        print(
-            "  best expected points of one turn (entered):   "
-            f"{numbers['best_expected_turn_points_entered']:.6f}"
-        )
+        print(f"  first player's win probability, both optimal: {win:.10f}")
+        print(f"  best expected points of one turn (entered):   {points:.6f}")
     if args.plot:
         try:
             plot_strategy(two_player_solution(rules), args.plot)
