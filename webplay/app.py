@@ -473,8 +473,8 @@ def create_app(
     """The app over the saved games of the folder `data` (created if missing, and locked
     until the app shuts down: OSError EBUSY if another server holds it), kept by `limits`
     (fivethousand_rl.webplay.games) on the time of `clock`; it answers requests for the Host names
-    `allowed_hosts` only ('*' for any). Hints for 3+ players come from a shipped planner
-    in `planners` (``shipped_planner``). `work` bounds the expensive work (``Work()``)."""
+    `allowed_hosts` only ('*' for any). Hints for 3+ players may come from a shipped planner
+    in `planners` (``hints.hint_policy``). `work` bounds the expensive work (``Work()``)."""
     hosts = check_hosts(allowed_hosts)
     catalogue = catalogue or Catalogue()
     work = work or Work()
@@ -600,18 +600,15 @@ def create_app(
 
     def hint_kind(web: WebGame) -> str | None:
         """What a hint will be: "exact" (2 players, unless the solver is known to refuse
-        the rules: it solves at the first hint, not before), "estimate" (3+, a shipped
-        planner), or None (no hint)."""
-        if web.game.n_players == 2:
-            known = catalogue.made(hint_key(web))
-            if known is None:  # not asked yet: exact, unless this server would not solve it
-                try:
-                    work.check_solvable(web.game.rules)
-                except ValueError:
-                    return None
-                return "exact"
-            return "exact" if known[0] is not None else None
-        try:
+        the rules: it solves at the first hint, not before; 3+, a computed best response),
+        "estimate" (3+, a shipped planner), or None (no hint)."""
+        if web.game.n_players == 2 and catalogue.made(hint_key(web)) is None:
+            try:  # not asked yet: exact, unless this server would not solve it
+                work.check_solvable(web.game.rules)
+            except ValueError:
+                return None
+            return "exact"
+        try:  # made already (then at once), or a planner's build
             policy = hint_policy(web)[0]
         except HTTPException:  # no room to build the planner now: the hint request will
             return "estimate"
