@@ -64,6 +64,7 @@ from fivethousand_rl.envs.game_log import check_fields, log_entry, one_line, rep
 from fivethousand_rl.envs.i18n import N_, _, ngettext, timespan
 from fivethousand_rl.envs.render import event_text
 from fivethousand_rl.envs.rules import DEFAULT_RULES, Rules
+from fivethousand_rl.envs.rules_text import rule_words
 from fivethousand_rl.webplay.bots import ROOT, Catalogue
 
 log = logging.getLogger("webplay")
@@ -427,41 +428,30 @@ def rules_line(rules: Rules) -> list[dict]:
     ("target 1000", "no bumps", ...), each with ``house`` true where it differs from the
     seeds' rules (the page highlights those) and ``about`` saying what it means (its
     tooltip); in the language in use."""
-    words = {  # field -> (its words, what it means)
-        "target": (_("target {target}", target=rules.target), _("the exact score that wins (V5)")),
-        "entry": (
-            _("entry {entry}", entry=rules.entry),
-            _("the turn total needed to bank a first time (V1)"),
-        ),
-        "bump": (
-            (_("bumps"), _("banking onto another player's score sends it to 0 (V2)"))
-            if rules.bump
-            else (_("no bumps"), _("banking onto another player's score leaves it there (V2)"))
-        ),
-        "overshoot": (
-            (
-                _("overshoot gift"),
-                _("a total past the target goes to the lowest entered player (V3)"),
-            )
-            if rules.overshoot == "gift"
-            else (_("overshoot lost"), _("a total past the target is lost (V3)"))
-        ),
-        "fifty_rule": (
-            (_("50 rule"), _("no banking a total that ends in 50 (V4)"))
-            if rules.fifty_rule
-            else (_("no 50 rule"), _("a total that ends in 50 may be banked (V4)"))
-        ),
-        "hold": (
-            (_("hold free"), _("hold any scoring dice (R5)"))
-            if rules.hold == "free"
-            else (_("hold all"), _("hold every scoring die (R5)"))
-        ),
+    words = {  # each switch's words (envs.rules_text), shorter for three of them
+        **rule_words(rules),
+        "target": _("target {target}", target=rules.target),
+        "entry": _("entry {entry}", entry=rules.entry),
+        "fifty_rule": _("50 rule") if rules.fifty_rule else _("no 50 rule"),
     }
-    default = DEFAULT_RULES
-    return [
-        {"text": text, "about": about, "house": getattr(rules, name) != getattr(default, name)}
-        for name, (text, about) in words.items()
-    ]
+    about = {
+        "target": _("the exact score that wins (V5)"),
+        "entry": _("the turn total needed to bank a first time (V1)"),
+        "bump": _("banking onto another player's score sends it to 0 (V2)")
+        if rules.bump
+        else _("banking onto another player's score leaves it there (V2)"),
+        "overshoot": _("a total past the target goes to the lowest entered player (V3)")
+        if rules.overshoot == "gift"
+        else _("a total past the target is lost (V3)"),
+        "fifty_rule": _("no banking a total that ends in 50 (V4)")
+        if rules.fifty_rule
+        else _("a total that ends in 50 may be banked (V4)"),
+        "hold": _("hold any scoring dice (R5)")
+        if rules.hold == "free"
+        else _("hold every scoring die (R5)"),
+    }
+    house = {name: getattr(rules, name) != getattr(DEFAULT_RULES, name) for name in about}
+    return [{"text": words[name], "about": about[name], "house": house[name]} for name in about]
 
 
 def position(game: Game) -> dict:
