@@ -552,11 +552,9 @@ SAVE_FORMAT, LOG_FORMAT, VERSION = "fivethousand-rl saved game", "fivethousand-r
 # people's seats "humans", and at each of them in "players" that person's name.
 PASS_AND_PLAY = 2
 SAVE_FIELDS = {
-    VERSION: ("format", "version", "game", "dice", "players", "human", "seed", "bot_rng", "log"),
-    PASS_AND_PLAY: (
-        "format", "version", "game", "dice", "players", "humans", "seed", "bot_rng", "log"
-    ),
-}  # fmt: skip
+    version: ("format", "version", "game", "dice", "players", seats, "seed", "bot_rng", "log")
+    for version, seats in ((VERSION, "human"), (PASS_AND_PLAY, "humans"))
+}
 
 
 def save(session: Session, path: str) -> None:
@@ -759,26 +757,21 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
         say(headline(game, names))
         return s.winner
     say(render_text(game, names).rstrip("\n"))
-    if recorded is not None:
-        say(
-            ngettext(
-                "The log was cut short: it stops after {n} turn, before the end of the game, "
-                "though it records a winner.",
-                "The log was cut short: it stops after {n} turns, before the end of the game, "
-                "though it records a winner.",
-                s.turns,
-            )
-        )
-    else:
-        say(
-            ngettext(
-                "The log stops after {n} turn, before the end of the game: the game was left, "
-                "or the log was cut short.",
-                "The log stops after {n} turns, before the end of the game: the game was left, "
-                "or the log was cut short.",
-                s.turns,
-            )
-        )
+    cut_short = ngettext(
+        "The log was cut short: it stops after {n} turn, before the end of the game, "
+        "though it records a winner.",
+        "The log was cut short: it stops after {n} turns, before the end of the game, "
+        "though it records a winner.",
+        s.turns,
+    )
+    left = ngettext(
+        "The log stops after {n} turn, before the end of the game: the game was left, "
+        "or the log was cut short.",
+        "The log stops after {n} turns, before the end of the game: the game was left, "
+        "or the log was cut short.",
+        s.turns,
+    )
+    say(cut_short if recorded is not None else left)
     return None
 
 
