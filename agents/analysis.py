@@ -116,8 +116,7 @@ def self_play(rules: Rules, n_games: int, seed: int) -> dict:
         np.add.at(lost, banked, (old == new).all(axis=1))
         before[banked] = new
 
-    bot = BatchedOptimalBot()
-    bot.show_progress = False
+    bot = BatchedOptimalBot(show_progress=False)
     bot.prepare(rules)
     seats = np.zeros((n_games, 2), dtype=np.int64)
     rng = np.random.default_rng(seed)

@@ -57,8 +57,7 @@ def nbytes(obj: object, limit: int = 200_000) -> int:
         elif isinstance(item, (list, tuple, set, frozenset)):
             stack.extend(v for v in item if not isinstance(v, (int, float, str)))
         elif isinstance(item, MethodType):
-            stack.append(item.__self__)
-            stack.append(item.__func__)
+            stack += [item.__self__, item.__func__]
         elif isinstance(item, FunctionType):
             stack.extend(cell.cell_contents for cell in item.__closure__ or () if _filled(cell))
         else:

@@ -159,8 +159,7 @@ def make_parser(prog: str = "python -m fivethousand_rl.agents.regret") -> argpar
     """The command line of ``python -m agents.regret`` (`prog`: the command as typed, for
     its usage)."""
     parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Exact regret of a 2-player policy's decisions, against the solver.",
+        prog=prog, description="Exact regret of a 2-player policy's decisions, against the solver."
     )
     parser.add_argument("player", help="bot name or model file (as in evaluate.py)")
     parser.add_argument("--against", default="smart", help="the opponent (default: smart)")

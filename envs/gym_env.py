@@ -164,11 +164,8 @@ class FiveThousandEnv(gym.Env[Observation, Action]):
         for policy in self.opponents:  # trained models must fit this game
             policy.check_game(n_players, self.rules)
         self.set_opponent_pool(opponent_pool or [])
-        self.learner_seat_option = learner_seat
-        self.max_turns = max_turns
-        self.illegal_action = illegal_action
-        self.dict_obs = dict_obs
-        self.render_mode = render_mode
+        self.learner_seat_option, self.max_turns = learner_seat, max_turns
+        self.illegal_action, self.dict_obs, self.render_mode = illegal_action, dict_obs, render_mode
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         vector = spaces.Box(OBS_LOW, spec.high, shape=(spec.size,), dtype=np.float32)
@@ -204,8 +201,7 @@ class FiveThousandEnv(gym.Env[Observation, Action]):
             picks = rng.choice(len(weights), size=self.n_players - 1, p=weights / weights.sum())
             opponents = [self.opponent_pool[i][0] for i in picks]
             specs = [self.pool_specs[i] for i in picks]
-        self._seat_policy = [None] * self.n_players
-        self._seat_specs = [None] * self.n_players
+        self._seat_policy, self._seat_specs = [None] * self.n_players, [None] * self.n_players
         for k, (policy, spec) in enumerate(zip(opponents, specs, strict=True), start=1):
             seat = (self.learner_seat + k) % self.n_players
             self._seat_policy[seat], self._seat_specs[seat] = policy, spec
@@ -296,8 +292,7 @@ class FiveThousandEnv(gym.Env[Observation, Action]):
             for spec in self._seat_specs
         ]
         self._done = state["done"]
-        self._learner_turns = state["learner_turns"]
-        self._learner_busts = state["learner_busts"]
+        self._learner_turns, self._learner_busts = state["learner_turns"], state["learner_busts"]
         if state["game"] is not None:
             self.game = Game.from_json(state["game"])
             self.game.set_dice_state(state["dice"])

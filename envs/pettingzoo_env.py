@@ -104,8 +104,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         # A rule option left at None is the seeds' rule (fivethousand_rl.envs.encoding.env_rules).
         self.obs_spec = check_env_options(locals(), self.metadata)
         self.rules, self.n_players = self.obs_spec.rules, (n_players := self.obs_spec.n_players)
-        self.max_turns = max_turns
-        self.render_mode = render_mode
+        self.max_turns, self.render_mode = max_turns, render_mode
         self.possible_agents = [f"player_{i}" for i in range(n_players)]
         self.agents = self.possible_agents[:]
         vector = spaces.Box(OBS_LOW, self.obs_spec.high, (self.obs_spec.size,), np.float32)

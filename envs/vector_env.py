@@ -200,14 +200,9 @@ class FiveThousandVectorEnv(VectorEnv):
         if kwargs.get("render_mode") is not None:
             raise ValueError("the vector environment does not render; use FiveThousand-v0 alone")
         single = FiveThousandEnv(**kwargs)  # checks every option, resolves the opponents
-        self._single = single
-        self.num_envs = num_envs
-        self.n_players = single.n_players
-        self.rules = single.rules
-        self.max_turns = single.max_turns
-        self.illegal_action = single.illegal_action
-        self.dict_obs = single.dict_obs
-        self.obs_spec = single.obs_spec
+        self._single, self.num_envs, self.n_players = single, num_envs, single.n_players
+        self.rules, self.max_turns, self.obs_spec = single.rules, single.max_turns, single.obs_spec
+        self.illegal_action, self.dict_obs = single.illegal_action, single.dict_obs
         self.learner_seat_option = single.learner_seat_option
         self.single_observation_space = single.observation_space
         self.single_action_space = single.action_space
@@ -419,8 +414,7 @@ class FiveThousandVectorEnv(VectorEnv):
             seats = (self.learner_seat[idx, None] + np.arange(1, n)) % n
             self.seat_policy[idx[:, None], seats] = others
             self.seat_policy[idx, self.learner_seat[idx]] = -1
-            self.learner_turns[idx] = 0
-            self.learner_busts[idx] = 0
+            self.learner_turns[idx] = self.learner_busts[idx] = 0
             if self.recorder is not None:
                 self.recorder("deal", idx, self.learner_seat[idx].copy())
             self._advance(idx)
