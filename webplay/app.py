@@ -48,7 +48,7 @@ import logging
 import re
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -64,6 +64,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from fivethousand_rl.agents import hints
+from fivethousand_rl.agents.cache import LRU
 from fivethousand_rl.agents.value_net import CHECKPOINTS
 from fivethousand_rl.envs import i18n
 from fivethousand_rl.envs.game import IllegalMoveError, Move
@@ -478,7 +479,7 @@ def create_app(
     hosts = check_hosts(allowed_hosts)
     catalogue = catalogue or Catalogue()
     work = work or Work()
-    prepared: OrderedDict[tuple, None] = OrderedDict()  # (bot, rules) prepared: no slot needed
+    prepared = LRU(MAX_PREPARED)  # (bot, rules) prepared: no slot needed
     store = Store(Path(data), catalogue, limits, clock)
 
     @contextlib.asynccontextmanager
@@ -781,9 +782,7 @@ def create_app(
                 else:  # perhaps expensive: within the bound
                     with work.slot(client):
                         catalogue.prepared(key, web.game.n_players, web.game.rules)
-                    prepared[done] = None
-                    while len(prepared) > MAX_PREPARED:
-                        prepared.popitem(last=False)
+                    prepared.put(done, None)
             except ValueError as e:
                 why = said(e, catalogue.root)  # a policy's message often names it already
                 named = why if why.startswith(f"{key} ") else f"{key}: {why}"
