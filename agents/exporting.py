@@ -319,13 +319,8 @@ def value_net_graph(net: ValueNet):
     g = GraphBuilder()
     layers = list(zip(net.weights, net.biases, strict=True))
     g.dense(layers, "features", "value", "tanh", False, "logits")
-    spec = net.spec
-    return g.model(
-        "fivethousand_value_net",
-        {"features": ["batch", spec.size]},
-        {"logits": ["batch", spec.max_players]},
-        "export.py",
-    )
+    shapes = ({"features": ["batch", net.spec.size]}, {"logits": ["batch", net.spec.max_players]})
+    return g.model("fivethousand_value_net", *shapes, "export.py")
 
 
 def actor_graph(network: dict, activation: str, obs_size: int, n_state: int | None, producer: str):

@@ -18,6 +18,7 @@ checkpoint plays, as it always has.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -104,8 +105,6 @@ def shipped_models() -> list[Path]:
     picks them), in ``SHIPPED`` order."""
     models = []
     for name in SHIPPED:
-        try:
+        with contextlib.suppress(ValueError):  # missing: not listed
             models.append(shipped_model(name))
-        except ValueError:  # missing: not listed
-            continue
     return models

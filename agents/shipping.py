@@ -143,12 +143,6 @@ def read_state(state_file: Path, progress: Callable[[dict], dict]) -> dict:
         raise ShipError(f"cannot read {state_file}: {e!r}") from None
 
 
-def best_record(run: Path, model: str) -> dict | None:
-    """The run's best/eval.json when `model` is "best" and the run has one, else None."""
-    path = run / "best" / "eval.json"
-    return read_json(path) if model == "best" and path.is_file() else None
-
-
 def planner_config(config: dict, where: str = "the run"):
     """A planner run's config.json as its ``PlannerConfig`` (fields it does not know
     left out); ShipError (one line) if the run used a removed method."""
@@ -555,7 +549,7 @@ def card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     config, history = inputs["config"], inputs["history"]
     [(_, _, evaluation, command)] = evaluations  # a PPO model plays one table size
     agent, summary = shown(inputs["target"] / "model.zip"), history[-1]["summary"]
-    best_eval = best_record(inputs["run"], args.model) or {}
+    best_eval = inputs["best"] or {}
     steps = history[-1]["offset"] + (best_eval.get("steps") or summary.get("steps") or 0)
     hours = sum(h["summary"].get("wall_seconds", 0) for h in history) / 3600
     stage_lines = "".join(

@@ -85,11 +85,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             raise ValueError(missing)
         if bundle_dir is not None:
             bundle = export_bundle(checkpoint, bundle_dir, name, args.vectors, args.seed)
+            obs, count = bundle["observation"], bundle["test_vectors"]["count"]
             print(
                 f"exported the bundle {bundle_dir} ({bundle['players']} players, "
-                f"{bundle['observation']['encoding']} observation "
-                f"v{bundle['observation']['version']}, "
-                f"{bundle['test_vectors']['count']} test vectors)"
+                f"{obs['encoding']} observation v{obs['version']}, {count} test vectors)"
             )
             return 0
         out = Path(args.onnx or args.out or default_out.with_suffix(".onnx"))

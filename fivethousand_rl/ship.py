@@ -138,9 +138,10 @@ def check_args(args: argparse.Namespace) -> dict:
         )
     if args.average_with and not planner:
         raise ShipError("--average-with averages value nets: a planner run's only")
-    iteration, best = 0, None  # a PPO run's best/eval.json is read by its card
+    best_file = run / "best" / "eval.json"  # read by the card, and for a planner's iteration
+    best = shipping.read_json(best_file) if args.model == "best" and best_file.is_file() else None
+    iteration = 0
     if planner:  # the iteration of its model: of best/eval.json, else the run's last
-        best = shipping.best_record(run, args.model)
         last = history[-1]["summary"].get("iterations", 0)
         iteration = int(best.get("iteration", 0) if best is not None else last)
     network = shipping.averaged_network(args.average_with, model)
@@ -161,7 +162,7 @@ def check_args(args: argparse.Namespace) -> dict:
         "model": model,
         "network": network,  # the averaged value net to ship, or None: the model as it is
         "iteration": iteration,  # the iteration of the run's model
-        "best": best,  # a planner run's best/eval.json when its best model is shipped
+        "best": best,  # the run's best/eval.json when its best model is shipped
         "config": config,
         "history": history,
         "notes": notes,
