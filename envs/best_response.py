@@ -45,6 +45,7 @@ from fivethousand_rl.envs.solver import (
     end_masses,
     live_levels,
     option_tables,
+    turn_levels,
     turn_values,
 )
 from fivethousand_rl.envs.turn_outcomes import TurnEnds, turn_ends
@@ -165,9 +166,7 @@ def solve_best_response(
         ]
     moves = [_BotMoves.of(e, space, j + 1) for j, e in enumerate(ends)]
     values = np.zeros((n, space.size, n))
-    tab = option_tables(rules.hold)
-    top = rules.target // STEP
-    size = top + 1 + int(tab.steps.max()) + 1
+    size = turn_levels(rules)
     blocks = space.blocks(positions)
     for done, (_, states) in enumerate(blocks):
         _solve_block(states, positions, space, moves, values, rules, size, tol)

@@ -45,6 +45,7 @@ from fivethousand_rl.envs.solver import (
     live_levels,
     option_rows,
     option_tables,
+    turn_levels,
     turn_values,
 )
 
@@ -74,7 +75,7 @@ class Turns:
     def of(cls, space: ScoreSpace, states: np.ndarray, positions: np.ndarray) -> Turns:
         """The turns from `states` (indices into `positions`, ``space.positions()``)."""
         rules = space.rules
-        kind, dst = bank_ends(positions[states], space, rules, levels(rules))
+        kind, dst = bank_ends(positions[states], space, rules, turn_levels(rules))
         live = live_levels(kind)
         order = np.argsort(-live, kind="stable")
         states = np.asarray(states)[order]
@@ -84,12 +85,6 @@ class Turns:
     @property
     def top(self) -> int:
         return self.rules.target // STEP
-
-
-def levels(rules: Rules) -> int:
-    """How many turn-total levels the turn recursion keeps (past the target's level,
-    one hold more: those totals can only pass the turn)."""
-    return rules.target // STEP + 1 + int(option_tables(rules.hold).steps.max()) + 1
 
 
 # ------------------------------------------------------------ max-n: one turn
@@ -267,8 +262,8 @@ def maxn_backup(
 def maxn_choices(values: np.ndarray, turns: Turns) -> np.ndarray:
     """(levels, classes, s): the movers' choices at the starts of `turns` against
     `values` (``turn_vectors``' `choices`, first best)."""
-    tab = option_tables(turns.rules.hold)
-    out = np.empty((levels(turns.rules), len(tab.class_prob), len(turns.states)), dtype=np.int64)
+    classes = len(option_tables(turns.rules.hold).class_prob)
+    out = np.empty((turn_levels(turns.rules), classes, len(turns.states)), dtype=np.int64)
     maxn_backup(values, turns, choices=out)
     return out
 

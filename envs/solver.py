@@ -138,6 +138,12 @@ def option_tables(hold: str = "free") -> OptionTables:
     )
 
 
+def turn_levels(rules: Rules) -> int:
+    """How many turn-total levels a turn's recursion keeps: up to the target's, then one
+    hold more (the totals past the target can only pass the turn: their points are lost)."""
+    return rules.target // STEP + 1 + int(option_tables(rules.hold).steps.max()) + 1
+
+
 # --------------------------------------------------------------------- turn EV
 @dataclass(frozen=True)
 class TurnEV:
@@ -311,7 +317,7 @@ def solve_two_player(
     scores = np.array(rules.banked_scores())
     n = len(scores)
     top = rules.target // STEP  # last turn-total level kept
-    size = top + 1 + int(tab.steps.max()) + 1  # levels past `top` only ever pass
+    size = turn_levels(rules)  # levels past `top` only ever pass
     kind, target_pair = _bank_ends(scores, rules, size)
 
     V = np.zeros((n, n))

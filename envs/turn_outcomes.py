@@ -38,7 +38,7 @@ from fivethousand_rl.envs.batch import (
 )
 from fivethousand_rl.envs.policy import Policy
 from fivethousand_rl.envs.rules import BANK_BIT, NUM_DICE, ROLL_INFO, Rules, roll_probabilities
-from fivethousand_rl.envs.solver import STEP, option_tables
+from fivethousand_rl.envs.solver import STEP, option_tables, turn_levels
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def turn_ends(
     it ends is worked out per start."""
     starts = np.asarray(starts, dtype=np.int64).reshape(len(starts), -1)
     chunk = turn_chunk(policy, chunk)
-    size = _levels(rules)
+    size = turn_levels(rules)
     live = live_levels(starts, rules)
     keys = view_keys(policy, starts, rules, live)
     _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
@@ -224,19 +224,13 @@ def _max_step(rules: Rules) -> int:
     return int(option_tables(rules.hold).steps.max())
 
 
-def _levels(rules: Rules) -> int:
-    """Turn-total levels followed: past them banking is lost (see
-    ``fivethousand_rl.envs.turn_planner.solve_turn``): a turn there can only end as a bust does."""
-    return rules.target // STEP + 1 + _max_step(rules) + 1
-
-
 def _masses(policy: Policy, starts: np.ndarray, live: np.ndarray, rules: Rules):
     """How the turns of `policy` from `starts` end: (banked[b, i], passed[b]), the chance
     of banking 50*i and of ending without banking (a bust, or past the live level)."""
     n_starts, n = starts.shape
     rolls = _rolls()
     options = option_tables(rules.hold)
-    size = _levels(rules)
+    size = turn_levels(rules)
     tables = move_tables(rules.hold)
     mass = np.zeros((n_starts, size, NUM_DICE + 1))  # before rolling k dice at level i
     mass[:, 0, NUM_DICE] = 1.0
@@ -300,7 +294,7 @@ def live_levels(starts: np.ndarray, rules: Rules) -> np.ndarray:
     forbidden (R8) or its points are lost (R9), and the total only grows, so every end
     of the turn from there is the bust's, whatever is chosen; the policy is not asked."""
     table = bank_table(rules)
-    size = _levels(rules)
+    size = turn_levels(rules)
     levels = np.arange(size)
     totals = levels * STEP
     entered = (starts[:, 0] > 0).astype(np.int64)
