@@ -428,30 +428,30 @@ def rules_line(rules: Rules) -> list[dict]:
     ("target 1000", "no bumps", ...), each with ``house`` true where it differs from the
     seeds' rules (the page highlights those) and ``about`` saying what it means (its
     tooltip); in the language in use."""
-    words = {  # each switch's words (envs.rules_text), shorter for three of them
+    words = {  # each switch's words, in envs.rules_text's order; shorter for three of them
         **rule_words(rules),
         "target": _("target {target}", target=rules.target),
         "entry": _("entry {entry}", entry=rules.entry),
         "fifty_rule": _("50 rule") if rules.fifty_rule else _("no 50 rule"),
     }
-    about = {
+    about = {  # what each means (its tooltip)
         "target": _("the exact score that wins (V5)"),
         "entry": _("the turn total needed to bank a first time (V1)"),
         "bump": _("banking onto another player's score sends it to 0 (V2)")
         if rules.bump
         else _("banking onto another player's score leaves it there (V2)"),
-        "overshoot": _("a total past the target goes to the lowest entered player (V3)")
-        if rules.overshoot == "gift"
-        else _("a total past the target is lost (V3)"),
         "fifty_rule": _("no banking a total that ends in 50 (V4)")
         if rules.fifty_rule
         else _("a total that ends in 50 may be banked (V4)"),
+        "overshoot": _("a total past the target goes to the lowest entered player (V3)")
+        if rules.overshoot == "gift"
+        else _("a total past the target is lost (V3)"),
         "hold": _("hold any scoring dice (R5)")
         if rules.hold == "free"
         else _("hold every scoring die (R5)"),
     }
-    house = {name: getattr(rules, name) != getattr(DEFAULT_RULES, name) for name in about}
-    return [{"text": words[name], "about": about[name], "house": house[name]} for name in about]
+    house = {name: getattr(rules, name) != getattr(DEFAULT_RULES, name) for name in words}
+    return [{"text": words[name], "about": about[name], "house": house[name]} for name in words]
 
 
 def position(game: Game) -> dict:
