@@ -168,11 +168,9 @@ def _load_npz(path: str) -> Policy:
         return load_planner(path)
     if kind is not None:
         raise ValueError(f"{path} is an .npz of kind {kind!r}, neither a value net nor a snapshot")
-    from fivethousand_rl.agents.neural import (
-        load_snapshot,  # a snapshot, or it says what the file lacks
-    )
+    from fivethousand_rl.agents.neural import load_snapshot
 
-    return load_snapshot(path)
+    return load_snapshot(path)  # a snapshot, or it says what the file lacks
 
 
 __all__ = [

@@ -24,50 +24,42 @@ def scoring_lines() -> list[str]:
 
 def turn_lines(rules: Rules) -> list[str]:
     """A turn under `rules` (R3-R8, V1, V4, R5's hold rule)."""
-    lines = [
+    return [
         _(
             "On your turn you roll the five dice, set aside dice that score, then either bank "
             "the turn's points or roll the dice you did not set aside."
         ),
         _("A roll in which nothing scores is a bust: the turn's points are lost."),
         _("Set aside all five dice and you may roll all five again."),
-    ]
-    if rules.hold == "free":
-        lines.append(_("You may set aside any dice that score and roll the others again."))
-    else:
-        lines.append(_("You must set aside every die that scores in the roll."))
-    lines.append(
+        _("You may set aside any dice that score and roll the others again.")
+        if rules.hold == "free"
+        else _("You must set aside every die that scores in the roll."),
         _(
             "To enter the game, your first bank needs at least {entry} points in one turn.",
             entry=rules.entry,
-        )
-    )
-    if rules.fifty_rule:
-        lines.append(_("You may not bank a turn total that ends in 50: roll again."))
-    else:
-        lines.append(_("A turn total that ends in 50 may be banked."))
-    return lines
+        ),
+        _("You may not bank a turn total that ends in 50: roll again.")
+        if rules.fifty_rule
+        else _("A turn total that ends in 50 may be banked."),
+    ]
 
 
 def banking_lines(rules: Rules) -> list[str]:
     """What a bank does under `rules` (R9, V2, V3, V5)."""
-    lines = [_("The first to reach exactly {target} wins.", target=rules.target)]
-    if rules.bump:
-        lines.append(_("Landing on another player's score sends them back to 0."))
-    else:
-        lines.append(_("Landing on another player's score leaves it as it is."))
-    if rules.overshoot == "gift":
-        lines.append(
-            _(
-                "Going past {target} gives the turn's points to the opponent with the lowest "
-                "score among those who have entered, unless that takes them past {target}: "
-                "then the points are lost.",
-                target=rules.target,
-            )
+    return [
+        _("The first to reach exactly {target} wins.", target=rules.target),
+        _("Landing on another player's score sends them back to 0.")
+        if rules.bump
+        else _("Landing on another player's score leaves it as it is."),
+        _(
+            "Going past {target} gives the turn's points to the opponent with the lowest "
+            "score among those who have entered, unless that takes them past {target}: "
+            "then the points are lost.",
+            target=rules.target,
         )
-    else:
-        lines.append(_("Going past {target} loses the turn's points.", target=rules.target))
-    return lines
+        if rules.overshoot == "gift"
+        else _("Going past {target} loses the turn's points.", target=rules.target),
+    ]
 
 
 def rule_words(rules: Rules) -> dict[str, str]:
