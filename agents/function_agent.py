@@ -46,7 +46,11 @@ class FunctionAgent(Policy):
     """A batch function (see the module) that plays the games of its observation spec:
     `n_players` players under `rules` (None: the seeds' rules), observed with
     `obs_encoding` ("compact" or "rich"); ``check_game`` refuses any other game in one
-    line. Deterministic: `fn` is given no generator."""
+    line. Deterministic: `fn` is given no generator. Made by ``from_function``:
+
+        agent = from_function(fn, name="my-agent", n_players=2)
+        exploitability(agent)  # fivethousand_rl.agents.best_response: exact, 2 players
+    """
 
     def __init__(
         self,
@@ -105,18 +109,5 @@ class FunctionAgent(Policy):
         return batch_actions(games, idx, self.spec, self.choose, rng)
 
 
-def from_function(
-    fn: BatchFunction,
-    name: str | None = None,
-    n_players: int = 2,
-    obs_encoding: str = "compact",
-    rules: Rules | None = None,
-) -> FunctionAgent:
-    """The player that batch function `fn` (``fn(obs, mask) -> actions``, see
-    ``fivethousand_rl.agents.function_agent``) is, for `n_players` players under `rules` (None: the
-    seeds' rules) observed with `obs_encoding`:
-
-        agent = from_function(fn, name="my-agent", n_players=2)
-        exploitability(agent)  # fivethousand_rl.agents.best_response: exact, 2 players
-    """
-    return FunctionAgent(fn, name, n_players, obs_encoding, rules)
+# The player that batch function `fn` is, by the name the module and the docs give it.
+from_function = FunctionAgent
