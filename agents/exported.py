@@ -2,11 +2,8 @@
 alone (no torch). Two kinds, as the metadata's "kind" says (``load_exported``):
 
 - "ppo" (``ExportedBot``): the graph maps a batch of observations to the 64 action
-  logits of a trained actor; the legal-action mask is applied here, outside the graph,
-  as MaskablePPO does in training: illegal logits are replaced by -1e8, and the
-  deterministic choice is the most probable action. It decides for many games at once
-  too (``act_batch``: one pass of the graph per chunk of games, as every
-  ``fivethousand_rl.agents.neural.TrainedModel``).
+  logits of a trained actor; the legal-action mask is applied here, as MaskablePPO
+  applies it (``masked_choices``), for many games at once too (``act_batch``).
 - "planner": the graph is a value network (``fivethousand_rl.agents.value_net``): a batch of
   turn-start features to 8 logits, one per seat; the softmax over the seats present is
   taken here, in float64, as ``ValueNet`` does, and a ``PlannerBot`` plans each turn

@@ -283,10 +283,8 @@ class GraphBuilder:
             last = i == len(layers) - 1
             named = out if last and not last_activation else f"{prefix}_a{i}"
             weight = self.const(f"{prefix}_w{i}", np.asarray(w, np.float32))
-            if b is None:
-                x = self.node("MatMul", [x, weight], named)
-            else:
-                x = self.node("MatMul", [x, weight], f"{prefix}_m{i}")
+            x = self.node("MatMul", [x, weight], named if b is None else f"{prefix}_m{i}")
+            if b is not None:
                 bias = self.const(f"{prefix}_b{i}", np.asarray(b, np.float32))
                 x = self.node("Add", [x, bias], named)
             if not last or last_activation:
@@ -652,14 +650,9 @@ def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
         }
         for n in graph.node
     ]
-    layout = {
-        "input": graph.input[0].name,
-        "output": graph.output[0].name,
-        "opset": max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
-        "nodes": nodes,
-        "tensors": tensors,
-    }
-    return layout, bytes(buffer)
+    opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    ends = {"input": graph.input[0].name, "output": graph.output[0].name}
+    return {**ends, "opset": opset, "nodes": nodes, "tensors": tensors}, bytes(buffer)
 
 
 def observation_layout(spec) -> dict:

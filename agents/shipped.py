@@ -8,12 +8,10 @@ finds them in any working directory. Only the agents of ``SHIPPED`` are reachabl
 name: a name never resolves to a file of the user's (a model file is opened only when
 the user names it), and training runs under ``checkpoints/`` stay out of the wheel.
 
-A PPO agent's model (``model.zip``) needs torch and sb3-contrib, which only the
-``train`` extra installs. Its folder also holds its ONNX export (``model.onnx`` and
-its metadata ``model.json``, written by ``export.py``), which onnxruntime and numpy
-play: without the extra, ``shipped_model`` names that file instead, so every shipped
-agent plays in the light install (``pip install fivethousand-rl``). With the extra the
-checkpoint plays, as it always has.
+A PPO agent's model (``model.zip``) needs torch and sb3-contrib (the ``train`` extra);
+without them ``shipped_model`` names its ONNX export beside it (``EXPORTED``, written by
+``export.py``), which onnxruntime and numpy play: every shipped agent plays in the light
+install (``pip install fivethousand-rl``).
 """
 
 from __future__ import annotations

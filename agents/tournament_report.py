@@ -89,9 +89,8 @@ def play_and_report(
 ) -> dict:
     """Play the tournament of ``tournament_games`` (its games per matchup, seatings and
     policies; `asked`: the games asked) with a progress bar (on Ray, joined already,
-    with `ray`), and print its tables; its summary, each agent's spec given as in `shown`
-    (default: `specs`), with the command that played it, seed, rules (``Rules.to_dict``;
-    and the hold rule alone, as before), games per matchup, batched, ray and seconds.
+    with `ray`), and print its tables; its summary with how it was played (the command,
+    seed, rules...), each agent's spec given as in `shown` (default: `specs`).
     RuntimeError if the games failed (on Ray: a worker could not load an agent, or
     failed)."""
     console, err = Console(), Console(stderr=True)

@@ -74,12 +74,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         p.error("give either -o FILE.onnx or --out DIR, not both")
     bundle_dir = args.out if args.out and not args.out.endswith(".onnx") else None
     try:
-        if args.checkpoint in SHIPPED:  # its model file, wherever the package is
-            checkpoint, default_out = shipped_model(args.checkpoint), Path(args.checkpoint)
-            name = args.checkpoint
-        else:
-            checkpoint = default_out = Path(args.checkpoint)
-            name = checkpoint.name if checkpoint.is_absolute() else str(checkpoint)
+        default_out = Path(args.checkpoint)  # for a shipped agent: NAME.onnx in this folder
+        checkpoint = shipped_model(args.checkpoint) if args.checkpoint in SHIPPED else default_out
+        name = default_out.name if default_out.is_absolute() else str(default_out)
         missing = missing_install(p.prog, checkpoint)
         if missing is not None:
             raise ValueError(missing)

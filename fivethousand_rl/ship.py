@@ -7,24 +7,17 @@ and a model card, in checkpoints/NAME/ (in the current folder, or under --out).
 (The shipped agents' runs keep only their record in checkpoints/, no model: each card and
 checkpoints/README.md give the commands that rebuild the agent.)
 
-Two kinds of run: a MaskablePPO run of train.py (RUN/best/model.zip: the agent is
-model.zip) and a planner run of train_planner.py (RUN/latest/value_net.npz: the agent
-is value_net.npz, played by the exact turn planner, and evaluated at each table size it
-was trained at). The learning curve of either comes from the evals.json of its runs.
+A run of train.py ships its model.zip, a planner run of train_planner.py its
+value_net.npz (played by the exact turn planner, evaluated at each table size it was
+trained at). Every argument is checked before anything is written; the new folder is
+built aside (checkpoints/.NAME.shipping-*/NAME/) and moved into place only once
+complete, so a failure or Ctrl-C leaves checkpoints/NAME as it was; an existing agent
+is replaced only with --force. A few timed games first give the evaluation's duration.
 
-Every argument is checked before anything is written; the new folder is built aside
-(checkpoints/.NAME.shipping-*/NAME/) and moved into place only once complete, so a
-failure or Ctrl-C leaves checkpoints/NAME as it was. An existing shipped agent is
-replaced only with --force. Before the evaluation, a few timed games give its expected
-duration.
-
-The work is ``agents.shipping``'s. The evaluation is the tournament evaluate.py plays
-(its command is on the card): with 2 players a round robin of the agent, optimal and the
-scripted bots (what optimal wins beside what the agent wins); with more, the agent at
-the standard table of scripted bots (``fivethousand_rl.agents.tournament.standard_table``). The card
-names files relative to the current folder, as they were given (run it from a clone's
-root, as the examples do, and the card names them as the repository does). Installed,
-the same program is ``fivethousand ship``.
+The work is ``agents.shipping``'s; the evaluation is the tournament evaluate.py plays
+(its command is on the card; ``shipping.opponents``). The card names files as they were
+given, relative to the current folder (run it from a clone's root, as the examples do).
+Installed, the same program is ``fivethousand ship``.
 """
 
 from __future__ import annotations
