@@ -183,38 +183,23 @@ def bank_preview(outcome: BankOutcome, names: list[str], target: int, me: int) -
     """What banking would do, in words (the engine's ``BankOutcome``, R8, R9), so that
     nobody banks into a surprise; `me` is the player's own seat (said "you")."""
     o = outcome
+    said = {"who": names[o.banker], "score": o.scores[o.banker], "points": o.total}
     if o.winner == o.banker:
         if o.banker == me:
-            return _("bank: you win with exactly {score}", score=o.scores[o.banker])
-        return _(
-            "bank: {who} wins with exactly {score}", who=names[o.banker], score=o.scores[o.banker]
-        )
+            return _("bank: you win with exactly {score}", **said)
+        return _("bank: {who} wins with exactly {score}", **said)
     if o.lost:
-        why = lost_reason(o, names)
-        return _(
-            "bank: overshoot past {target}, the {points} points are lost ({why})",
-            target=target,
-            points=o.total,
-            why=why,
-        )
+        said.update(target=target, why=lost_reason(o, names))
+        return _("bank: overshoot past {target}, the {points} points are lost ({why})", **said)
     if o.overshoot:
-        to, now = names[o.gift_to], o.scores[o.gift_to]
+        said.update(to=names[o.gift_to], now=o.scores[o.gift_to])
         if o.winner == o.gift_to:
-            return _(
-                "bank: overshoot, gift of {points} to {to}, who wins with {now}",
-                points=o.total,
-                to=to,
-                now=now,
-            )
-        return _(
-            "bank: overshoot, gift of {points} to {to}, up to {now}", points=o.total, to=to, now=now
-        )
+            return _("bank: overshoot, gift of {points} to {to}, who wins with {now}", **said)
+        return _("bank: overshoot, gift of {points} to {to}, up to {now}", **said)
     if o.bumped:
-        bumped = join_words([names[p] for p in o.bumped])
-        return _(
-            "bank: score {score}, bumps {bumped} to 0", score=o.scores[o.banker], bumped=bumped
-        )
-    return _("bank: score {score}", score=o.scores[o.banker])
+        said["bumped"] = join_words([names[p] for p in o.bumped])
+        return _("bank: score {score}, bumps {bumped} to 0", **said)
+    return _("bank: score {score}", **said)
 
 
 def choices(game: Game, names: list[str] | None = None) -> list[tuple[int, str]]:
@@ -507,41 +492,36 @@ class Session:
             except ValueError as e:  # rules the solver does not take
                 self._adviser = None, one_line(e)
         policy, why = self._adviser
+        said = {"players": n, "why": why}
         if policy is None and n == 2:
-            return "  " + _("hint: unavailable under these rules ({why})", why=why)
+            return "  " + _("hint: unavailable under these rules ({why})", **said)
         if policy is None and house_rules(game.rules):
             return "  " + _(
                 "hint: unavailable for {players} players (no shipped planner values such "
                 "a table under these rules)",
-                players=n,
+                **said,
             )
         if policy is None:
             return "  " + _(
                 "hint: unavailable for {players} players (no shipped planner values such a table)",
-                players=n,
+                **said,
             )
         best, chances = hint(policy, game)
-        advice = action_text(best, game.state.roll, advice=True)
+        said["advice"] = action_text(best, game.state.roll, advice=True)
         if n == 2:
-            return "  " + _(
-                "hint: {advice} (win probability {chance} with optimal play)",
-                advice=advice,
-                chance=percent(chances[game.state.current]),
-            )
-        odds = ", ".join(
-            f"{who} {percent(p)}" for who, p in zip(self.names(), chances, strict=True)
-        )
+            said["chance"] = percent(chances[game.state.current])
+            return "  " + _("hint: {advice} (win probability {chance} with optimal play)", **said)
+        odds = zip(self.names(), chances, strict=True)
+        said["odds"] = ", ".join(f"{who} {percent(p)}" for who, p in odds)
         if is_exact(policy):
             return "  " + _(
                 "hint: {advice}; win chances then: {odds} (exact: the best response to this table)",
-                advice=advice,
-                odds=odds,
+                **said,
             )
         return "  " + _(
             "hint: {advice}; win chances then: {odds} (an estimate by the trained planner "
             "{planner}, not exact)",
-            advice=advice,
-            odds=odds,
+            **said,
             planner=policy.name,
         )
 
@@ -777,26 +757,19 @@ def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) ->
 
 def opening(session: Session) -> str:
     """The line that opens a new game: who plays against whom, and its seed."""
-    players, seed = session.players, session.seed
-    bots = ", ".join(p for i, p in enumerate(players) if i not in session.humans)
+    players, humans = session.players, session.humans
+    said = {
+        "bots": ", ".join(p for i, p in enumerate(players) if i not in humans),
+        "people": join_words([players[i] for i in sorted(humans)]),
+        "seed": session.seed,
+    }
     if not session.several:
-        return _(
-            "5000: you against {bots} (seed {seed}). Type 'help' for commands.",
-            bots=bots,
-            seed=seed,
-        )
-    people = join_words([players[i] for i in sorted(session.humans)])
-    if not bots:
-        return _(
-            "5000: {people} (pass and play, seed {seed}). Type 'help' for commands.",
-            people=people,
-            seed=seed,
-        )
+        return _("5000: you against {bots} (seed {seed}). Type 'help' for commands.", **said)
+    if not said["bots"]:
+        return _("5000: {people} (pass and play, seed {seed}). Type 'help' for commands.", **said)
     return _(
         "5000: {people} (pass and play) against {bots} (seed {seed}). Type 'help' for commands.",
-        people=people,
-        bots=bots,
-        seed=seed,
+        **said,
     )
 
 
