@@ -441,23 +441,20 @@ def choice_text(move: Move, names: list[str]) -> str:
     o = move.bank
     if o is None:
         return _("roll {dice}", dice=count_dice(move.dice_left))
+    said = {"total": o.total, "score": o.scores[o.banker]}
     if o.winner == o.banker:
-        return _("win with {score}", score=o.scores[o.banker])
+        return _("win with {score}", **said)
     if o.lost:
-        return _("overshoot: the {total} points are lost", total=o.total)
+        return _("overshoot: the {total} points are lost", **said)
     if o.overshoot:
+        said["name"] = names[o.gift_to]
         if o.winner == o.gift_to:
-            return _(
-                "overshoot: gift of {total} to {name}, who wins",
-                total=o.total,
-                name=names[o.gift_to],
-            )
-        return _("overshoot: gift of {total} to {name}", total=o.total, name=names[o.gift_to])
-    score = o.scores[o.banker]
+            return _("overshoot: gift of {total} to {name}, who wins", **said)
+        return _("overshoot: gift of {total} to {name}", **said)
     if not o.bumped:
-        return _("score {score}", score=score)
-    bumped = join_words([names[p] for p in o.bumped])
-    return _("score {score}, bumps {names} to 0", score=score, names=bumped)
+        return _("score {score}", **said)
+    said["names"] = join_words([names[p] for p in o.bumped])
+    return _("score {score}, bumps {names} to 0", **said)
 
 
 def create_app(
