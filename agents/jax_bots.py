@@ -150,10 +150,8 @@ def jax_bot(name: str, game: FiveThousandJax) -> JaxPolicy:
         raise ValueError(
             f"expected an fivethousand_rl.envs.jax_env.FiveThousandJax, got {type(game).__name__}"
         )
-    family = name.strip().partition(":")[0]
-    ours = family in ("random", "threshold", "turn-ev") and not name.strip().endswith(
-        MODEL_SUFFIXES
-    )
+    family, _, arg = name.strip().partition(":")
+    ours = family in ("random", "threshold", "turn-ev") and not arg.endswith(MODEL_SUFFIXES)
     try:  # only these families, never a model file (nothing is opened)
         policy = make_policy(name) if ours else None
     except ValueError:

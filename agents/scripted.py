@@ -139,6 +139,4 @@ class SmartBot(Policy):
                 return m.action  # the points go to nobody (V3: always): the turn just ends
         # Roll on, keeping as few dice as possible to roll (the likeliest bust).
         rolls = [(m.dice_left, m.action) for m in moves if not m.banks and m.dice_left < NUM_DICE]
-        if rolls:
-            return min(rolls)[1]
-        return next(m.action for m in moves if not m.banks)
+        return min(rolls)[1] if rolls else next(m.action for m in moves if not m.banks)
