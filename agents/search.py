@@ -219,9 +219,7 @@ class ExpectimaxBot(Policy):
         if self.value_fn is not None:
             return self.value_fn
         if rules not in self._exact:
-            from fivethousand_rl.agents.optimal import (
-                two_player_solution,  # the solver only when asked for
-            )
+            from fivethousand_rl.agents.optimal import two_player_solution  # when asked for
 
             solution = two_player_solution(rules, self.show_progress)
             self._exact[rules] = exact_two_player_values(solution)

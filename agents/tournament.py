@@ -195,9 +195,7 @@ def run(
     elif ray is None:
         done = _in_processes(initargs, play_task, tasks, workers)
     else:
-        from fivethousand_rl.agents import (
-            ray_tools,  # Ray itself is imported only there, when called
-        )
+        from fivethousand_rl.agents import ray_tools  # imports Ray, when called
 
         ray_tools.connect(ray)
         done = ray_tools.map_on_actors(_init_worker, initargs, play_task, tasks, workers)
