@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,21 +82,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(kind: str, data: str) -> tuple[subprocess.Popen, int]:
+@contextlib.contextmanager
+def running(kind: str) -> Iterator[int]:
+    """The server `kind` (a process, a temporary data folder) for the block: its port."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", kind, "--port", str(port), "--data", data],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    with tempfile.TemporaryDirectory() as data:
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", kind, "--port", str(port), "--data", data],
+            stdout=subprocess.DEVNULL,
+        )
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"the {kind} server did not start")
+            for _ in range(600):  # a minute to start
+                with contextlib.suppress(OSError):
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                time.sleep(0.1)
+            else:
+                raise RuntimeError(f"the {kind} server did not start")
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(30)
 
 
 class Client:
@@ -197,13 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| server | kept-alive requests | median ms | p99 ms |")
     print("|---|---:|---:|---:|")
     for kind in SERVERS:
-        with tempfile.TemporaryDirectory() as data:
-            proc, port = start(kind, data)
-            try:
-                median, p99 = figures(kept_alive(port, args.requests))
-            finally:
-                proc.terminate()
-                proc.wait(30)
+        with running(kind) as port:
+            median, p99 = figures(kept_alive(port, args.requests))
         medians[kind] = median
         print(f"| {kind} | {args.requests} | {median:.2f} | {p99:.2f} |")
     ratio = medians["ours"] / medians["bare"]
@@ -212,28 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     print("| clients | seconds | requests | requests/s | median ms | p99 ms |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in args.clients:
-        with tempfile.TemporaryDirectory() as data:
-            proc, port = start("ours", data)
-            try:
-                with multiprocessing.Pool(n) as pool:
-                    jobs = [(port, args.seconds, seed) for seed in range(n)]
-                    began = time.monotonic()
-                    runs = pool.starmap(play, jobs)
-                    took = time.monotonic() - began
-            finally:
-                proc.terminate()
-                proc.wait(30)
+        with running("ours") as port, multiprocessing.Pool(n) as pool:
+            jobs = [(port, args.seconds, seed) for seed in range(n)]
+            began = time.monotonic()
+            runs = pool.starmap(play, jobs)
+            took = time.monotonic() - began
         times = [t for run in runs for t in run]
         median, p99 = figures(times)
         rate = len(times) / took
         print(f"| {n} | {args.seconds:g} | {len(times)} | {rate:.0f} | {median:.1f} | {p99:.1f} |")
-    with tempfile.TemporaryDirectory() as data:
-        proc, port = start("stall", data)
-        try:
-            times = stalled(port, args.queued, 200)
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with running("stall") as port:
+        times = stalled(port, args.queued, 200)
     median, p99 = figures(times)
     print(f"\nA game stalled in a solve, {args.queued} requests queued on it: /api/bots and")
     print(f"another game's view, {len(times)} requests: median {median:.1f} ms, p99 {p99:.1f} ms")
