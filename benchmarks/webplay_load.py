@@ -83,8 +83,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running(kind: str) -> Iterator[int]:
-    """The server `kind` (a process, a temporary data folder) for the block: its port."""
+def running(kind: str) -> Iterator[tuple[subprocess.Popen, int]]:
+    """The server `kind` (a process, a temporary data folder) for the block: (its
+    process, its port)."""
     port = free_port()
     with tempfile.TemporaryDirectory() as data:
         proc = subprocess.Popen(
@@ -99,7 +100,7 @@ def running(kind: str) -> Iterator[int]:
                 time.sleep(0.1)
             else:
                 raise RuntimeError(f"the {kind} server did not start")
-            yield port
+            yield proc, port
         finally:
             proc.terminate()
             proc.wait(30)
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| server | kept-alive requests | median ms | p99 ms |")
     print("|---|---:|---:|---:|")
     for kind in SERVERS:
-        with running(kind) as port:
+        with running(kind) as (_, port):
             median, p99 = figures(kept_alive(port, args.requests))
         medians[kind] = median
         print(f"| {kind} | {args.requests} | {median:.2f} | {p99:.2f} |")
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| clients | seconds | requests | requests/s | median ms | p99 ms |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in args.clients:
-        with running("ours") as port, multiprocessing.Pool(n) as pool:
+        with running("ours") as (_, port), multiprocessing.Pool(n) as pool:
             jobs = [(port, args.seconds, seed) for seed in range(n)]
             began = time.monotonic()
             runs = pool.starmap(play, jobs)
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         median, p99 = figures(times)
         rate = len(times) / took
         print(f"| {n} | {args.seconds:g} | {len(times)} | {rate:.0f} | {median:.1f} | {p99:.1f} |")
-    with running("stall") as port:
+    with running("stall") as (_, port):
         times = stalled(port, args.queued, 200)
     median, p99 = figures(times)
     print(f"\nA game stalled in a solve, {args.queued} requests queued on it: /api/bots and")

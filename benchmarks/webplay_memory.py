@@ -22,13 +22,12 @@ import argparse
 import itertools
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from webplay_load import Client, start  # noqa: E402
+from webplay_load import Client, running  # noqa: E402
 
 BOTS = ("smart", "turn-ev", "threshold:350", "random")
 TARGET_MB = 600
@@ -88,28 +87,23 @@ def main(argv: list[str] | None = None) -> int:
             before = json.loads(args.before.read_text())
         except (OSError, ValueError) as e:
             p.error(f"--before {args.before}: {e}")
-    with tempfile.TemporaryDirectory() as data:
-        proc, port = start("ours", data)
-        try:
-            client = Client(port)
-            client.ask("GET", "/api/bots")
-            readings = [rss_mb(proc.pid)]
-            hints = 0
-            began = time.monotonic()
-            for i, table in enumerate(tables(args.tables)):
-                hints += hints_at(client, table, i, args.decisions)
-                readings.append(rss_mb(proc.pid))
-                if (i + 1) % 16 == 0 or i + 1 == args.tables:
-                    print(
-                        f"{i + 1}/{args.tables} tables, {time.monotonic() - began:.0f} s: "
-                        f"RSS {readings[-1]:.0f} MB (peak {max(readings):.0f})",
-                        file=sys.stderr,
-                    )
-            time.sleep(args.idle)
-            idle = rss_mb(proc.pid)
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with running("ours") as (proc, port):
+        client = Client(port)
+        client.ask("GET", "/api/bots")
+        readings = [rss_mb(proc.pid)]
+        hints = 0
+        began = time.monotonic()
+        for i, table in enumerate(tables(args.tables)):
+            hints += hints_at(client, table, i, args.decisions)
+            readings.append(rss_mb(proc.pid))
+            if (i + 1) % 16 == 0 or i + 1 == args.tables:
+                print(
+                    f"{i + 1}/{args.tables} tables, {time.monotonic() - began:.0f} s: "
+                    f"RSS {readings[-1]:.0f} MB (peak {max(readings):.0f})",
+                    file=sys.stderr,
+                )
+        time.sleep(args.idle)
+        idle = rss_mb(proc.pid)
     start_mb, peak, end = readings[0], max(readings), readings[-1]
     print(f"| tables | hints | start MB | peak MB | end MB | idle MB ({args.idle:g} s) |")
     print("|---:|---:|---:|---:|---:|---:|")
