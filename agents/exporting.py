@@ -258,8 +258,7 @@ class GraphBuilder:
     initializers."""
 
     def __init__(self) -> None:
-        self.nodes: list = []
-        self.inits: list = []
+        self.nodes, self.inits = [], []  # onnx NodeProtos, TensorProtos
 
     def const(self, name: str, value: np.ndarray) -> str:
         from onnx import numpy_helper
@@ -800,8 +799,7 @@ def play_test_vectors(bot: ExportedBot, count: int, seed: int) -> dict:
                     "margin": float(legal[0] - legal[1]) if len(legal) > 1 else None,
                 }
             )
-            player = bot if seat == bot_seat else opponents[opponent]
-            game.act(action if player is bot else player.act(game, rng))
+            game.act(action if seat == bot_seat else opponents[opponent].act(game, rng))
     return {
         "count": len(vectors),
         "seed": seed,

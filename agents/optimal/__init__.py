@@ -4,9 +4,8 @@
 
 prints the first player's probability of winning a 2-player game when both play
 optimally, and the best expected points of one turn for a player who has entered,
-under the rules the flags name (``fivethousand_rl.agents.rule_flags``: --hold, --target, --entry,
---bump/--no-bump, --overshoot, --fifty-rule/--no-fifty-rule; the seeds' rules by
-default). Every variant is solved exactly and cached under its own file.
+under the rules the flags name (``fivethousand_rl.agents.rule_flags``; the seeds' rules
+by default). Every variant is solved exactly and cached under its own file.
 
 With 2 players ``OptimalBot`` maximizes its probability of winning, exactly (see
 ``fivethousand_rl.envs.solver``). With 3 or more players no exact solution is computed; the bot then
@@ -250,10 +249,9 @@ def rules_line(rules: Rules) -> str:
 
 
 def exact_numbers(rules: Rules, show_progress: bool = False) -> dict:
-    """What ``python -m agents.optimal --json`` prints for `rules`: the first player's
-    win probability under optimal 2-player play and the best expected points of one turn
-    for an entered player (the turn-EV table's), with the rules when they are not the
-    seeds' (so the seeds' numbers print as they always did)."""
+    """What ``python -m agents.optimal --json`` prints for `rules` (the module's two
+    numbers), with the rules when they are not the seeds' (so the seeds' numbers print
+    as they always did)."""
     sol = two_player_solution(rules, show_progress=show_progress)
     numbers = {
         "hold": rules.hold,

@@ -2,8 +2,6 @@
 package). The command lives here, not in the package, because ``agents`` imports the
 package first: running it as a script would run it twice (runpy's RuntimeWarning)."""
 
-import sys
-
 from fivethousand_rl.agents.optimal import main
 
-sys.exit(main())
+raise SystemExit(main())
