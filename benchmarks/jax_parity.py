@@ -151,9 +151,8 @@ def run_parity(
             codes = rng.integers(0, NUM_CODES, size=lanes)
             chance = (games.roll == NO_ROLL) & (games.winner < 0) & (games.turns < config.max_turns)
             ids = CODE_TO_ROLL[games.dice_left, codes]
-            for g in range(replay_games):
-                if chance[g]:
-                    replays[g].append(("roll", int(ids[g])))
+            for g in np.flatnonzero(chance[:replay_games]):
+                replays[g].append(("roll", int(ids[g])))
             games.set_roll(rows[chance], ids[chance])
             js = rolled(js, jnp.asarray(ids, jnp.int32))
             counts["rolls"] += int(chance.sum())
@@ -163,9 +162,8 @@ def run_parity(
             t = games.decisions
             acts = t.legal[key, (rng.random(lanes) * t.n_legal[key]).astype(np.int64)]
             acts = np.where(deciding, acts, 0)
-            for g in range(replay_games):
-                if deciding[g]:
-                    replays[g].append(("act", int(acts[g])))
+            for g in np.flatnonzero(deciding[:replay_games]):
+                replays[g].append(("act", int(acts[g])))
             games.act(rows[deciding], acts[deciding])
             stepped = decided(js, jnp.asarray(acts, jnp.int32))
             js = _tree_where(jnp.asarray(deciding), stepped, js)

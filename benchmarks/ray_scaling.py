@@ -49,9 +49,7 @@ def tournaments(blocks: int, per_game_games: int) -> dict[str, tuple[list, bool]
 
 def measure(blocks: int, per_game_games: int, seed: int) -> tuple[dict, dict]:
     """games/s by (tournament, where, CPUs), and the seconds Ray took to start by CPUs."""
-    rates: dict = {}
-    starts: dict = {}
-    reference: dict = {}
+    rates, starts, reference = {}, {}, {}  # by (tournament, where, CPUs), CPUs, tournament
     games = tournaments(blocks, per_game_games)
     for where, cpus in SETUPS:
         ray = ray_tools.LOCAL if where == "ray" else None
