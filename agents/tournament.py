@@ -295,12 +295,10 @@ def summarize(names: Sequence[str], results: Sequence[GameResult], players: int)
         for seat, a in enumerate(r.agents):
             turns[a] += r.turns
             seat_games[a][seat] += 1
-            if seat == r.winner_seat:
-                seat_wins[a][seat] += 1
+            seat_wins[a][seat] += seat == r.winner_seat
         if players == 2:
             a, b = r.agents
-            pair_games[a, b] += 1
-            pair_games[b, a] += 1
+            pair_games[[a, b], [b, a]] += 1  # two agents: schedule seats no agent twice
             if winner is not None:
                 pair_wins[winner, b if winner == a else a] += 1
     games, wins = [sum(s) for s in seat_games], [sum(s) for s in seat_wins]
