@@ -247,8 +247,7 @@ def _solve_block(states, positions, space, moves, values, rules, size, tol) -> N
             src, dst_l, p = inside[j]
             following = out[(j + 1) % n]
             after = np.stack(
-                [np.bincount(src, p * following[dst_l, c], minlength=b) for c in range(n)],
-                axis=1,
+                [np.bincount(src, p * following[dst_l, c], minlength=b) for c in range(n)], axis=1
             )
             out[j] = constant[j] + np.roll(after, 1, axis=1)
         return out

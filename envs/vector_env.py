@@ -208,8 +208,7 @@ class FiveThousandVectorEnv(VectorEnv):
         self.single_action_space = single.action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self.render_mode = None
-        self.recorder = None
+        self.render_mode = self.recorder = None
 
         # The policies that play, each once: opponents named by the same string share
         # one object, so their games are decided in one batch. _specs[i] names

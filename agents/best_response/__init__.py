@@ -161,10 +161,7 @@ def bot_key(bot: Bot, make_policy: MakePolicy | None = None) -> str | None:
     if spec.startswith(PREFIX):
         inner = [bot_key(b) for b in table_of(spec[len(PREFIX) :])]
         return None if None in inner else PREFIX + ",".join(inner)
-    key = _file_key(spec)
-    if key is not None:
-        return key
-    return spec if BUILTIN_NAME.fullmatch(spec) else None
+    return _file_key(spec) or (spec if BUILTIN_NAME.fullmatch(spec) else None)
 
 
 @cache
