@@ -311,8 +311,7 @@ def detect_cycle(
     spread = orbit.max(axis=0) - orbit.min(axis=0)
     row, player = np.unravel_index(int(np.argmax(spread)), spread.shape)
     state = int(row if states is None else states[row])
-    amplitude = float(spread.max())
-    return Cycle(len(history), period, distance, amplitude, state, int(player), distances)
+    return Cycle(len(history), period, distance, float(spread.max()), state, int(player), distances)
 
 
 @dataclass
