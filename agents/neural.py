@@ -239,12 +239,8 @@ def _observation_box(settings: dict) -> tuple[str, tuple | None]:
         if found is None or "'action_mask': Box(0, 1, (64,)" not in entries:
             return f"Dict({entries[:80]})", None
         low, high, size, dtype = found.groups()
-        return f"Dict(observation: Box(shape ({size},)))", (
-            int(size),
-            float(low),
-            float(high),
-            dtype,
-        )
+        box = (int(size), float(low), float(high), dtype)
+        return f"Dict(observation: Box(shape ({size},)))", box
     return kind.removeprefix("<class '").removesuffix("'>") or "an unknown space", None
 
 
@@ -584,8 +580,52 @@ def migrate_checkpoint(path: str | Path, spec: ObsSpec) -> bool:
     return True
 
 
+class TrainedModel(Policy):
+    """A trained network that plays only the game its observation spec describes: `spec`
+    (and `path`, its file) are set by the subclass; refusals are `error`s naming the file
+    (a network with none, ``NumpyScorer``: its name).
+
+    A subclass gives its network's ``choose(obs, mask, rng)``: one action per row of
+    observations (float32, as ``spec.encode`` writes them) and legal masks (bool,
+    (m, 64)). ``act`` runs it on a batch of one, ``act_batch`` on many games at once:
+    the same code, so the same decisions."""
+
+    path: Path | None = None
+    spec: ObsSpec
+    error: type[ValueError] = CheckpointError
+    _checked: tuple | None = None  # the (players, rules) last checked
+
+    def check_game(self, n_players: int, rules: Rules) -> None:
+        """Raise `error` (one line) unless this model reads such a game's observations."""
+        why = spec_problem(self.spec, n_players, rules)
+        if why:
+            bot = self.path or self.name
+            raise self.error(_("{bot} cannot play this game: {why}", bot=bot, why=why))
+
+    def check(self, game: Game) -> None:
+        """check_game once per kind of game: one seated without asking is refused too."""
+        key = (game.n_players, game.rules)
+        if key != self._checked:
+            self.check_game(*key)
+            self._checked = key
+
+    def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+    def act(self, game: Game, rng: np.random.Generator) -> int:
+        """The choice of the player to move, from their observation."""
+        self.check(game)
+        obs = self.spec.encode(game, game.state.current)[None]
+        return int(self.choose(obs, game.legal()[1][None], rng)[0])
+
+    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``act`` for the games `idx` at once (``batch_actions``)."""
+        self.check_game(games.n_players, games.rules)
+        return batch_actions(games, idx, self.spec, self.choose, rng)
+
+
 # ------------------------------------------- the actor of fivethousand_rl.agents.networks, in numpy
-class NumpyScorer(Policy):
+class NumpyScorer(TrainedModel):
     """The actor of an ``agents.networks.ActionScoringPolicy`` with numpy: same logits,
     legal rows only. Self-play opponents and evaluation use it (no torch on the hot
     path), and it is the reference for exported bots.
@@ -599,6 +639,7 @@ class NumpyScorer(Policy):
 
     # Parameter names, as in the torch module, that the actor needs.
     KEYS = ("state_net", "action_in", "state_in", "scorer")
+    error = ValueError  # a network in memory, not a file's
 
     def __init__(self, weights: dict[str, np.ndarray], config: dict, name: str = "scorer") -> None:
         self.config = {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}
@@ -644,12 +685,6 @@ class NumpyScorer(Policy):
             weights = {k: data[k] for k in data.files if k != "config"}
         return cls(weights, config, name or Path(path).stem)
 
-    def check_game(self, n_players: int, rules) -> None:
-        """Raise ValueError unless this network reads the observations of such a game."""
-        why = spec_problem(self.spec, n_players, rules)
-        if why:
-            raise ValueError(_("{bot} cannot play this game: {why}", bot=self.name, why=why))
-
     def _act_fn(self, x: np.ndarray) -> np.ndarray:
         return np.maximum(x, 0.0) if self.activation == "relu" else np.tanh(x)
 
@@ -693,13 +728,8 @@ class NumpyScorer(Policy):
         return (cdf <= rng.random(len(obs))[:, None]).sum(axis=1)
 
     def act(self, game: Game, rng: np.random.Generator) -> int:
-        obs = encode_rich(game, game.state.current)
+        obs = encode_rich(game, game.state.current)  # unchecked: the hot path of training
         return int(self.choose(obs[None], game.legal()[1][None], rng)[0])
-
-    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``act`` for the games `idx` at once (``batch_actions``)."""
-        self.check_game(games.n_players, games.rules)
-        return batch_actions(games, idx, self.spec, self.choose, rng)
 
 
 def _linear_layers(
@@ -724,48 +754,6 @@ def short_name(model: str | Path) -> str:
     if model.stem == "model" and folder:
         return folder
     return model.stem
-
-
-class TrainedModel(Policy):
-    """A model file that plays only the game its observation spec describes: `path`
-    and `spec` are set by the subclass; refusals are `error`s naming the file.
-
-    A subclass gives its network's ``choose(obs, mask, rng)``: one action per row of
-    observations (float32, as ``spec.encode`` writes them) and legal masks (bool,
-    (m, 64)). ``act`` runs it on a batch of one, ``act_batch`` on many games at once:
-    the same code, so the same decisions."""
-
-    path: Path
-    spec: ObsSpec
-    error: type[ValueError] = CheckpointError
-    _checked: tuple | None = None  # the (players, rules) last checked
-
-    def check_game(self, n_players: int, rules: Rules) -> None:
-        """Raise `error` (one line) unless this model reads such a game's observations."""
-        why = spec_problem(self.spec, n_players, rules)
-        if why:
-            raise self.error(_("{bot} cannot play this game: {why}", bot=self.path, why=why))
-
-    def check(self, game: Game) -> None:
-        """check_game once per kind of game: one seated without asking is refused too."""
-        key = (game.n_players, game.rules)
-        if key != self._checked:
-            self.check_game(*key)
-            self._checked = key
-
-    def choose(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        raise NotImplementedError
-
-    def act(self, game: Game, rng: np.random.Generator) -> int:
-        """The choice of the player to move, from their observation."""
-        self.check(game)
-        obs = self.spec.encode(game, game.state.current)[None]
-        return int(self.choose(obs, game.legal()[1][None], rng)[0])
-
-    def act_batch(self, games: BatchGames, idx: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``act`` for the games `idx` at once (``batch_actions``)."""
-        self.check_game(games.n_players, games.rules)
-        return batch_actions(games, idx, self.spec, self.choose, rng)
 
 
 # The opt-in of commands (and their worker processes, which inherit it) for model files
