@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 import time
 from dataclasses import dataclass, field
@@ -132,19 +133,14 @@ def run_experiments(
         rules = game_rules(base, target)
         space = ScoreSpace(rules, players)
         probe = probe_index(space)
-        for variant in VARIANTS:
-            if rank and variant.main_only:
-                continue
-            if rank and not variant.blocks and space.size > JACOBI_LIMIT:
+        trace = np.array([probe]) if probe is not None else None
+        for variant in VARIANTS:  # the larger games: fewer variants, whole sweeps if small
+            if rank and (variant.main_only or (not variant.blocks and space.size > JACOBI_LIMIT)):
                 continue
             start = time.perf_counter()
+            limit = sweeps if rank == 0 else sweeps_large
             run = maxn_value_iteration(
-                rules,
-                players,
-                max_sweeps=sweeps if rank == 0 else sweeps_large,
-                tol=TOL,
-                trace=np.array([probe]) if probe is not None else None,
-                **variant.options,
+                rules, players, max_sweeps=limit, tol=TOL, trace=trace, **variant.options
             )
             seconds = time.perf_counter() - start
             out.append(Experiment(target, variant, run, seconds))
@@ -537,8 +533,7 @@ def _row(e: Experiment) -> str:
     start = int(space.index(np.zeros((1, space.n_players), dtype=np.int64))[0])
     probe = probe_index(space)
     if run.settled:
-        where = ""
-        repeat = period = ""
+        where = repeat = period = ""
     else:
         c = block.cycle
         pos = tuple(int(x) for x in space.positions()[c.swing_state])
@@ -570,32 +565,27 @@ def plot_residuals(experiments: list[Experiment], path: Path) -> None:
     """The residual of every sweep, per run (log scale): the main game's variants, then
     the larger games; last, the mover's value at the issue's probe position, sweep by
     sweep, in the main game's runs over the whole space (not by blocks)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from fivethousand_rl.agents.tournament_report import figure  # saved without a display
 
     main = experiments[0].target
-    fig, axes = plt.subplots(1, 3, figsize=(18, 5), constrained_layout=True)
-    for e in experiments:
-        ax = axes[0] if e.target == main else axes[1]
-        label = e.variant.label if e.target == main else f"target {e.target}, {e.variant.label}"
-        ax.semilogy(np.maximum(e.run.residuals, 1e-16), lw=0.8, label=label)
-        if e.target == main and not e.variant.blocks and e.run.trace and len(e.run.trace[0]):
-            axes[2].plot([v[0, 0] for v in e.run.trace], lw=0.8, label=e.variant.label)
-    titles = (f"target {main}", "larger games (blocks: one block after another)")
-    for ax, title in zip(axes[:2], titles, strict=True):
-        ax.set_title(f"max-n residual per sweep, {title}")
-        ax.set_xlabel("sweep")
-        ax.set_ylabel("max |backup - V|")
-        ax.axhline(TOL, color="grey", lw=0.5, ls=":")
-    axes[2].set_title(f"the mover's own value at {PROBE}, target {main}")
-    axes[2].set_xlabel("sweep")
-    for ax in axes:
-        if ax.lines and any(not line.get_label().startswith("_") for line in ax.lines):
-            ax.legend(fontsize=7)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    with figure(path, ncols=3, figsize=(18, 5)) as (_, axes):
+        for e in experiments:
+            ax = axes[0] if e.target == main else axes[1]
+            label = e.variant.label if e.target == main else f"target {e.target}, {e.variant.label}"
+            ax.semilogy(np.maximum(e.run.residuals, 1e-16), lw=0.8, label=label)
+            if e.target == main and not e.variant.blocks and e.run.trace and len(e.run.trace[0]):
+                axes[2].plot([v[0, 0] for v in e.run.trace], lw=0.8, label=e.variant.label)
+        titles = (f"target {main}", "larger games (blocks: one block after another)")
+        for ax, title in zip(axes[:2], titles, strict=True):
+            ax.set_title(f"max-n residual per sweep, {title}")
+            ax.set_xlabel("sweep")
+            ax.set_ylabel("max |backup - V|")
+            ax.axhline(TOL, color="grey", lw=0.5, ls=":")
+        axes[2].set_title(f"the mover's own value at {PROBE}, target {main}")
+        axes[2].set_xlabel("sweep")
+        for ax in axes:
+            if ax.lines and any(not line.get_label().startswith("_") for line in ax.lines):
+                ax.legend(fontsize=7)
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
@@ -633,9 +623,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
+    log = functools.partial(print, file=sys.stderr, flush=True)
     start = time.perf_counter()
     experiments = run_experiments(base, targets, args.players, args.sweeps, args.sweeps_large, log)
     paranoid = run_paranoid(base, targets, args.players, log)
