@@ -74,12 +74,9 @@ class Decisions:
     value. Grows by ``add``; read by ``arrays``."""
 
     def __init__(self, n_state: int) -> None:
-        self.n_state = n_state
-        self._state: list[np.ndarray] = []
-        self._rows: list[np.ndarray] = []
-        self._values: list[np.ndarray] = []
-        self._counts: list[np.ndarray] = []
-        self.size = 0
+        self.n_state, self.size = n_state, 0
+        # Per add: the states, the legal rows, their values, the rows per decision.
+        self._state, self._rows, self._values, self._counts = [], [], [], []
 
     def add(self, obs: np.ndarray, mask: np.ndarray, values: np.ndarray) -> None:
         """Keep the decisions of rich observations `obs` (k, size), legal masks (k, 64)
@@ -95,14 +92,8 @@ class Decisions:
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(states (N, n_state), rows (R, 42), values (R,), first row of each decision
         (N + 1,))."""
-        counts = np.concatenate(self._counts)
-        starts = np.concatenate([[0], np.cumsum(counts)])
-        return (
-            np.concatenate(self._state),
-            np.concatenate(self._rows),
-            np.concatenate(self._values),
-            starts,
-        )
+        starts = np.concatenate([[0], np.cumsum(np.concatenate(self._counts))])
+        return (*map(np.concatenate, (self._state, self._rows, self._values)), starts)
 
 
 class Recorder:
@@ -140,12 +131,11 @@ def record_games(
 ) -> None:
     """Play `n_games` between `players` (their seats drawn at random per game),
     recording the decisions of the players marked in `recorded`."""
-    rules = spec.rules
     seats = [
         Recorder(p, sol, spec, data, deviation) if r else p
         for p, r in zip(players, recorded, strict=True)
     ]
-    games = BatchGames(n_games, 2, rules)
+    games = BatchGames(n_games, 2, spec.rules)
     seat_policy = np.stack([np.arange(2)] * n_games)
     swap = rng.random(n_games) < 0.5
     seat_policy[swap] = seat_policy[swap, ::-1]

@@ -39,20 +39,18 @@ def train(
     )
 
     torch.set_num_threads(config.torch_threads)
+    vec_env = None
     try:  # optimal: solved or loaded for the run's rules before timing starts (or refused)
         for name in config.eval_pool:
             make_policy(name).prepare(config.rules)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    vec_env = make_vec_env(config)
-    try:
+        vec_env = make_vec_env(config)
         if extra is not None:
             model, state = checkpoint.load_checkpoint(run_dir, config, vec_env, extra)
         else:
             model, state = make_model(config, vec_env), checkpoint.RunState.new(config)
     except ValueError as e:
-        vec_env.close()
+        if vec_env is not None:
+            vec_env.close()
         print(f"error: {e}", file=sys.stderr)
         return 2
     start = model.num_timesteps

@@ -121,23 +121,15 @@ def batched_turn_starts(
     n = batch.n_players
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
-    def record(idx: np.ndarray, movers: np.ndarray, before: np.ndarray, _rolls) -> None:
+    def keep(idx: np.ndarray, movers: np.ndarray, before: np.ndarray, _rolls) -> None:
         start = before == 0  # a turn's first roll: every hold scores (R2)
         g, mover = idx[start], movers[start]
         order = (mover[:, None] + np.arange(n)) % n
         parts.append((g, mover, np.take_along_axis(batch.scores[g], order, axis=1)))
 
-    play_batch(
-        batch,
-        np.arange(batch.n_games),
-        policies,
-        seat_policy,
-        rng,
-        max_turns=DEFAULT_MAX_TURNS,
-        on_roll=record,
-    )
-    games, movers, positions = (np.concatenate(column) for column in zip(*parts, strict=True))
-    return games, movers, positions
+    every = np.arange(batch.n_games)
+    play_batch(batch, every, policies, seat_policy, rng, max_turns=DEFAULT_MAX_TURNS, on_roll=keep)
+    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
 
 
 def turn_targets(
@@ -444,13 +436,8 @@ class ValueIteration:
         """The fitted network becomes the current one; the iteration's statistics."""
         self._next_net()
         self.iteration += 1
-        return {
-            "players": n_players,
-            "positions": positions,
-            "fitted": fitted,
-            "loss": loss,
-            "seconds": time.perf_counter() - start,
-        }
+        took = time.perf_counter() - start
+        return dict(players=n_players, positions=positions, fitted=fitted, loss=loss, seconds=took)
 
     def _next_net(self) -> None:
         """The fitted network becomes the current one (the planner's too)."""
