@@ -49,6 +49,7 @@ from fivethousand_rl.agents.base import check_output_folder, duration, read_text
 from fivethousand_rl.agents.training.config import (
     RUNS,
     TrainConfig,
+    as_number,
     check_plain_name,
     check_resume_flags,
     check_runs_folder,
@@ -129,12 +130,9 @@ RESUME_FLAGS = ["--ray", "--checkpoints", "--cpus", "--no-progress"]  # what --r
 # ============================================================== the search space
 def scalar(value):
     """A YAML value, with numbers YAML 1.1 leaves as text ("1e-4") made numbers."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return [scalar(v) for v in value] if isinstance(value, list) else value
+    if isinstance(value, list):
+        return [scalar(v) for v in value]
+    return as_number(value) if isinstance(value, str) else value
 
 
 def parse_grid(item: str) -> tuple[str, list]:
@@ -321,14 +319,9 @@ def make_tuner(args: SweepArgs, space: Space, folder: Path, base: TrainConfig):
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search import BasicVariantGenerator
 
-    settings = {
-        "library": str(LIBRARY),
-        "runs": str(folder / "runs"),
-        "preset": (
-            space.preset if is_preset_name(space.preset) else str(Path(space.preset).resolve())
-        ),
-        "params": space.params,
-    }
+    preset = space.preset if is_preset_name(space.preset) else str(Path(space.preset).resolve())
+    settings = {"library": str(LIBRARY), "runs": str(folder / "runs"), "preset": preset}
+    settings["params"] = space.params
     trainable = tune.with_resources(
         tune.with_parameters(run_trial, settings=settings), {"cpu": args.cpus_per_trial}
     )

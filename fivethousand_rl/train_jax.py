@@ -22,7 +22,7 @@ Installed, the same program is ``fivethousand train-jax``.
 # inside a function around the config class imported there.
 
 import dataclasses
-import json
+import functools
 import shlex
 import sys
 import time
@@ -77,19 +77,11 @@ def make_args_type(config_type: type) -> type:
 
 def run_folder(args, config) -> Path:
     """The new run's folder, made; ValueError (one line) if it exists (no --force)."""
-    name = args.run_name or f"jax_ppo_{config.n_players}p_{config.hold}_seed{config.seed}"
-    if Path(name).name != name or name in ("", ".", ".."):
-        raise ValueError(f"--run-name must be a plain folder name, got {name!r}")
-    folder = Path(args.checkpoints) / name
-    if folder.exists() and not args.force:
-        raise ValueError(f"{folder} exists: another --run-name, or --force to replace it")
-    from fivethousand_rl.agents.base import check_output_folder
+    from fivethousand_rl.agents.training.config import fresh_run_folder
 
-    check_output_folder(folder, "the run folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in (CHECKPOINT, HISTORY, MODEL, SUMMARY, "model.json"):
-        (folder / stale).unlink(missing_ok=True)  # --force: nothing of the old run stays
-    return folder
+    name = args.run_name or f"jax_ppo_{config.n_players}p_{config.hold}_seed{config.seed}"
+    stale = (CHECKPOINT, HISTORY, MODEL, SUMMARY, "model.json", "command.txt")
+    return fresh_run_folder(args.checkpoints, name, args.force, stale)
 
 
 def resumed(args, config_type: type):
@@ -100,10 +92,9 @@ def resumed(args, config_type: type):
     given = dataclasses.replace(args.config, time_limit=config_type().time_limit)
     if given != config_type() or args.run_name or args.force:
         raise ValueError("--resume takes the run's own config.json: give no other setting")
-    try:
-        values = json.loads((folder / CONFIG).read_text())
-    except (OSError, ValueError) as e:
-        raise ValueError(f"--resume: cannot read {folder / CONFIG}: {e}") from None
+    from fivethousand_rl.agents.training.config import read_config_json
+
+    values = read_config_json(folder / CONFIG)
     values.pop("method", None)
     config = config_type.from_dict(values)
     return folder, dataclasses.replace(config, time_limit=args.config.time_limit)
@@ -119,8 +110,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         prog=prog or SCRIPT,
         description=__doc__.split("\n\n")[0],
     )
-    from fivethousand_rl.agents.base import atomic_write, duration
+    from fivethousand_rl.agents.base import duration
     from fivethousand_rl.agents.training import jax_ppo
+    from fivethousand_rl.agents.training.config import record_run, save_json
 
     try:
         if args.stop_after < 0:
@@ -134,18 +126,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if not args.resume:
-        command = shlex.join(
-            [*shlex.split(prog or SCRIPT), *(sys.argv[1:] if argv is None else argv)]
-        )
-        record = {**dataclasses.asdict(config), "method": "jax_ppo"}
-        atomic_write(folder / CONFIG, json.dumps(record, indent=2))
-        atomic_write(folder / "command.txt", command + "\n")
+        command = [*shlex.split(prog or SCRIPT), *(sys.argv[1:] if argv is None else argv)]
+        record_run(folder, config, command, method="jax_ppo")
 
-    def say(line: str) -> None:
-        print(line, flush=True)
+    say = functools.partial(print, flush=True)
 
     def on_chunk(runner, history: list[dict]) -> None:
-        atomic_write(folder / HISTORY, json.dumps(history, indent=2))
+        save_json(folder / HISTORY, history)
 
     say(
         f"run {folder}: {config.num_updates:,} updates of {config.batch_size:,} decisions "
@@ -164,16 +151,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     params = jax_ppo.jax.device_get(runner.params)
     jax_ppo.export_actor(params, config, folder / MODEL, folder / CHECKPOINT)
     last = history[-1] if history else {}
-    summary = {
-        "complete": complete,
-        "updates": int(runner.update),
-        "steps": int(runner.update) * config.batch_size,
-        "seconds": last.get("seconds", 0.0),
-        "steps_per_s": round(jax_ppo.training_speed(history), 1) if history else None,
-        "win_rate": last.get("win_rate", {}),
-        "model": str(folder / MODEL),
-    }
-    atomic_write(folder / SUMMARY, json.dumps(summary, indent=2))
+    updates, speed = int(runner.update), jax_ppo.training_speed(history) if history else None
+    summary = dict(complete=complete, updates=updates, steps=updates * config.batch_size)
+    summary["seconds"] = last.get("seconds", 0.0)
+    summary["steps_per_s"] = round(speed, 1) if speed is not None else None
+    summary.update(win_rate=last.get("win_rate", {}), model=str(folder / MODEL))
+    save_json(folder / SUMMARY, summary)
     state = "done" if complete else "stopped (resume with --resume)"
     say(
         f"{state} after {summary['steps']:,} steps in {duration(time.monotonic() - started)}; "

@@ -135,8 +135,8 @@ class Run:
                     f"the checkpoint in {run_dir / 'latest'} does not fit this run: "
                     f"{type(e).__name__}: {first_line(e)}"
                 ) from None
-            self.evals, self.best_score = saved["evals"], saved["best_score"]
-            self.wall_seconds, self.eval_seconds = saved["wall_seconds"], saved["eval_seconds"]
+            for key in STATE_KEYS[1:]:  # what ``checkpoint`` saved of the run
+                setattr(self, key, saved[key])
         elif buffer is not None:
             self.trainer.adopt_buffer(buffer)
         self.saved_iteration = self.trainer.iteration if saved is not None else None
@@ -161,14 +161,8 @@ class Run:
         it = self.trainer.iteration
         score = sum(r["win_rate"] for r in results.values()) / len(results)
         error = exact_error(self.trainer.net, self.solution) if self.solution else None
-        record = {
-            "iteration": it,
-            "games": self.config.games_played(it),
-            "wall_seconds": self.elapsed(),
-            "results": results,
-            "mean_win_rate": score,
-            "exact_error": error,
-        }
+        record = dict(iteration=it, games=self.config.games_played(it), wall_seconds=self.elapsed())
+        record.update(results=results, mean_win_rate=score, exact_error=error)
         self.evals.append(record)
         for label, r in results.items():
             writer.add_scalar(f"eval/win_rate/{label}", r["win_rate"], it)
@@ -192,14 +186,13 @@ class Run:
 
 
 def train(
-    config: PlannerConfig, run_dir: Path, run: Run, args: Args, argv: list[str], prog: str
+    config: PlannerConfig, run_dir: Path, run: Run, args: Args, command: list[str], resume: str
 ) -> int:
-    """Train the run to its end, to --stop-after or to Ctrl-C; `prog` names the command
-    as typed (its record in command.txt, the command that resumes)."""
+    """Train the run to its end, to --stop-after or to Ctrl-C; `command`: as typed (its
+    record in command.txt), `resume`: the command that resumes it."""
     from torch.utils.tensorboard import SummaryWriter
 
-    record_run(run_dir, config, [*shlex.split(prog), *argv])
-    resume = f"{prog} --resume {shlex.quote(shown(run_dir))}"
+    record_run(run_dir, config, command)
     trainer = run.trainer
     writer = SummaryWriter(str(run_dir / "tb"), purge_step=trainer.iteration)
     reporter = Reporter(config.iterations, trainer.iteration, args.progress, "iterations")
@@ -236,14 +229,10 @@ def train(
     finally:
         writer.close()
     # The end: summary.json, and where the network is and how to play against it.
-    summary = {
-        "iterations": run.trainer.iteration,
-        "games": config.games_played(run.trainer.iteration),
-        "wall_seconds": run.wall_seconds,
-        "eval_seconds": run.eval_seconds,
-        "best_mean_win_rate": run.best_score,
-        "last_eval": run.evals[-1] if run.evals else None,
-    }
+    it = run.trainer.iteration
+    summary = dict(iterations=it, games=config.games_played(it), wall_seconds=run.wall_seconds)
+    summary.update(eval_seconds=run.eval_seconds, best_mean_win_rate=run.best_score)
+    summary["last_eval"] = run.evals[-1] if run.evals else None
     save_json(run_dir / "summary.json", summary)
     best = run_dir / "best" / "value_net.npz"
     print(
@@ -256,16 +245,12 @@ def train(
     return 0
 
 
-def interrupt(signum: int, frame: object) -> None:
-    """SIGTERM stops a run as Ctrl-C does (a background job ignores SIGINT)."""
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line's exit code; `prog`: the command as typed, for its usage and its
     record (default: this script's). While it runs, SIGTERM stops it as Ctrl-C does."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    on_sigterm = signal.signal(signal.SIGTERM, interrupt)
+    # SIGTERM raises KeyboardInterrupt, as Ctrl-C does (a background job ignores SIGINT).
+    on_sigterm = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return start_run(argv, prog)
     finally:
@@ -307,9 +292,10 @@ def start_run(argv: list[str], prog: str | None) -> int:
         f"against {tables}",
         flush=True,
     )
+    prog = prog or SCRIPT
+    resume = f"{prog} --resume {shlex.quote(shown(run_dir))}"
     try:
-        return train(config, run_dir, run, args, argv, prog or SCRIPT)
+        return train(config, run_dir, run, args, [*shlex.split(prog), *argv], resume)
     except OSError as e:  # a full disk (ENOSPC), mid-run
-        resume = f"{prog or SCRIPT} --resume {shlex.quote(shown(run_dir))}"
         print(f"error: {stopped_by_write_error(e, run_dir, resume)}", file=sys.stderr)
         return 1

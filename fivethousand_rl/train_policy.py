@@ -19,8 +19,7 @@ train-policy``.
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import functools
 import shlex
 import sys
 import time
@@ -30,7 +29,8 @@ from typing import Annotated
 
 import tyro
 
-from fivethousand_rl.agents.base import atomic_write, duration
+from fivethousand_rl.agents.base import duration
+from fivethousand_rl.agents.training.config import fresh_run_folder, record_run, save_json
 from fivethousand_rl.agents.training.imitation import ImitationConfig, train
 
 SCRIPT = "python train_policy.py"  # how the command names itself when run as a script
@@ -52,13 +52,12 @@ class Args:
 
 
 def run_folder(args: Args) -> Path:
-    """The run's folder, made empty; ValueError (one line) if it exists (no --force)."""
+    """The run's folder, made, with its latest/ and best/; ValueError (one line) if it
+    exists (no --force)."""
     name = args.run_name or f"policy_2p_{args.config.hold}_seed{args.config.seed}"
-    folder = Path(args.checkpoints) / name
-    if folder.exists() and not args.force:
-        raise ValueError(f"{folder} exists: another --run-name, or --force to replace it")
-    (folder / "latest").mkdir(parents=True, exist_ok=True)
-    (folder / "best").mkdir(exist_ok=True)
+    folder = fresh_run_folder(args.checkpoints, name, args.force, ["command.txt"])
+    for part in ("latest", "best"):
+        (folder / part).mkdir(exist_ok=True)
     return folder
 
 
@@ -71,32 +70,27 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    command = shlex.join([*shlex.split(prog or SCRIPT), *(sys.argv[1:] if argv is None else argv)])
-    record = {**dataclasses.asdict(config), "method": "imitation", "players": 2}
-    atomic_write(folder / "config.json", json.dumps(record, indent=2))
-    atomic_write(folder / "command.txt", command + "\n")
+    command = [*shlex.split(prog or SCRIPT), *(sys.argv[1:] if argv is None else argv)]
+    record_run(folder, config, command, method="imitation", players=2)
     started = time.monotonic()
 
-    def say(line: str) -> None:
-        print(line, flush=True)
+    say = functools.partial(print, flush=True)
 
     def on_stage(model, history: list[dict]) -> None:
         """After each stage: its model, and the evaluations so far."""
         model.save(folder / "latest" / "model.zip")
-        atomic_write(folder / "evals.json", json.dumps(history, indent=2))
+        save_json(folder / "evals.json", history)
 
     say(f"run {folder}: {config.first_games:,} games of optimal, then {config.rounds} rounds")
     model, history = train(config, say, on_stage=on_stage)
     model.save(folder / "best" / "model.zip")
     wall = time.monotonic() - started
-    summary = {
-        "decisions": history[-1]["decisions"],
-        "win_rate": history[-1]["win_rate"],
-        "wall_seconds": round(wall, 1),
-    }
-    atomic_write(folder / "summary.json", json.dumps(summary, indent=2))
+    last = history[-1]
+    summary = dict(decisions=last["decisions"], win_rate=last["win_rate"])
+    summary["wall_seconds"] = round(wall, 1)
+    save_json(folder / "summary.json", summary)
     say(
-        f"done in {duration(wall)}: {history[-1]['win_rate']:.1%} against optimal over "
+        f"done in {duration(wall)}: {last['win_rate']:.1%} against optimal over "
         f"{config.eval_games:,} games; the model is {folder / 'best' / 'model.zip'}"
     )
     return 0

@@ -144,7 +144,7 @@ def test_the_action_scoring_actor_trains_and_exports_what_it_plays(tmp_path):
     [
         (["--num-minibatches", "3"], "multiple of num_minibatches"),
         (["--opponents", "nobody"], "unknown JAX bot"),
-        (["--opponents", "self@0"], "positive weight"),
+        (["--opponents", "self@0"], "opponent weight must be a positive number"),
         (["--activation", "sigmoid"], "activation"),
         (["--actor-layers", "0"], "actor_layers"),
         (["--network", "cnn"], "network"),

@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_type_hints
@@ -85,8 +85,7 @@ def saved_rules(values: dict) -> Rules:
     """The rules a run's config.json (read as a dict) names; a key it lacks (a run from
     before that switch) is the seeds' rule. A bad value, or a target past MAX_TARGET:
     a one-line ValueError."""
-    rules = Rules(**{name: values.get(name, getattr(DEFAULT_RULES, name)) for name in RULE_FIELDS})
-    return check_target_bound(rules)
+    return GameRules(**{name: values[name] for name in RULE_FIELDS if name in values}).rules
 
 
 def rules_tag(rules: Rules) -> str:
@@ -278,7 +277,7 @@ def check_fields(config: Any, bounds: dict, choices: dict, layers: tuple[str, ..
         sizes = getattr(config, name)
         if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes):
             raise ValueError(f"{name} must be a non-empty list of positive sizes, got {sizes}")
-    if config.run_name:
+    if getattr(config, "run_name", ""):  # a JAX run's config has none: train_jax names it
         check_plain_name(config.run_name)
 
 
@@ -295,8 +294,11 @@ def check_plain_name(name: str) -> None:
         )
 
 
-def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
-    """["smart@2", "turn-ev"] -> [("smart", 2.0), ("turn-ev", 1.0)], checking the names."""
+def parse_opponents(
+    specs: list[str], known: Callable[[str], object] = make_policy
+) -> list[tuple[str, float]]:
+    """["smart@2", "turn-ev"] -> [("smart", 2.0), ("turn-ev", 1.0)], each name checked by
+    `known` (default: an agent's name)."""
     pool = []
     for spec in specs:
         name, _, weight = spec.partition("@")
@@ -306,10 +308,10 @@ def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
             raise ValueError(f"bad opponent weight in {spec!r}: expected name@number") from None
         if not math.isfinite(w) or w <= 0:  # nan <= 0 is False: checked by name
             raise ValueError(f"opponent weight must be a positive number in {spec!r}")
-        make_policy(name)  # a clear error for unknown names, now
+        known(name)  # a clear error for unknown names, now
         pool.append((name, w))
     if not pool:
-        raise ValueError("at least one scripted opponent is needed")
+        raise ValueError("at least one opponent is needed")
     return pool
 
 
@@ -623,13 +625,14 @@ def _numbers(info: tyro.constructors.PrimitiveTypeInfo):
     return tyro.constructors.PrimitiveConstructorSpec(
         nargs=1,
         metavar=info.type.__name__.upper(),
-        instance_from_str=lambda args: _number(args[0]),
+        instance_from_str=lambda args: as_number(args[0]),
         is_instance=lambda value: isinstance(value, int | float),
         str_from_instance=lambda value: [str(value)],
     )
 
 
-def _number(text: str) -> float | str:
+def as_number(text: str) -> float | str:
+    """`text` as a float where it reads as one ("1e-4", "inf"), else as it is."""
     try:
         return float(text)
     except ValueError:
@@ -750,13 +753,29 @@ def save_json(path: Path, data: Any) -> None:
     atomic_write(path, json.dumps(data, indent=2))
 
 
-def record_run(run_dir: Path, config: Config, command: list[str]) -> None:
-    """Make the run folder, with the run's config.json, and add the command (the script
-    and its flags) to its command.txt: a line per session."""
+def record_run(run_dir: Path, config: Any, command: list[str], **extra: Any) -> None:
+    """Make the run folder, with the run's config.json (the config's fields and `extra`),
+    and add the command (the script and its flags) to its command.txt: a line per
+    session."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    save_json(run_dir / "config.json", dataclasses.asdict(config))
+    save_json(run_dir / "config.json", {**dataclasses.asdict(config), **extra})
     with open(run_dir / "command.txt", "a") as f:
         f.write(shlex.join(command) + "\n")
+
+
+def fresh_run_folder(runs: str | Path, name: str, force: bool, stale: Sequence[str]) -> Path:
+    """The folder of a new run that is not resumed (train_jax, train_policy): `runs`/`name`,
+    made; one that exists is a one-line ValueError, or with `force` is reused, its
+    `stale` files (what the old run wrote that this one may not) removed."""
+    check_plain_name(name)
+    folder = Path(runs) / name
+    if folder.exists() and not force:
+        raise ValueError(f"{folder} exists: another --run-name, or --force to replace it")
+    check_output_folder(folder, "the run folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    for file in stale:
+        (folder / file).unlink(missing_ok=True)
+    return folder
 
 
 def stopped_by_write_error(error: OSError, run_dir: Path, resume: str) -> str:

@@ -57,7 +57,15 @@ from fivethousand_rl.agents.base import atomic_write
 from fivethousand_rl.agents.exported import MASKED_LOGIT, ExportedBot
 from fivethousand_rl.agents.exporting import actor_graph, ppo_metadata, provenance, write_aside
 from fivethousand_rl.agents.jax_bots import jax_bot
-from fivethousand_rl.agents.training.config import GameRules, PPOSettings
+from fivethousand_rl.agents.training.config import (
+    FRACTION,
+    NOT_NEGATIVE,
+    POSITIVE,
+    GameRules,
+    PPOSettings,
+    check_fields,
+    parse_opponents,
+)
 from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
 from fivethousand_rl.envs.game import check_players
 from fivethousand_rl.envs.jax_env import FiveThousandJax, LearnerEnv, LearnerState, State
@@ -72,6 +80,17 @@ CHECKPOINT_VERSION = 1
 MASKED = np.float32(MASKED_LOGIT)
 
 Params = dict[str, list[tuple[jax.Array, jax.Array]]]
+# JaxPPOConfig's checks (``check_fields``, as the other trainers' configs).
+WHOLE = ("a positive integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0)
+JAX_BOUNDS = {
+    **dict.fromkeys(("num_envs", "num_steps", "total_steps", "update_epochs"), WHOLE),
+    **dict.fromkeys(("num_minibatches", "chunk_updates", "max_turns"), WHOLE),
+    **dict.fromkeys(("lr", "final_lr", "max_grad_norm", "clip"), POSITIVE),
+    **dict.fromkeys(("gamma", "gae_lambda"), FRACTION),
+    **dict.fromkeys(("ent_coef", "vf_coef", "time_limit"), NOT_NEGATIVE),
+}
+JAX_CHOICES = {"activation": ACTIVATIONS, "network": NETWORKS, "self_play": SELF_PLAY_MODES}
+JAX_LAYERS = ("actor_layers", "state_layers", "scorer_layers", "critic_layers")
 
 
 # ------------------------------------------------------------------ config
@@ -145,11 +164,7 @@ class JaxPPOConfig(PPOSettings, GameRules):
         """This config, or a one-line ValueError naming the setting at fault."""
         self.rules  # noqa: B018 (the rules' own checks)
         check_players(self.n_players)
-        positive = ("num_envs", "num_steps", "total_steps", "update_epochs", "num_minibatches")
-        for name in (*positive, "chunk_updates", "max_turns"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_fields(self, JAX_BOUNDS, JAX_CHOICES, JAX_LAYERS)
         if self.max_turns < self.n_players:
             raise ValueError(f"max_turns must be at least n_players, got {self.max_turns}")
         if self.batch_size % self.num_minibatches:
@@ -157,30 +172,9 @@ class JaxPPOConfig(PPOSettings, GameRules):
                 f"num_envs x num_steps ({self.batch_size}) must be a multiple of "
                 f"num_minibatches ({self.num_minibatches})"
             )
-        for name in ("lr", "final_lr", "max_grad_norm", "clip"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        for name in ("gamma", "gae_lambda"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
-        for name in ("ent_coef", "vf_coef", "time_limit"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be at least 0, got {getattr(self, name)!r}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}")
-        if self.network not in NETWORKS:
-            raise ValueError(f"network must be one of {', '.join(NETWORKS)}")
-        if self.self_play not in SELF_PLAY_MODES:
-            raise ValueError(f"self_play must be one of {', '.join(SELF_PLAY_MODES)}")
-        for name in ("actor_layers", "state_layers", "scorer_layers", "critic_layers"):
-            layers = getattr(self, name)
-            if not layers or any(not isinstance(n, int) or n < 1 for n in layers):
-                raise ValueError(f"{name} must be one or more positive sizes, got {layers!r}")
-        names, _ = lane_opponents(self.opponents, self.num_envs)
         game = self.game()
-        for name in names:
-            if name != SELF:
-                bot_policy(name, game)  # one line for an unknown bot
+        for name in set(lane_opponents(self.opponents, self.num_envs)[0]) - {SELF}:
+            jax_bot(name, game)  # one line for an unknown bot
         return self
 
     def game(self) -> FiveThousandJax:
@@ -191,38 +185,19 @@ class JaxPPOConfig(PPOSettings, GameRules):
     @classmethod
     def from_dict(cls, values: dict) -> JaxPPOConfig:
         """The config a config.json (or a checkpoint) recorded; unknown keys refused."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
-        if unknown:
+        if unknown := sorted(set(values) - {f.name for f in dataclasses.fields(cls)}):
             raise ValueError(f"unknown setting(s) in the saved config: {', '.join(unknown)}")
-        if isinstance(values, dict) and "network" not in values:
+        if "network" not in values:
             values = {**values, "network": "mlp"}  # saved before there was a choice
         return cls(**values).check()
-
-
-def parse_opponents(specs: list[str]) -> list[tuple[str, float]]:
-    """["self@3", "turn-ev"] -> [("self", 3.0), ("turn-ev", 1.0)]; ValueError (one line)."""
-    if not specs:
-        raise ValueError("opponents: name at least one opponent")
-    out = []
-    for spec in specs:
-        name, at, weight = str(spec).partition("@")
-        try:
-            w = float(weight) if at else 1.0
-        except ValueError:
-            raise ValueError(f"opponents: bad weight in {spec!r}") from None
-        if not name or not math.isfinite(w) or w <= 0:
-            raise ValueError(f"opponents: {spec!r} needs a name and a positive weight")
-        out.append((name, w))
-    if len({n for n, _ in out}) != len(out):
-        raise ValueError("opponents: each name at most once")
-    return out
 
 
 def lane_opponents(specs: list[str], num_envs: int) -> tuple[list[str], np.ndarray]:
     """The distinct opponents and each lane's index into them: the lanes shared out in
     proportion to the weights (largest remainders), each opponent at least one lane."""
-    pairs = parse_opponents(specs)
+    pairs = parse_opponents(specs, known=str)  # the names: checked against the game's bots
+    if len(dict(pairs)) != len(pairs):
+        raise ValueError("opponents: each name at most once")
     weights = np.array([w for _, w in pairs])
     share = weights / weights.sum() * num_envs
     counts = np.floor(share).astype(int)
@@ -307,13 +282,8 @@ class Actor:
         if self.network == "mlp":
             return mlp(params["actor"], obs, self.activation)
         rows = obs[:, self.n_state :].reshape(-1, NUM_ACTIONS, ACTION_FEATURES)
-
-        def legal_rows(r: jax.Array) -> jax.Array:
-            return jnp.nonzero(r[:, Col.LEGAL] > 0.5, size=self.max_legal, fill_value=NUM_ACTIONS)[
-                0
-            ]
-
-        index = jax.vmap(legal_rows)(rows)  # (batch, max_legal); NUM_ACTIONS: none
+        legal = partial(jnp.nonzero, size=self.max_legal, fill_value=NUM_ACTIONS)
+        index = jax.vmap(lambda r: legal(r[:, Col.LEGAL] > 0.5)[0])(rows)  # NUM_ACTIONS: none
         picked = jnp.take_along_axis(rows, jnp.minimum(index, NUM_ACTIONS - 1)[..., None], axis=1)
         scores = self._score(params, obs, picked)
         out = jnp.zeros((rows.shape[0], NUM_ACTIONS + 1), jnp.float32)
@@ -373,11 +343,6 @@ def greedy_policy(params: Params, actor: Actor) -> Callable:
 
 
 # ------------------------------------------------------------------ opponents
-def bot_policy(name: str, game: FiveThousandJax) -> Callable:
-    """The JAX bot `name` (``agents.jax_bots.jax_bot``) as (state, key) -> action."""
-    return jax_bot(name, game)
-
-
 def self_policy(params: Params, actor: Actor, mode: str) -> Callable:
     """The learner's network as an opponent: it reads the observation of the player to
     move and samples (or takes the most probable action)."""
@@ -421,15 +386,15 @@ class Trainer:
     run: Callable[[RunnerState, int], tuple[RunnerState, dict]]  # n updates (n static)
     opponent_names: list[str]
     actor: Actor
-    compiled: dict = field(default_factory=dict)  # n -> run compiled for n updates
+    compiled: dict = field(default_factory=dict)  # n -> `run` compiled for n updates
 
     def chunk(self, runner: RunnerState, n: int) -> tuple[Callable, float]:
         """`run` for `n` updates compiled ahead (cached), and the seconds compiling took."""
-        if n not in self.compiled:
-            started = time.monotonic()
-            self.compiled[n] = (self.run.lower(runner, n).compile(), time.monotonic() - started)
-            return self.compiled[n][0], self.compiled[n][1]
-        return self.compiled[n][0], 0.0
+        if n in self.compiled:
+            return self.compiled[n], 0.0
+        started = time.monotonic()
+        self.compiled[n] = self.run.lower(runner, n).compile()
+        return self.compiled[n], time.monotonic() - started
 
 
 _TRAINERS: dict[str, Trainer] = {}  # by config: a process compiles each config once
@@ -453,7 +418,7 @@ def make_train_uncached(config: JaxPPOConfig) -> Trainer:
     actor = actor_for(c, game)
     names, lanes = lane_opponents(c.opponents, c.num_envs)
     lane_ids = jnp.asarray(lanes)
-    bots = {n: bot_policy(n, game) for n in names if n != SELF}
+    bots = {n: jax_bot(n, game) for n in names if n != SELF}  # (state, key) -> action
     n_opp = len(names)
     minibatch = c.batch_size // c.num_minibatches
     schedule = optax.linear_schedule(
@@ -542,14 +507,9 @@ def make_train_uncached(config: JaxPPOConfig) -> Trainer:
             probs = jnp.exp(log_probs)
             entropy = -(probs * jnp.where(t.mask, log_probs, 0.0)).sum(-1).mean()
             loss = pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy
-            info = {
-                "loss": loss,
-                "policy_loss": pg_loss,
-                "value_loss": v_loss,
-                "entropy": entropy,
-                "approx_kl": ((ratio - 1) - jnp.log(ratio)).mean(),
-                "clip_fraction": (jnp.abs(ratio - 1) > c.clip).mean(),
-            }
+            info = dict(loss=loss, policy_loss=pg_loss, value_loss=v_loss, entropy=entropy)
+            info["approx_kl"] = ((ratio - 1) - jnp.log(ratio)).mean()
+            info["clip_fraction"] = (jnp.abs(ratio - 1) > c.clip).mean()
             return loss, info
 
         (params, opt_state, key), info = jax.lax.scan(
@@ -589,16 +549,9 @@ def save_checkpoint(path: Path, runner: RunnerState, config: JaxPPOConfig, extra
     in flattening order, the config and `extra` (counters, history) as JSON."""
     leaves = jax.tree_util.tree_leaves(runner)
     arrays = {f"leaf{i:04d}": np.asarray(x) for i, x in enumerate(leaves)}
-    arrays["meta"] = np.array(
-        json.dumps(
-            {
-                "format": CHECKPOINT_FORMAT,
-                "version": CHECKPOINT_VERSION,
-                "config": dataclasses.asdict(config),
-                **extra,
-            }
-        )
-    )
+    meta = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION}
+    meta["config"] = dataclasses.asdict(config)
+    arrays["meta"] = np.array(json.dumps({**meta, **extra}))
     atomic_write(path, lambda name: np.savez(name, **arrays))
 
 
