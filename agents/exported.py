@@ -104,12 +104,9 @@ class PicklesSession:
     def __setstate__(self, state: dict) -> None:
         saved = state["session"]
         path = Path(saved["path"])
-        if not path.is_file():
-            raise ExportError(f"cannot unpickle the exported bot: {path} is gone")
-        if sha256(path.read_bytes()) != saved["sha256"]:
-            raise ExportError(
-                f"cannot unpickle the exported bot: {path} changed since it was pickled"
-            )
+        if not path.is_file() or sha256(path.read_bytes()) != saved["sha256"]:
+            why = "changed since it was pickled" if path.is_file() else "is gone"
+            raise ExportError(f"cannot unpickle the exported bot: {path} {why}")
         self.__dict__.update(state, session=onnx_session(path, saved["threads"]))
 
 

@@ -205,8 +205,7 @@ def ppo_curve(history: list[dict], path: Path) -> list[dict]:
     with report.figure(path, figsize=(8, 4.5)) as (_, ax):
         ci95 = lambda r, name: (r[f"eval/ci95_low/{name}"], r[f"eval/ci95_high/{name}"])  # noqa: E731
         _win_rate_lines(ax, curve, "steps", "eval/win_rate/", ci95, prefix="vs ")
-        ax.set_xlabel("training steps (learner decisions)")
-        ax.set_ylabel("win rate (95% interval)")
+        ax.set(xlabel="training steps (learner decisions)", ylabel="win rate (95% interval)")
         for stage in history[1:]:
             ax.axvline(stage["offset"], color="grey", ls="--", lw=1)
             ax.annotate(
@@ -233,8 +232,7 @@ def planner_curve(evals: list[dict], path: Path) -> list[dict]:
     with report.figure(path, figsize=(8, 4.5)) as (_, ax):
         ci95 = lambda r, label: r.get(f"ci95/{label}")  # noqa: E731
         labels = _win_rate_lines(ax, rows, "iteration", "win_rate/", ci95)
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("win rate of the planner (95% interval)")
+        ax.set(xlabel="iteration", ylabel="win rate of the planner (95% interval)")
         ax.grid(alpha=0.3)
         errors = [r for r in rows if r.get("exact_error") is not None]
         if errors:
@@ -434,18 +432,15 @@ def planner_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> s
     sizes = " and ".join(map(str, inputs["sizes"]))
     games = best.get("games", summary.get("games", 0))
     hours, evals_hours = (summary.get(k, 0) / 3600 for k in ("wall_seconds", "eval_seconds"))
-    reached = (
-        f"; the {args.model} network was reached after {best['wall_seconds'] / 60:.1f} min"
-        if isinstance(best.get("wall_seconds"), (int, float))
-        else ""
-    )
-    error = best.get("exact_error")
-    error_line = (
-        f"\n- 2-player value error against the exact solver (a yardstick, never a "
-        f"training target): mean |V_net - V_exact| = {error:.4f}"
-        if isinstance(error, (int, float))
-        else ""
-    )
+    seconds, error = best.get("wall_seconds"), best.get("exact_error")
+    reached = error_line = ""
+    if isinstance(seconds, (int, float)):
+        reached = f"; the {args.model} network was reached after {seconds / 60:.1f} min"
+    if isinstance(error, (int, float)):
+        error_line = (
+            f"\n- 2-player value error against the exact solver (a yardstick, never a "
+            f"training target): mean |V_net - V_exact| = {error:.4f}"
+        )
     hidden = config.get("hidden") if inputs["network"] is None else list(inputs["network"].hidden)
     averaged = ""
     if args.average_with:  # what the shipped network averages

@@ -60,13 +60,12 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Name
         choices=["best", "latest"],
         help="which model of the run (default %(default)s)",
     )
-    p.add_argument(
-        "--games", type=int, default=20000, help="games per pairing (default %(default)s)"
-    )
-    p.add_argument(
-        "--workers", type=int, default=2, help="evaluation processes (default %(default)s)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="evaluation seed (default %(default)s)")
+    for flag, default, what in (
+        ("--games", 20000, "games per pairing"),
+        ("--workers", 2, "evaluation processes"),
+        ("--seed", 0, "evaluation seed"),
+    ):
+        p.add_argument(flag, type=int, default=default, help=f"{what} (default %(default)s)")
     p.add_argument("--notes", help="a Markdown file of notes (what was tried) for the card")
     p.add_argument(
         "--average-with",
@@ -95,7 +94,7 @@ def check_args(args: argparse.Namespace) -> dict:
             raise ShipError(f"--{flag} must be positive, got {value}")
     if args.seed < 0:
         raise ShipError(f"--seed must be 0 or more, got {args.seed}")
-    if not NAME.fullmatch(args.name) or args.name in (".", ".."):
+    if not NAME.fullmatch(args.name):
         raise ShipError(
             f"--name must be a plain folder name (letters, digits, . _ -), got {args.name!r}"
         )

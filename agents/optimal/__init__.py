@@ -217,13 +217,11 @@ def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
 
     thresholds, isolated = bank_thresholds(sol)
     scores = sol.scores
-    vmax = np.nanmax(thresholds)
+    scale = {"vmin": 0, "vmax": np.nanmax(thresholds)}  # one colour scale for every panel
     with figure(path, ncols=NUM_DICE, figsize=(4.2 * NUM_DICE, 4.6)) as (fig, axes):
         for k, ax in zip(range(1, NUM_DICE + 1), axes, strict=True):
             grid = thresholds[:, :, k].T  # rows: opponent score, columns: own score
-            image = ax.imshow(
-                grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto"
-            )
+            image = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto", **scale)
             ys, xs = np.nonzero(isolated[:, :, k].T)
             ax.scatter(xs, ys, marker=".", s=6, c="red", label="also banks a lower total")
             ticks = np.arange(0, len(scores), 5)
