@@ -405,13 +405,9 @@ def results_rows(result_grid, varied: list[str], runs: Path) -> list[dict]:
         row = {"trial": name, **{k: result.config.get(k) for k in varied}}
         row.update(steps=0, best_win_rate=None, best_at_steps=None, last_win_rate=None)
         if evals:
-            best = max(evals, key=lambda e: e[METRIC])
-            row.update(
-                steps=evals[-1]["steps"],
-                best_win_rate=best[METRIC],
-                best_at_steps=best["steps"],
-                last_win_rate=evals[-1][METRIC],
-            )
+            best, last = max(evals, key=lambda e: e[METRIC]), evals[-1]
+            row.update(steps=last["steps"], best_win_rate=best[METRIC], best_at_steps=best["steps"])
+            row["last_win_rate"] = last[METRIC]
         finished = (runs / name / "summary.json").exists()  # ASHA stops the others
         row["status"] = "error" if result.error else "finished" if finished else "stopped early"
         row["run"] = str(runs / name)

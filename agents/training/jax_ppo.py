@@ -255,10 +255,8 @@ class Actor:
         k_actor, k_critic, k_state, k_in = jax.random.split(key, 4)
         critic = init_mlp(k_critic, [self.n_state, *config.critic_layers, 1], 1.0)
         if self.network == "mlp":
-            return {
-                "actor": init_mlp(k_actor, [self.n_state, *config.actor_layers, NUM_ACTIONS], 0.01),
-                "critic": critic,
-            }
+            actor = init_mlp(k_actor, [self.n_state, *config.actor_layers, NUM_ACTIONS], 0.01)
+            return {"actor": actor, "critic": critic}
         width = config.scorer_layers[0]
         state = init_mlp(k_state, [self.n_state, *config.state_layers], math.sqrt(2))
         joined = init_mlp(k_in, [ACTION_FEATURES + config.state_layers[-1], width], math.sqrt(2))
