@@ -35,9 +35,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.speed import per_second, print_targets  # noqa: E402
 from fivethousand_rl.agents import make_policy  # noqa: E402
 from fivethousand_rl.agents.optimal import two_player_solution  # noqa: E402
 from fivethousand_rl.agents.tournament import run, schedule  # noqa: E402
@@ -63,13 +63,12 @@ def batched_games_per_second(table: list[str], games: int, workers: int = 1) -> 
 def one_at_a_time_games_per_second(table: list[str], seconds: float) -> float:
     """Games/s of `table` played one game at a time (``envs.driver.play``), seats rotating."""
     policies = [make_policy(name) for name in table]
-    rng = np.random.default_rng(0)
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        seats = policies[count % len(table) :] + policies[: count % len(table)]
-        play(Game(len(table), Rules(), seed=count), seats, rng)
-        count += 1
-    return count / (time.perf_counter() - start)
+    rng, n = np.random.default_rng(0), len(table)
+
+    def one_game(i: int) -> None:
+        play(Game(n, Rules(), seed=i), policies[i % n :] + policies[: i % n], rng)
+
+    return per_second(seconds, one_game)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,18 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             ("<=", 30),
         ),
     ]
-    table = Table(title="Batched planners (one core unless stated)")
-    for column in ("measure", "value", "target", "met"):
-        table.add_column(column)
-    for name, value, target in rows:
-        shown = f"{value:.2f}" if value < 100 else f"{value:,.0f}"
-        if target is None:
-            table.add_row(name, shown, "", "")
-            continue
-        sign, bound = target
-        met = value >= bound if sign == ">=" else value <= bound
-        table.add_row(name, shown, f"{sign} {bound:,}", "yes" if met else "NO")
-    console.print(table)
+    print_targets(console, "Batched planners (one core unless stated)", rows)
     if args.json:
         Path(args.json).write_text(json.dumps({name: value for name, value, _ in rows}, indent=2))
     return 0

@@ -21,11 +21,15 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import fivethousand_rl.envs  # noqa: E402, F401 - registers FiveThousand-v0
-from benchmarks.speed import engine_games_per_second, env_steps_per_second, per_second  # noqa: E402
+from benchmarks.speed import (  # noqa: E402
+    engine_games_per_second,
+    env_steps_per_second,
+    per_second,
+    print_targets,
+)
 from fivethousand_rl.agents import make_policy  # noqa: E402
 from fivethousand_rl.agents.batched import BatchedRandomBot  # noqa: E402
 from fivethousand_rl.envs.batch import play_games  # noqa: E402
@@ -72,37 +76,31 @@ def main() -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     args = parser.parse_args()
     console = Console()
-    rows = []  # (measure, value, target, unit)
+    rows = []  # (measure, value, target)
     with console.status("Blackjack-v1 (reference)..."):
         blackjack = env_steps_per_second("Blackjack-v1", args.seconds, masked=False)
-    rows.append(("Blackjack-v1 steps/s (reference, gym.make)", blackjack, None, ""))
-    for opponent, target in (("threshold:350", 30.0), ("optimal", 15.0)):
+    rows.append(("Blackjack-v1 steps/s (reference, gym.make)", blackjack, None))
+    for opponent, target in (("threshold:350", 30), ("optimal", 15)):
         with console.status(f"vector env, {opponent} opponents..."):
             rate = vector_steps_per_second(opponent, args.num_envs, args.seconds)
-        rows.append((f"vector env ({args.num_envs} games), {opponent}: steps/s", rate, None, ""))
-        rows.append((f"  / Blackjack-v1 ({opponent})", rate / blackjack, target, "x"))
+        rows.append((f"vector env ({args.num_envs} games), {opponent}: steps/s", rate, None))
+        rows.append((f"  / Blackjack-v1 ({opponent}), x", rate / blackjack, (">=", target)))
     for names in MATCHES:
         label = " vs ".join(names)
         with console.status(f"batched games, {label}..."):
             batched = batched_games_per_second(names, args.seconds, args.width)
         with console.status(f"per-game games, {label}..."):
             single = engine_games_per_second(args.seconds, names)
-        target = 20_000.0 if "optimal" not in names else None
-        rows.append((f"batched games/s, {label}", batched, target, ""))
-        rows.append((f"  per-game games/s, {label} (reference)", single, None, ""))
-    table = Table(
-        title=f"batched 5000, one core ({platform.machine()}, Python {platform.python_version()})"
-    )
-    for column in ("measure", "value", "target", "met"):
-        table.add_column(column)
-    for name, value, target, unit in rows:
-        shown = f"{value:.2f}{unit}" if unit else f"{value:,.0f}"
-        met = "" if target is None else ("yes" if value >= target else "NO")
-        table.add_row(name, shown, "" if target is None else f">= {target:,.0f}{unit}", met)
-    console.print(table)
+        target = (">=", 20_000) if "optimal" not in names else None
+        rows.append((f"batched games/s, {label}", batched, target))
+        rows.append((f"  per-game games/s, {label} (reference)", single, None))
+    title = f"batched 5000, one core ({platform.machine()}, Python {platform.python_version()})"
+    print_targets(console, title, rows)
     if args.json:
         Path(args.json).write_text(
-            json.dumps([{"measure": n, "value": v, "target": t} for n, v, t, _ in rows], indent=2)
+            json.dumps(
+                [{"measure": n, "value": v, "target": t and t[1]} for n, v, t in rows], indent=2
+            )
         )
 
 
