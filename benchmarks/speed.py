@@ -31,8 +31,7 @@ from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents.optimal import two_player_solution
 from fivethousand_rl.agents.tournament import play_game
 from fivethousand_rl.envs.driver import play
-from fivethousand_rl.envs.game import Game
-from fivethousand_rl.envs.policy import Policy
+from fivethousand_rl.envs.game import DECIDE, Game
 from fivethousand_rl.envs.rules import Rules
 from fivethousand_rl.envs.solver import solve_two_player
 
@@ -96,27 +95,22 @@ def decision_latency(policy, states: list[Game], rng) -> float:
     return float(np.median(times))
 
 
-class _Recorder(Policy):
-    """Plays as `policy` and keeps a copy of every position it decides in."""
-
-    def __init__(self, policy: Policy, states: list[Game]) -> None:
-        self.policy, self.states, self.name = policy, states, policy.name
-
-    def act(self, game: Game, rng: np.random.Generator) -> int:
-        self.states.append(Game.from_json(game.to_json()))
-        return self.policy.act(game, rng)
-
-
 def sample_states(n: int) -> list[Game]:
     """Copies of decision states from smart-vs-turn-ev games."""
     states: list[Game] = []
-    bots = [_Recorder(make_policy(name), states) for name in ("smart", "turn-ev")]
+
+    def keep(game: Game) -> bool:  # `play`'s stop test, asked before every step
+        if game.state.phase == DECIDE:
+            states.append(game.clone())
+        return len(states) >= n
+
+    bots = [make_policy(name) for name in ("smart", "turn-ev")]
     rng = np.random.default_rng(0)
     g = 0
     while len(states) < n:
-        play(Game(2, seed=g), bots, rng, until=lambda _: len(states) >= n)
+        play(Game(2, seed=g), bots, rng, until=keep)
         g += 1
-    return states[:n]
+    return states
 
 
 def exported_latency(checkpoint: Path, n_states: int = 2000) -> tuple[float, float]:
