@@ -75,13 +75,10 @@ CONFIGS: tuple[Config, ...] = (
 )
 
 
+@jax.vmap
 def _tree_where(cond: jax.Array, a: State, b: State) -> State:
     """Per game (batched states): `a` where `cond` else `b`."""
-
-    def pick(x: jax.Array, y: jax.Array) -> jax.Array:
-        return jnp.where(cond.reshape(cond.shape + (1,) * (x.ndim - 1)), x, y)
-
-    return jax.tree_util.tree_map(pick, a, b)
+    return jax.tree.map(lambda x, y: jnp.where(cond, x, y), a, b)
 
 
 class Mismatch(AssertionError):
