@@ -113,22 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.save is not None:
         args.save.write_text(json.dumps({"readings": readings, "idle": idle}))
     if args.plot is not None:
-        import matplotlib
+        from fivethousand_rl.agents.tournament_report import figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        if before is not None:
-            old = before["readings"]
-            ax.plot(range(len(old)), old, label=f"{args.before.stem} (--before)")
-        ax.plot(range(len(readings)), readings, label="this code")
-        ax.axhline(TARGET_MB, color="grey", linestyle="--", label=f"target {TARGET_MB} MB")
-        ax.set_xlabel("tables hinted at (2, then 3, then 4 scripted bots)")
-        ax.set_ylabel("MB")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(args.plot)
+        with figure(args.plot, figsize=(7, 3.5)) as (_, ax):
+            if before is not None:
+                old = before["readings"]
+                ax.plot(range(len(old)), old, label=f"{args.before.stem} (--before)")
+            ax.plot(range(len(readings)), readings, label="this code")
+            ax.axhline(TARGET_MB, color="grey", linestyle="--", label=f"target {TARGET_MB} MB")
+            ax.set_xlabel("tables hinted at (2, then 3, then 4 scripted bots)")
+            ax.set_ylabel("MB")
+            ax.legend()
         print(f"plot: {args.plot}")
     return 0 if peak < TARGET_MB else 1
 
