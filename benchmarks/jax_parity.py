@@ -202,9 +202,7 @@ def _replay(config: Config, moves: list[tuple[str, int]], games: BatchGames, g: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--decisions", type=int, default=1_000_000, help="in all, over the configurations"
-    )
+    parser.add_argument("--decisions", type=int, default=1_000_000, help="over all configurations")
     parser.add_argument("--lanes", type=int, default=1024, help="games side by side")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

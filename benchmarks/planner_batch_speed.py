@@ -74,9 +74,7 @@ def one_at_a_time_games_per_second(table: list[str], seconds: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=20_000, help="games per batched line")
-    parser.add_argument(
-        "--seconds", type=float, default=20.0, help="time for the one-at-a-time line"
-    )
+    parser.add_argument("--seconds", type=float, default=20.0, help="one-at-a-time line's seconds")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
     console = Console()
