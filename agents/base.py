@@ -4,6 +4,7 @@ work, the one atomic write, and the one way a duration is shown."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -23,7 +24,8 @@ MAX_TEXT_BYTES = 16 << 20
 
 __all__ = [
     "MODEL_SUFFIXES", "Policy", "atomic_write", "check_output_folder", "check_output_path",
-    "check_model_file", "check_plot_path", "duration", "read_capped", "read_text_capped",
+    "check_model_file", "check_plot_path", "duration", "figure", "read_capped",
+    "read_text_capped",
 ]  # fmt: skip
 
 
@@ -95,6 +97,21 @@ def check_output_folder(path: str | Path, option: str) -> None:
         existing = existing.parent  # made with its parents when the first file is written
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {path}: {existing} is not a writable folder")
+
+
+@contextlib.contextmanager
+def figure(path, **subplots):
+    """``plt.subplots(**subplots)`` in a constrained layout, drawn without a display,
+    saved to `path` (110 dpi) and closed at the end of the block."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(constrained_layout=True, **subplots)
+    yield fig, axes
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def check_plot_path(path: str | Path, option: str = "--plot") -> None:

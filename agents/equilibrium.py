@@ -565,7 +565,7 @@ def plot_residuals(experiments: list[Experiment], path: Path) -> None:
     """The residual of every sweep, per run (log scale): the main game's variants, then
     the larger games; last, the mover's value at the issue's probe position, sweep by
     sweep, in the main game's runs over the whole space (not by blocks)."""
-    from fivethousand_rl.agents.tournament_report import figure  # saved without a display
+    from fivethousand_rl.agents.base import figure  # saved without a display
 
     main = experiments[0].target
     with figure(path, ncols=3, figsize=(18, 5)) as (_, axes):

@@ -6,7 +6,6 @@ agent's folder, a run's name, an exported bot's file name)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from rich.table import Table
 
 from fivethousand_rl.agents import MODEL_SUFFIXES, make_policy, ray_tools
 from fivethousand_rl.agents import tournament as tour
-from fivethousand_rl.agents.base import Policy
+from fivethousand_rl.agents.base import Policy, figure
 from fivethousand_rl.envs.rules import Rules
 
 # Luce's model: 400 points more make an agent 10 times as likely to win as another.
@@ -244,18 +243,3 @@ def plot(summary: dict, path: str | Path) -> None:
             ax2.set_yticks(range(len(names)), names)
             ax2.set_title("row's win rate against column")
             fig.colorbar(image, ax=ax2, shrink=0.8)
-
-
-@contextlib.contextmanager
-def figure(path, **subplots):
-    """``plt.subplots(**subplots)`` in a constrained layout, drawn without a display,
-    saved to `path` (110 dpi) and closed at the end of the block."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(constrained_layout=True, **subplots)
-    yield fig, axes
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -29,9 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fivethousand_rl.agents import make_policy  # noqa: E402
+from fivethousand_rl.agents.base import figure  # noqa: E402
 from fivethousand_rl.agents.best_response import exploitability  # noqa: E402
 from fivethousand_rl.agents.tournament import run, schedule, wilson_interval  # noqa: E402
-from fivethousand_rl.agents.tournament_report import figure  # noqa: E402
 from fivethousand_rl.agents.training.jax_ppo import training_speed  # noqa: E402
 from fivethousand_rl.envs.rules import Rules  # noqa: E402
 

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.save is not None:
         args.save.write_text(json.dumps({"readings": readings, "idle": idle}))
     if args.plot is not None:
-        from fivethousand_rl.agents.tournament_report import figure
+        from fivethousand_rl.agents.base import figure
 
         with figure(args.plot, figsize=(7, 3.5)) as (_, ax):
             if before is not None:

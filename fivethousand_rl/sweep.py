@@ -467,7 +467,7 @@ def pct(value: float | None) -> str:
 
 def plot_curves(rows: list[dict], path: Path) -> None:
     """Each trial's evaluation win rate against training steps."""
-    from fivethousand_rl.agents.tournament_report import figure  # saved without a display
+    from fivethousand_rl.agents.base import figure  # saved without a display
 
     with figure(path, figsize=(8, 5)) as (_, ax):
         for row in rows:

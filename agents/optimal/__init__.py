@@ -213,7 +213,7 @@ def bank_thresholds(sol: TwoPlayerSolution) -> tuple[np.ndarray, np.ndarray]:
 
 def plot_strategy(sol: TwoPlayerSolution, path: str) -> None:
     """One panel per number of dice left: the banking threshold over (own, opponent)."""
-    from fivethousand_rl.agents.tournament_report import figure
+    from fivethousand_rl.agents.base import figure
 
     thresholds, isolated = bank_thresholds(sol)
     scores = sol.scores
