@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
+from typing import NoReturn
 
 from fivethousand_rl.envs import rules_text
 from fivethousand_rl.envs.rules import HOLD_VARIANTS, OVERSHOOT_VARIANTS, Rules, check_target_bound
@@ -30,6 +32,36 @@ FLAGS = {  # Rules field -> its flag
     "overshoot": "--overshoot",
     "fifty_rule": "--fifty-rule",
 }
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, its errors on one line naming the flag (no usage block), exit 2: like
+    every other refusal here (issue 54 item 7)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def non_negative_number(text: str) -> float:
+    """An argparse type: a finite number, 0 or more (nan, inf, 1e309, -1 refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more, not {text!r}")
+    return value
+
+
+def positive_whole_number(text: str) -> int:
+    """An argparse type: a whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number, 1 or more, not {text!r}")
+    return value
 
 
 def add_rule_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:

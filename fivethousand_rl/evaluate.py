@@ -49,6 +49,7 @@ from fivethousand_rl.agents import tournament_report as report
 from fivethousand_rl.agents.base import check_output_path, check_plot_path
 from fivethousand_rl.agents.neural import first_line
 from fivethousand_rl.agents.rule_flags import (
+    OneLineParser,
     add_rule_flags,
     describe_rules,
     house_rules,
@@ -61,7 +62,7 @@ from fivethousand_rl.envs.rules import Rules
 
 
 def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=prog,
         description="Play a tournament between 5000 agents.",
         epilog="Agents: random, threshold:T, smart, turn-ev, optimal, a shipped agent "

@@ -296,6 +296,8 @@ def test_the_server_checks_its_solve_and_cache_flags_before_serving(capsys):
     with pytest.raises(SystemExit):  # argparse: not one of the choices
         main(["--solve", "everything"])
     assert "--solve" in capsys.readouterr().err
-    assert main(["--cache-max-mb", "-1", "--port", "1"]) == 2
+    with pytest.raises(SystemExit) as refused:  # argparse, in one line (issue 54 item 7)
+        main(["--cache-max-mb", "-1", "--port", "1"])
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--cache-max-mb must be 0 or more" in err
+    assert refused.value.code == 2
+    assert err.count("\n") == 1 and "argument --cache-max-mb: must be a finite number" in err

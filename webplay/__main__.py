@@ -3,7 +3,6 @@ serve the page (``--help`` says how long games are kept and which Host names are
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ipaddress
 import logging
@@ -17,6 +16,11 @@ if TYPE_CHECKING:
     import uvicorn
 
 from fivethousand_rl.agents.cache import CACHE_MAX_ENV, DEFAULT_CACHE_MAX_MB, cache_max_bytes
+from fivethousand_rl.agents.rule_flags import (
+    OneLineParser,
+    non_negative_number,
+    positive_whole_number,
+)
 from fivethousand_rl.webplay.games import (
     HOUR,
     MAX_WORK,
@@ -119,7 +123,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.w
     """The server's command line (`prog`: the command as typed, for its usage); the exit
     code once the server stops."""
     defaults = Limits()
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=prog,
         description="Play 5000 against the bots in a browser.",
         epilog=(
@@ -148,7 +152,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.w
         kind = int if unit == 1 else float
         p.add_argument(
             "--" + name.replace("_", "-"),
-            type=kind,
+            type=positive_whole_number if unit == 1 else non_negative_number,
             default=kind(getattr(defaults, name) / unit),
             metavar=metavar,
             help=f"{text} (default %(default)g)",
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.w
     )
     p.add_argument(
         "--cache-max-mb",
-        type=float,
+        type=non_negative_number,
         default=None,
         metavar="MB",
         help=f"size bound of the solver's disk cache, least recently used files deleted "
@@ -195,9 +199,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m fivethousand_rl.w
         limits = Limits(**{name: getattr(args, name) * unit for name, unit, *_ in LIMIT_FLAGS})
         hosts = check_hosts([*LOCAL_HOSTS, *own, *args.allowed_host])
         work = Work(args.max_work, args.max_work_per_address, args.solve)
-        if args.cache_max_mb is not None:
-            if not 0 <= args.cache_max_mb < float("inf"):
-                raise ValueError(f"--cache-max-mb must be 0 or more, got {args.cache_max_mb:g}")
+        if args.cache_max_mb is not None:  # finite and >= 0: non_negative_number
             os.environ[CACHE_MAX_ENV] = f"{args.cache_max_mb:g}"  # read by agents.cache
         cache_max_bytes()  # a bad $FIVETHOUSAND_CACHE_MAX_MB: said now, not at a solve
     except ValueError as e:

@@ -1,0 +1,47 @@
+"""Issue 54 item 7, the smaller points: numeric flags refused in one line naming the flag
+(no usage block)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fivethousand_rl import evaluate
+from fivethousand_rl.webplay import __main__ as server
+
+BAD_NUMBERS = ["nan", "inf", "-1", "1e309"]
+
+
+def refusal(main, argv: list[str], capsys) -> str:
+    """The one line `main` prints refusing `argv` (exit 2, by argparse or by its checks)."""
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "usage" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("value", BAD_NUMBERS)
+@pytest.mark.parametrize("flag", ["--games", "--players", "--seed", "--workers", "--max-turns"])
+def test_evaluate_refuses_a_bad_number_in_one_line_naming_the_flag(flag, value, capsys):
+    err = refusal(evaluate.main, ["random", "random", flag, value], capsys)
+    assert flag in err
+
+
+@pytest.mark.parametrize("value", BAD_NUMBERS)
+@pytest.mark.parametrize("flag", ["--target", "--entry"])
+def test_the_rule_flags_refuse_a_bad_number_in_one_line(flag, value, capsys):
+    err = refusal(evaluate.main, ["random", "random", flag, value], capsys)
+    assert flag.strip("-") in err  # argparse names the flag, Rules the field
+
+
+@pytest.mark.parametrize("value", BAD_NUMBERS)
+@pytest.mark.parametrize(
+    "flag",
+    ["--port", "--max-games", "--per-address", "--keep-idle", "--grace", "--cache-max-mb"]
+    + ["--max-work", "--max-work-per-address"],
+)
+def test_the_server_refuses_a_bad_number_in_one_line_naming_the_flag(flag, value, capsys):
+    port = [] if flag == "--port" else ["--port", "1"]  # refused before it listens
+    assert flag in refusal(server.main, [*port, flag, value], capsys)
