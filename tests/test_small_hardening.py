@@ -45,3 +45,15 @@ def test_the_rule_flags_refuse_a_bad_number_in_one_line(flag, value, capsys):
 def test_the_server_refuses_a_bad_number_in_one_line_naming_the_flag(flag, value, capsys):
     port = [] if flag == "--port" else ["--port", "1"]  # refused before it listens
     assert flag in refusal(server.main, [*port, flag, value], capsys)
+
+
+@pytest.mark.parametrize(
+    "spec", ["smart@", "smart@x", "smart@nan", "smart@inf", "smart@0", "smart@-1"]
+)
+def test_an_opponent_weight_that_is_empty_or_not_a_positive_number_is_refused(spec):
+    from fivethousand_rl.agents.training.config import parse_opponents
+
+    with pytest.raises(ValueError, match="opponent weight") as refused:
+        parse_opponents([spec])
+    assert "\n" not in str(refused.value)
+    assert parse_opponents(["smart@2", "turn-ev"]) == [("smart", 2.0), ("turn-ev", 1.0)]

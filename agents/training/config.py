@@ -301,9 +301,9 @@ def parse_opponents(
     `known` (default: an agent's name)."""
     pool = []
     for spec in specs:
-        name, _, weight = spec.partition("@")
-        try:
-            w = float(weight) if weight else 1.0
+        name, at, weight = spec.partition("@")
+        try:  # "smart@" (an empty weight) is refused, not read as 1
+            w = float(weight) if at else 1.0
         except ValueError:
             raise ValueError(f"bad opponent weight in {spec!r}: expected name@number") from None
         if not math.isfinite(w) or w <= 0:  # nan <= 0 is False: checked by name
