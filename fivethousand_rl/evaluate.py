@@ -46,7 +46,7 @@ from pathlib import Path
 
 from fivethousand_rl.agents import ray_tools
 from fivethousand_rl.agents import tournament_report as report
-from fivethousand_rl.agents.base import check_output_path, check_plot_path
+from fivethousand_rl.agents.base import atomic_write, check_output_path, check_plot_path
 from fivethousand_rl.agents.neural import first_line
 from fivethousand_rl.agents.rule_flags import (
     OneLineParser,
@@ -153,9 +153,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
 
 def write_outputs(args: argparse.Namespace, summary: dict) -> int:
-    """Write every output asked for; one that fails is reported in one line and the
-    others are still written (the picture last: it is the likeliest to fail)."""
-    writers = [
+    """Write every output asked for, each whole or not at all (atomic_write: a full disk
+    leaves no empty or cut file, and an older file as it was); one that fails is reported
+    in one line and the others are still written (the picture last: the likeliest to
+    fail)."""
+    writers = [  # each writes the file at the (temporary) name it is given
         (args.json, lambda path: Path(path).write_text(json.dumps(summary, indent=2))),
         (args.csv, lambda path: write_csv(path, summary)),
         (args.markdown, lambda path: Path(path).write_text(markdown(summary))),
@@ -166,7 +168,7 @@ def write_outputs(args: argparse.Namespace, summary: dict) -> int:
         if not path:
             continue
         try:
-            write(path)
+            atomic_write(path, write)
         except Exception as e:  # disk full, permissions, matplotlib: say it, go on
             print(f"error: could not write {path}: {first_line(e)}", file=sys.stderr)
             code = 1

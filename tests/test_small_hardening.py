@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import builtins
+import errno
+import io
+import os
+
 import pytest
 
 from fivethousand_rl import evaluate
@@ -57,3 +62,52 @@ def test_an_opponent_weight_that_is_empty_or_not_a_positive_number_is_refused(sp
         parse_opponents([spec])
     assert "\n" not in str(refused.value)
     assert parse_opponents(["smart@2", "turn-ev"]) == [("smart", 2.0), ("turn-ev", 1.0)]
+
+
+def full_disk(monkeypatch) -> None:
+    """Every file opened for writing from now on is made, but writing to it fails with
+    ENOSPC, as on a full disk (the file is created, its content is not)."""
+    real_open = builtins.open
+
+    class Full(io.RawIOBase):
+        def __init__(self, file) -> None:
+            self.file = file
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def close(self) -> None:
+            self.file.close()
+            super().close()
+
+    def opened(file, mode="r", *args, **kwargs):
+        if not any(c in mode for c in "wax+") or "r" in mode:
+            return real_open(file, mode, *args, **kwargs)
+        made = real_open(file, "wb")
+        return Full(made) if "b" in mode else io.TextIOWrapper(Full(made))
+
+    monkeypatch.setattr(builtins, "open", opened)
+    monkeypatch.setattr(io, "open", opened)
+
+
+def test_evaluate_outputs_on_a_full_disk_leave_no_file_and_say_it_in_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 54 item 7: a full disk left zero-byte outputs; now each output is whole or
+    absent, an older one is kept as it was, and each failure is one line (exit 1)."""
+    (tmp_path / "old.json").write_text('{"kept": true}')
+    outputs = {"--json": "old.json", "--csv": "r.csv", "--markdown": "r.md", "--plot": "r.png"}
+    argv = ["random", "smart", "--games", "4", "--per-game"]
+    argv += [arg for flag, name in outputs.items() for arg in (flag, str(tmp_path / name))]
+    full_disk(monkeypatch)
+    assert evaluate.main(argv) == 1
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    refusals = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(refusals) == len(outputs) and "Traceback" not in err, err
+    assert all(line.endswith("No space left on device") for line in refusals), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]  # no temporary left
+    assert (tmp_path / "old.json").read_text() == '{"kept": true}'
