@@ -6,7 +6,9 @@ from __future__ import annotations
 import builtins
 import errno
 import io
+import json
 import os
+import socket
 
 import pytest
 
@@ -111,3 +113,38 @@ def test_evaluate_outputs_on_a_full_disk_leave_no_file_and_say_it_in_one_line(
     assert all(line.endswith("No space left on device") for line in refusals), err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]  # no temporary left
     assert (tmp_path / "old.json").read_text() == '{"kept": true}'
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /api/bots HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n",
+        b"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n",
+        b"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n"
+        b"Content-Length: 2\r\n\r\n",
+    ],
+    ids=["two Host headers", "Content-Length not a number", "two Content-Lengths"],
+)
+def test_a_request_the_http_parser_refuses_gets_the_security_headers(head, tmp_path):
+    """Issue 54 item 7: h11 refuses these before the app sees them, and uvicorn answered
+    a bare text 400; now it is the app's JSON error with the security headers."""
+    pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
+    from fivethousand_rl.webplay.app import SECURITY_HEADERS, create_app
+    from tests.test_webplay_stall import served
+
+    app = create_app(tmp_path)
+    try:
+        with served(app) as port, socket.create_connection(("127.0.0.1", port), 10) as sock:
+            sock.sendall(head)
+            answer = b""
+            while chunk := sock.recv(65536):  # the server closes the connection after it
+                answer += chunk
+    finally:
+        app.state.store.close()
+    status, _, rest = answer.partition(b"\r\n")
+    headers, _, body = rest.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 400 "), answer
+    lines = {line.lower() for line in headers.split(b"\r\n")}
+    for name, value in SECURITY_HEADERS:
+        assert name + b": " + value.lower() in lines, answer
+    assert json.loads(body) == {"error": "invalid HTTP request"}

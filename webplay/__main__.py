@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import logging
 import os
 import socket
@@ -70,6 +71,8 @@ def server_config(app, head_timeout: float = HEAD_TIMEOUT) -> uvicorn.Config:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
+    from fivethousand_rl.webplay.app import SECURITY_HEADERS
+
     class TimelyH11(H11Protocol):
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
@@ -97,6 +100,21 @@ def server_config(app, head_timeout: float = HEAD_TIMEOUT) -> uvicorn.Config:
         def connection_lost(self, exc: Exception | None) -> None:
             self._head_timer.cancel()
             super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:
+            # A request h11 refuses before the app sees it (two Host headers, a bad
+            # Content-Length): answered as the app answers, a JSON error with the
+            # security headers, not uvicorn's bare text (issue 54 item 7).
+            body = json.dumps({"error": "invalid HTTP request"}).encode()
+            headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+            headers += [(b"content-length", str(len(body)).encode()), *SECURITY_HEADERS]
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event))
+            self.transport.close()
 
     # log_config=None: uvicorn's own config goes through logging.config.dictConfig, which
     # closes every handler the process already has (another library's, on any stream);
