@@ -13,6 +13,8 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from fivethousand_rl.envs.policy import Policy
 
 MODEL_SUFFIXES = (".zip", ".npz", ".onnx")  # a bot spec ending so names a model file
@@ -23,9 +25,9 @@ MAX_MODEL_BYTES = 256 << 20
 MAX_TEXT_BYTES = 16 << 20
 
 __all__ = [
-    "MODEL_SUFFIXES", "Policy", "atomic_write", "check_output_folder", "check_output_path",
-    "check_model_file", "check_plot_path", "duration", "figure", "read_capped",
-    "read_text_capped",
+    "MODEL_SUFFIXES", "Policy", "atomic_write", "check_finite", "check_output_folder",
+    "check_output_path", "check_model_file", "check_plot_path", "duration", "figure",
+    "read_capped", "read_text_capped",
 ]  # fmt: skip
 
 
@@ -70,6 +72,15 @@ def check_model_file(path: str | Path, limit: int | None = None) -> None:
         return
     if unpacked > limit:
         raise ValueError(f"cannot load {path}: it unpacks to {unpacked} bytes, over {limit}")
+
+
+def check_finite(name: str, array: object) -> None:
+    """ValueError (one line naming `name`) if the numbers `array` (anything ``np.asarray``
+    reads) hold a NaN or an infinity. Every loader of a network's weights calls it: such a
+    network plays garbage, or fails in the middle of a game, without an error of its own."""
+    values = np.asarray(array)
+    if values.dtype.kind in "fc" and not np.isfinite(values).all():
+        raise ValueError(f"its {name} are not all finite numbers (NaN or inf)")
 
 
 def check_output_path(path: str | Path, option: str) -> None:

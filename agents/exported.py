@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from fivethousand_rl.agents.base import read_text_capped
+from fivethousand_rl.agents.base import MAX_MODEL_BYTES, check_finite, read_capped, read_text_capped
 from fivethousand_rl.agents.neural import OBS_SPEC_ATTRIBUTE, TrainedModel, first_line
 from fivethousand_rl.agents.planner import PlannerBot
 from fivethousand_rl.agents.value_net import FeatureSpec, ValueNet, planner_for
@@ -76,9 +77,127 @@ def read_metadata(onnx_path: str | Path) -> dict:
     return meta
 
 
-def onnx_session(path: Path, threads: int = 1):
-    """An onnxruntime session on the CPU, or ExportError (one line)."""
+def _varint(buf: memoryview, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = buf[i]
+        value |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if byte < 0x80:
+            return value, i
+
+
+def _fields(buf: memoryview) -> Iterator[tuple[int, int, int | memoryview]]:
+    """The (field number, wire type, value) of a protobuf message, as its wire format
+    writes them: a varint's value, or the bytes of the others."""
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        wire = key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+        elif wire in (1, 5):
+            value, i = buf[i : i + (8 if wire == 1 else 4)], i + (8 if wire == 1 else 4)
+        elif wire == 2:
+            size, i = _varint(buf, i)
+            value, i = buf[i : i + size], i + size
+        else:
+            raise ValueError(f"it is not an ONNX model (a protobuf field of wire type {wire})")
+        if i > len(buf):
+            raise ValueError("it is not an ONNX model (a protobuf message is cut short)")
+        yield key >> 3, wire, value
+
+
+# onnx.proto's field numbers: ModelProto.graph; GraphProto.node, .initializer and
+# .sparse_initializer; NodeProto.attribute; AttributeProto.t, .g, .graphs, .tensors;
+# SparseTensorProto.values.
+MODEL_GRAPH, GRAPH_NODE, GRAPH_INITIALIZER, GRAPH_SPARSE_INITIALIZER = 7, 1, 5, 15
+NODE_ATTRIBUTE, ATTRIBUTE_TENSOR, ATTRIBUTE_GRAPH, ATTRIBUTE_GRAPHS = 5, 5, 6, 10
+ATTRIBUTE_TENSORS, SPARSE_VALUES = 11, 1
+# TensorProto's fields, and its floating types by data_type: (numpy type of raw_data, of
+# the repeated field that holds the values otherwise, that field's number).
+TENSOR_DATA_TYPE, TENSOR_NAME, TENSOR_RAW, TENSOR_LOCATION = 2, 8, 9, 14
+FLOAT_TENSORS = {1: ("<f4", "<f4", 4), 10: ("<f2", "int32", 5), 11: ("<f8", "<f8", 10)}
+BFLOAT16 = 16
+
+
+def _graph_tensors(graph: memoryview) -> Iterator[memoryview]:
+    """Every TensorProto a graph holds: its initializers, sparse ones included, and its
+    nodes' constant attributes (Constant nodes), with those of its subgraphs."""
+    for field, _, value in _fields(graph):
+        if field == GRAPH_INITIALIZER:
+            yield value
+        elif field == GRAPH_SPARSE_INITIALIZER:
+            yield from (v for f, _, v in _fields(value) if f == SPARSE_VALUES)
+        elif field == GRAPH_NODE:
+            for attribute in (v for f, _, v in _fields(value) if f == NODE_ATTRIBUTE):
+                for f, _, v in _fields(attribute):
+                    if f in (ATTRIBUTE_TENSOR, ATTRIBUTE_TENSORS):
+                        yield v
+                    elif f in (ATTRIBUTE_GRAPH, ATTRIBUTE_GRAPHS):
+                        yield from _graph_tensors(v)
+
+
+def _tensor_values(tensor: memoryview) -> tuple[str, np.ndarray | None]:
+    """The name of a TensorProto and its numbers as floats (None for a tensor of no
+    floating type, whose numbers are all finite)."""
+    fields = list(_fields(tensor))
+    single = {f: v for f, _, v in fields}
+    name = bytes(single.get(TENSOR_NAME, b"")).decode("utf-8", "replace")[:100]
+    if single.get(TENSOR_LOCATION) == 1:  # EXTERNAL: onnxruntime would read another file
+        raise ValueError(f"its tensor {name!r} is stored in another file")
+    data_type = single.get(TENSOR_DATA_TYPE)
+    if TENSOR_RAW in single and data_type == BFLOAT16:  # the high half of a float32
+        bits = np.frombuffer(single[TENSOR_RAW], "<u2").astype(np.uint32) << 16
+        return name, bits.view(np.float32)
+    if data_type not in FLOAT_TENSORS:
+        return name, None
+    raw_type, listed_type, listed = FLOAT_TENSORS[data_type]
+    if TENSOR_RAW in single:
+        return name, np.frombuffer(single[TENSOR_RAW], raw_type)
+    parts = []  # the repeated field, packed (wire type 2) or one number per field
+    for f, wire, v in fields:
+        if f != listed:
+            continue
+        if listed_type == "int32":  # float16 bit patterns, as varints
+            words = [v] if wire == 0 else _varints(v)
+            parts.append(np.array(words, np.uint32).astype(np.uint16).view(np.float16))
+        else:
+            parts.append(np.frombuffer(v, listed_type))
+    return name, np.concatenate(parts) if parts else None
+
+
+def _varints(buf: memoryview) -> list[int]:
+    values, i = [], 0
+    while i < len(buf):
+        value, i = _varint(buf, i)
+        values.append(value)
+    return values
+
+
+def check_onnx_weights(path: Path) -> None:
+    """ValueError (one line) if a tensor of the ONNX model at `path` (an initializer or a
+    constant, in any graph) holds a NaN or an infinity (``check_finite``), or lives in
+    another file. The protobuf is read here, field by field, as onnxruntime reads it:
+    the light install has no ``onnx`` package, and running the graph once would not
+    see every weight (a NaN behind a Relu, or in a row no probe reaches)."""
     try:
+        model = memoryview(read_capped(path, MAX_MODEL_BYTES))
+        graphs = [v for f, wire, v in _fields(model) if f == MODEL_GRAPH and wire == 2]
+        tensors = [t for graph in graphs for t in _graph_tensors(graph)]
+    except IndexError:
+        raise ValueError("it is not an ONNX model (a protobuf message is cut short)") from None
+    for tensor in tensors:
+        name, values = _tensor_values(tensor)
+        if values is not None:
+            check_finite(f"weights ({name})", values)
+
+
+def onnx_session(path: Path, threads: int = 1):
+    """An onnxruntime session on the CPU, its weights checked first (``check_onnx_weights``),
+    or ExportError (one line)."""
+    try:
+        check_onnx_weights(path)
         import onnxruntime as ort
 
         options = ort.SessionOptions()

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fivethousand_rl.agents.base import MAX_MODEL_BYTES, atomic_write, read_capped
+from fivethousand_rl.agents.base import MAX_MODEL_BYTES, atomic_write, check_finite, read_capped
 from fivethousand_rl.envs.batch import BatchGames
 from fivethousand_rl.envs.encoding import ACTION_FEATURES, ENCODINGS, OBS_LOW, ObsSpec, encode_rich
 from fivethousand_rl.envs.game import MAX_PLAYERS, MIN_PLAYERS, Game
@@ -505,19 +505,37 @@ def known_settings(settings: dict, spec: ObsSpec, known: dict | None = None) -> 
     return values
 
 
+def _tensors(value: object, key: str = "") -> Iterator[tuple[str, object]]:
+    """The tensors in `value` (what torch's ``weights_only`` loader built: tensors in
+    dicts, lists and tuples), each with its key path."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _tensors(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            yield from _tensors(v, f"{key}.{i}" if key else str(i))
+    elif hasattr(value, "is_floating_point"):
+        yield key, value
+
+
 def check_weights(archive: zipfile.ZipFile) -> None:
     """Read every torch member (``.pth``) of an SB3 archive with torch's ``weights_only``
     loader, which builds tensors and plain containers only: ValueError (one line) for
-    one that names anything else. SB3 reads them again (2.9 with weights_only too)."""
+    one that names anything else, or whose numbers are not all finite (``check_finite``:
+    the optimizer's moments too, which would make training from it diverge). SB3 reads
+    them again (2.9 with weights_only too)."""
     import torch
 
     for name in archive.namelist():
         if name.endswith(".pth"):
             try:
                 with archive.open(name) as member:
-                    torch.load(member, map_location="cpu", weights_only=True)
+                    loaded = torch.load(member, map_location="cpu", weights_only=True)
             except Exception as e:
                 raise ValueError(f"its {name} is not plain weights ({first_line(e)})") from None
+            for key, tensor in _tensors(loaded):
+                if tensor.is_floating_point():  # as float32: numpy has no bfloat16
+                    check_finite(f"{name} weights ({key})", tensor.detach().float().numpy())
 
 
 def load_sb3(
@@ -683,6 +701,8 @@ class NumpyScorer(TrainedModel):
         with np.load(path, allow_pickle=False) as data:
             config = json.loads(str(data["config"]))
             weights = {k: data[k] for k in data.files if k != "config"}
+        for key, array in weights.items():
+            check_finite(f"weights ({key})", array)
         return cls(weights, config, name or Path(path).stem)
 
     def _act_fn(self, x: np.ndarray) -> np.ndarray:

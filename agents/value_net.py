@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fivethousand_rl.agents.base import MODEL_SUFFIXES, read_text_capped
+from fivethousand_rl.agents.base import MODEL_SUFFIXES, check_finite, read_text_capped
 from fivethousand_rl.agents.neural import first_line, short_name
 from fivethousand_rl.agents.planner import PlannerBot
 from fivethousand_rl.agents.shipped import data_folder
@@ -245,10 +245,8 @@ class ValueNet:
                 n = int(meta["layers"])
                 weights = [z[f"w{i}"] for i in range(n)]
                 biases = [z[f"b{i}"] for i in range(n)]
-            # A net with a NaN or an infinite weight plays garbage (and loses every game)
-            # without any error of its own: refused here, once.
-            if not all(np.isfinite(a).all() for a in (*weights, *biases)):
-                raise ValueError("its weights are not all finite numbers (NaN or inf)")
+            for array in (*weights, *biases):
+                check_finite("weights", array)
             return cls(FeatureSpec.from_dict(meta["spec"]), weights, biases)
         except (OSError, KeyError, TypeError, ValueError) as e:  # JSONDecodeError is one
             raise ValueError(f"cannot load a value net from {path}: {e}") from None
