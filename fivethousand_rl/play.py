@@ -31,11 +31,11 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
 from fivethousand_rl.agents.rule_flags import (
+    OneLineParser,
     add_rule_flags,
     given_rule_flags,
     rules_from_args,
@@ -58,13 +58,6 @@ from fivethousand_rl.agents.terminal import (
 from fivethousand_rl.envs.i18n import LANGUAGES, _, language_from_environment, using
 from fivethousand_rl.envs.rules import Rules
 from fivethousand_rl.envs.rules_text import rules_text
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, its errors on one line (no usage block): like every other refusal here."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see --help)\n")
 
 
 def seconds(text: str) -> float:
@@ -101,7 +94,7 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> tuple[argpars
     """The command line's options, and the rules its rule flags name (a bad value: one
     line, exit status 2). Rule flags not given are None among the options
     (``given_rule_flags``: a saved game refuses them)."""
-    p = _Parser(
+    p = OneLineParser(
         prog=prog,
         description="Play 5000 in the terminal against bots, alone or as several people "
         "at one keyboard (pass and play, e.g. --humans Ann Bob --opponents smart: Ann, "
