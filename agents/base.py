@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import reprlib
 import stat
 import sys
 import tempfile
@@ -43,6 +44,23 @@ def read_capped(path: str | Path, limit: int) -> bytes:
     if len(data) > limit:
         raise ValueError(f"larger than {limit} bytes")
     return data
+
+
+# A user's value quoted in an error message: a few items of each list, two levels, long
+# texts cut in the middle, the whole cut at BRIEF_CHARS. Its work is bounded too, whatever
+# the value (nested lists sharing their items, which a full repr would expand).
+BRIEF_CHARS = 200
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel = 2
+_BRIEF.maxstring = _BRIEF.maxother = _BRIEF.maxlong = 80
+_BRIEF.maxlist = _BRIEF.maxtuple = _BRIEF.maxdict = _BRIEF.maxset = 8
+
+
+def brief_repr(value: object) -> str:
+    """``repr(value)`` for an error message, at most BRIEF_CHARS characters (reprlib:
+    "[1, 2, 3, 4, 5, 6, 7, 8, ...]", "'aaaa...aaaa'")."""
+    shown = _BRIEF.repr(value)
+    return shown if len(shown) <= BRIEF_CHARS else shown[: BRIEF_CHARS - 3] + "..."
 
 
 def read_text_capped(path: str | Path, limit: int | None = None) -> str:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tyro
-import yaml
 
 try:  # an optional extra: main() says how to install it when it is missing
     from ray import tune
@@ -45,7 +44,12 @@ except ImportError:
     tune, Callback = None, object
 
 import fivethousand_rl
-from fivethousand_rl.agents.base import check_output_folder, duration, read_text_capped
+from fivethousand_rl.agents.base import (
+    brief_repr,
+    check_output_folder,
+    duration,
+    read_text_capped,
+)
 from fivethousand_rl.agents.training.config import (
     RUNS,
     TrainConfig,
@@ -55,6 +59,7 @@ from fivethousand_rl.agents.training.config import (
     check_runs_folder,
     is_preset_name,
     load_preset,
+    load_yaml,
     make_config,
     new_run_config,
     read_run_config,
@@ -142,11 +147,11 @@ def parse_grid(item: str) -> tuple[str, list]:
         raise ValueError(f"--grid takes KEY=V1,V2,..., got {item!r}")
     try:
         if raw.lstrip().startswith("["):
-            values = scalar(yaml.safe_load(raw))
+            values = scalar(load_yaml(raw))
         else:
-            values = [scalar(yaml.safe_load(v)) for v in raw.split(",")]
-    except yaml.YAMLError:
-        raise ValueError(f"--grid {item!r}: the values are not YAML") from None
+            values = [scalar(load_yaml(v)) for v in raw.split(",")]
+    except ValueError as e:
+        raise ValueError(f"--grid {brief_repr(item)}: the values are not YAML: {e}") from None
     if not isinstance(values, list) or not values:
         raise ValueError(f"--grid {item!r}: give at least one value")
     return key.strip(), values
@@ -161,9 +166,9 @@ def parse_sample(item: str) -> tuple[str, str, list]:
             f"--sample takes KEY=DIST:..., DIST one of {', '.join(DISTRIBUTIONS)}, got {item!r}"
         )
     try:
-        args = [scalar(yaml.safe_load(v)) for v in rest.split("," if kind == "choice" else ":")]
-    except yaml.YAMLError:
-        raise ValueError(f"--sample {item!r}: the values are not YAML") from None
+        args = [scalar(load_yaml(v)) for v in rest.split("," if kind == "choice" else ":")]
+    except ValueError as e:
+        raise ValueError(f"--sample {brief_repr(item)}: the values are not YAML: {e}") from None
     if kind != "choice":
         numbers = all(isinstance(a, int | float) and not isinstance(a, bool) for a in args)
         if len(args) != 2 or not numbers or not args[0] < args[1]:

@@ -27,6 +27,7 @@ from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents.base import (
     MAX_MODEL_BYTES,
     atomic_write,
+    brief_repr,
     check_output_folder,
     program,
     read_capped,
@@ -230,7 +231,8 @@ class TrainConfig(PPOSettings, GameRules):
         if self.init_from and new_run:  # the model to start from plays this game
             if not self.init_from.endswith(".zip"):
                 raise ValueError(
-                    f"init_from must be a MaskablePPO checkpoint (.zip), got {self.init_from!r}"
+                    "init_from must be a MaskablePPO checkpoint (.zip), "
+                    f"got {brief_repr(self.init_from)}"
                 )
             make_policy(str(init_path(self))).check_game(self.players, self.rules)
 
@@ -272,11 +274,13 @@ def check_fields(config: Any, bounds: dict, choices: dict, layers: tuple[str, ..
             raise ValueError(f"{name} must be {rule}, got {value}")
     for name, allowed in choices.items():
         if (value := getattr(config, name)) not in allowed:
-            raise ValueError(f"{name} must be {' or '.join(allowed)}, got {value!r}")
+            raise ValueError(f"{name} must be {' or '.join(allowed)}, got {brief_repr(value)}")
     for name in layers:
         sizes = getattr(config, name)
         if not sizes or any(not isinstance(n, int) or n < 1 for n in sizes):
-            raise ValueError(f"{name} must be a non-empty list of positive sizes, got {sizes}")
+            raise ValueError(
+                f"{name} must be a non-empty list of positive sizes, got {brief_repr(sizes)}"
+            )
     if getattr(config, "run_name", ""):  # a JAX run's config has none: train_jax names it
         check_plain_name(config.run_name)
 
@@ -290,7 +294,7 @@ def check_plain_name(name: str) -> None:
     if not PLAIN_NAME.fullmatch(name):
         raise ValueError(
             f"run name must be a plain folder name (letters, digits, _ . + = @ -, "
-            f"not starting with . or -, at most 100 characters), got {name!r}"
+            f"not starting with . or -, at most 100 characters), got {brief_repr(name)}"
         )
 
 
@@ -305,9 +309,11 @@ def parse_opponents(
         try:  # "smart@" (an empty weight) is refused, not read as 1
             w = float(weight) if at else 1.0
         except ValueError:
-            raise ValueError(f"bad opponent weight in {spec!r}: expected name@number") from None
+            raise ValueError(
+                f"bad opponent weight in {brief_repr(spec)}: expected name@number"
+            ) from None
         if not math.isfinite(w) or w <= 0:  # nan <= 0 is False: checked by name
-            raise ValueError(f"opponent weight must be a positive number in {spec!r}")
+            raise ValueError(f"opponent weight must be a positive number in {brief_repr(spec)}")
         known(name)  # a clear error for unknown names, now
         pool.append((name, w))
     if not pool:
@@ -547,7 +553,9 @@ def make_config(values: dict[str, Any], cls: type = TrainConfig, where: str = ""
     for name, value in values.items():
         try:
             if name not in types:
-                raise ValueError(f"unknown key {name!r}; known: {', '.join(sorted(types))}")
+                raise ValueError(
+                    f"unknown key {brief_repr(name)}; known: {', '.join(sorted(types))}"
+                )
             typed[name] = coerce(name, value, types[name])
         except ValueError as e:
             raise ValueError(f"{where}: {e}" if where else str(e)) from None
@@ -570,7 +578,7 @@ def coerce(name: str, value: Any, kind: Any) -> Any:
                 return [to_number(name, v) for v in value]
             if all(isinstance(v, str) for v in value):
                 return list(value)
-    raise ValueError(f"{name} must be {KINDS[kind]}, got {value!r}")
+    raise ValueError(f"{name} must be {KINDS[kind]}, got {brief_repr(value)}")
 
 
 def is_number(value: Any) -> bool:
@@ -588,21 +596,57 @@ def to_number(name: str, value: Any, kind: type = int) -> Any:
         return number
     if isinstance(number, float) and number.is_integer():
         return int(number)
-    raise ValueError(f"{name} must be {KINDS[kind]}, got {value!r}")
+    raise ValueError(f"{name} must be {KINDS[kind]}, got {brief_repr(value)}")
+
+
+# The largest YAML document read (a preset, one --params or sweep value): theirs are under
+# 1 kB, and PyYAML takes about 12 s and 340 MB to read 1 MB of YAML.
+MAX_YAML_BYTES = 64 << 10
+
+
+class _PlainYamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (no tag builds an object) refusing anchors and aliases
+    (&a, *a): a few hundred bytes of aliases of aliases stand for gigabytes once
+    anything (a repr, a copy, a JSON dump) walks the value."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise ValueError("YAML anchors and aliases (&, *) are not accepted")
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> Any:
+    """The one way YAML a user gives is read (a preset, --params and sweep values): safe,
+    with no anchors or aliases, at most MAX_YAML_BYTES; anything else a ValueError in one
+    line (bad YAML, nesting too deep included) for the caller to say where it was."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
+        raise ValueError(f"YAML larger than {MAX_YAML_BYTES} bytes")
+    try:
+        return yaml.load(text, Loader=_PlainYamlLoader)  # a SafeLoader: no code runs
+    except yaml.MarkedYAMLError as e:  # its text is several lines: the problem and where
+        line = f" (line {e.problem_mark.line + 1})" if e.problem_mark else ""
+        raise ValueError(f"{e.problem or e.context}{line}") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"{(str(e) or 'bad YAML').splitlines()[0]}") from None
+    except RecursionError:
+        raise ValueError("YAML nested too deeply") from None
 
 
 def parse_params(params: list[str]) -> dict[str, Any]:
-    """--params KEY=VALUE ... as {KEY: value}, the values read as YAML (typed, never
-    evaluated as code)."""
+    """--params KEY=VALUE ... as {KEY: value}, the values read as YAML (``load_yaml``:
+    typed, never evaluated as code)."""
     values = {}
     for item in params:
         key, sep, raw = item.partition("=")
         if not sep:
-            raise ValueError(f"--params takes KEY=VALUE, got {item!r}")
+            raise ValueError(f"--params takes KEY=VALUE, got {brief_repr(item)}")
         try:
-            values[key.strip()] = yaml.safe_load(raw)
-        except (yaml.YAMLError, RecursionError):
-            raise ValueError(f"--params {item!r}: the value is not a YAML scalar or list") from None
+            values[key.strip()] = load_yaml(raw)
+        except ValueError as e:
+            raise ValueError(
+                f"--params {brief_repr(item)}: the value is not a YAML scalar or list: {e}"
+            ) from None
     return values
 
 
@@ -656,9 +700,9 @@ def preset_path(preset: str) -> Path:
         return path
     known = ", ".join(sorted(p.stem for p in PRESETS.glob("*.yaml")))
     if is_preset_name(preset):
-        raise ValueError(f"unknown preset {preset!r}; known: {known}")
+        raise ValueError(f"unknown preset {brief_repr(preset)}; known: {known}")
     raise ValueError(
-        f"unknown preset {preset!r}: a preset is a name from hyperparams/ ({known}) "
+        f"unknown preset {brief_repr(preset)}: a preset is a name from hyperparams/ ({known}) "
         "or the path of a .yaml file"
     )
 
@@ -670,15 +714,15 @@ def load_preset(preset: str, cls: type = TrainConfig) -> Any:
 
     path = preset_path(preset)
     try:
-        data = yaml.safe_load(read_text_capped(path)) or {}
-    except (OSError, ValueError, yaml.YAMLError, RecursionError) as e:  # ValueError: UTF-8, size
+        data = load_yaml(read_text_capped(path)) or {}
+    except (OSError, ValueError) as e:  # ValueError: UTF-8, size, YAML
         raise ValueError(f"cannot read preset {path}: {first_line(e)}") from None
     if not isinstance(data, dict):
         raise ValueError(f"preset {path} must be a mapping of config keys")
     other = PlannerConfig if cls is TrainConfig else TrainConfig
     if not set(data) <= set(field_types(cls)) and set(data) <= set(field_types(other)):
         raise ValueError(
-            f"preset {preset!r} is a preset of {program(other.PROGRAM)}, not "
+            f"preset {brief_repr(preset)} is a preset of {program(other.PROGRAM)}, not "
             f"{program(cls.PROGRAM)}: {program(other.PROGRAM)} --preset {preset}"
         )
     where = f"preset {path}"
@@ -699,7 +743,7 @@ def default_run_name(config: Config) -> str:
     name = f"{prefix}_{config.hold}{rules_tag(config.rules)}_seed{config.seed}"
     if not PLAIN_NAME.fullmatch(name):  # a preset file with an odd name
         raise ValueError(
-            f"the run name {name!r} made from the preset's file name is not a "
+            f"the run name {brief_repr(name)} made from the preset's file name is not a "
             "plain folder name: give one with --run-name"
         )
     return name

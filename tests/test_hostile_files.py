@@ -1,0 +1,138 @@
+"""Issue 54 (deliver 3): no small file a user hands a command blows up memory. Each
+hostile file goes through the real command line in a child process whose peak resident
+memory is measured (os.wait4): it is refused in one line, exit 2, well under 500 MB."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fivethousand_rl import sweep
+from fivethousand_rl.agents.base import BRIEF_CHARS, brief_repr
+from fivethousand_rl.agents.training.config import (
+    MAX_YAML_BYTES,
+    TrainConfig,
+    load_yaml,
+    make_config,
+    parse_params,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+RSS_LIMIT = 500 << 20
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """About 400 bytes of YAML whose value, walked (a repr, a copy), is 9**9 strings:
+    each list holds the one before nine times, by alias."""
+    parts = ["&a [" + ",".join(['"lol"'] * 9) + "]"]
+    for i in range(1, levels):
+        parts.append(f"&{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9) + "]")
+    return "[" + ", ".join(parts) + "]"
+
+
+def shared_lists(levels: int = 9) -> list:
+    """The value the alias bomb stands for, as PyYAML built it: lists sharing their items."""
+    value: list = ["lol"] * 9
+    for _ in range(levels):
+        value = [value] * 9
+    return value
+
+
+def run_measured(args: list[str], tmp_path: Path, timeout: float = 60) -> tuple[int, str, int]:
+    """(exit status, stderr, peak RSS in bytes) of `python ARGS` run from the clone; a
+    child past `timeout` seconds is killed and the test fails."""
+    err_path = tmp_path / "stderr.txt"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err
+        )
+        deadline = time.monotonic() + timeout
+        while not (waited := os.wait4(proc.pid, os.WNOHANG))[0]:
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                pytest.fail(f"{args} still running after {timeout} s")
+            time.sleep(0.02)
+    _, status, usage = waited
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    return proc.returncode, err_path.read_text(), usage.ru_maxrss * 1024  # Linux: kB
+
+
+@pytest.mark.parametrize("script", ["train.py", "train_planner.py"])
+@pytest.mark.parametrize("way", ["--preset", "--params"])
+def test_a_yaml_alias_bomb_is_refused_in_one_line_without_growing(script, way, tmp_path):
+    """Issue 54 item 4: a 400-byte alias bomb as a preset or a --params value grew to
+    3 GB (the error message's repr walked it) and died with a MemoryError traceback."""
+    if way == "--preset":
+        preset = tmp_path / "bomb.yaml"
+        preset.write_text(f"n_steps: {alias_bomb()}\n")
+        assert preset.stat().st_size < 450
+        args = [script, "--preset", str(preset)]
+    else:
+        args = [script, "--params", f"n_steps={alias_bomb()}"]
+    code, err, peak = run_measured([*args, "--checkpoints", str(tmp_path / "runs")], tmp_path)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "YAML anchors and aliases (&, *) are not accepted" in err
+    assert peak < RSS_LIMIT, f"peak RSS {peak >> 20} MB"
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "text", ["&a 1", "[&a 1, *a]", "a: &x {b: 1}\nc: *x", "base: &b {x: 1}\nmine:\n  <<: *b"]
+)
+def test_every_anchor_or_alias_is_refused(text):
+    """A lone anchor too (and a merge key, which needs an alias): the loader refuses
+    the whole notation, not only the aliases it would expand."""
+    with pytest.raises(ValueError, match=r"^YAML anchors and aliases \(&, \*\) are not accepted$"):
+        load_yaml(text)
+
+
+def test_yaml_documents_are_bounded_and_errors_are_one_line():
+    """PyYAML reads 1 MB of YAML in about 12 s and 340 MB: a document past MAX_YAML_BYTES
+    is refused before it is parsed; bad YAML and deep nesting are one line each."""
+    assert load_yaml("n_steps: 128\nopponents: [smart, turn-ev]") == {
+        "n_steps": 128,
+        "opponents": ["smart", "turn-ev"],
+    }
+    big = "# " + "x" * MAX_YAML_BYTES
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=f"^YAML larger than {MAX_YAML_BYTES} bytes$"):
+        load_yaml(big)
+    assert time.monotonic() - started < 1
+    for bad in ["[8", "a: b: c", "[" * 10_000]:
+        with pytest.raises(ValueError) as caught:
+            load_yaml(bad)
+        assert "\n" not in str(caught.value) and str(caught.value)
+
+
+def test_sweep_grid_and_sample_values_go_through_the_same_loader():
+    """sweep --grid / --sample values are YAML too: an alias bomb is refused in one line."""
+    with pytest.raises(ValueError, match="--grid .*: the values are not YAML: YAML anchors"):
+        sweep.parse_grid(f"n_steps={alias_bomb()}")
+    with pytest.raises(ValueError, match="--sample .*: the values are not YAML: YAML anchors"):
+        sweep.parse_sample("n_steps=choice:&a [1],*a")
+    assert sweep.parse_grid("learning_rate=1e-4,3e-4") == ("learning_rate", [1e-4, 3e-4])
+
+
+def test_error_messages_quote_user_values_briefly():
+    """No error message repr()s a user's value whole: a value of lists sharing their
+    items (what the alias bomb stood for) and a 1 MB text are quoted in BRIEF_CHARS."""
+    started = time.monotonic()
+    for value in [shared_lists(), "x" * (1 << 20)]:
+        with pytest.raises(ValueError) as caught:
+            make_config({"n_steps": value}, TrainConfig, "preset p.yaml")
+        assert len(str(caught.value)) < BRIEF_CHARS + 100, str(caught.value)[:300]
+        with pytest.raises(ValueError) as caught:
+            make_config({"opponents": value}, TrainConfig)
+        assert len(str(caught.value)) < BRIEF_CHARS + 100
+    with pytest.raises(ValueError) as caught:
+        parse_params(["n_steps" + "=" * 100_000])
+    assert len(str(caught.value)) < BRIEF_CHARS + 100
+    assert time.monotonic() - started < 1
+    assert brief_repr(["smart", "turn-ev"]) == "['smart', 'turn-ev']"  # short ones as repr
