@@ -200,3 +200,33 @@ def test_the_shipped_exported_bots_pass_and_a_broken_file_is_refused(tmp_path):
     cut.write_bytes(SHIPPED_ONNX.read_bytes()[:5000])
     with pytest.raises(ValueError, match="not an ONNX model"):
         check_onnx_weights(cut)
+
+
+# ------------------------------------------------------------------------- the web server
+def test_the_server_leaves_out_an_exported_bot_with_non_finite_weights(tmp_path, caplog):
+    """Issue 54: a NaN .onnx in the server's bots/ answered 500 at every step of its
+    games. Now it is left out of the list at start-up, in one line of the log."""
+    pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
+    from fastapi.testclient import TestClient
+
+    from fivethousand_rl.webplay.app import create_app
+    from fivethousand_rl.webplay.bots import Catalogue
+
+    bad = nan_onnx(tmp_path, nan_raw_initializer)
+    bots = tmp_path / "server" / "bots"
+    bots.mkdir(parents=True)
+    for path in (bad, bad.with_suffix(".json")):
+        shutil.copy(path, bots / path.name)
+    shutil.copy(SHIPPED_ONNX, bots / "good.onnx")
+    shutil.copy(SHIPPED_ONNX.with_suffix(".json"), bots / "good.json")
+    with caplog.at_level("WARNING", logger="webplay"):
+        catalogue = Catalogue(tmp_path / "server")
+    assert "good.onnx" in catalogue and "bad.onnx" not in catalogue
+    [record] = [r for r in caplog.records if "left out" in r.getMessage()]
+    assert "bad.onnx" in record.getMessage() and MESSAGE in record.getMessage()
+    client = TestClient(
+        create_app(tmp_path / "data", catalogue=catalogue), base_url="http://localhost"
+    )
+    keys = [b["key"] for b in client.get("/api/bots").json()["bots"]]
+    assert "good.onnx" in keys and "bad.onnx" not in keys
+    client.app.state.store.close()

@@ -6,7 +6,8 @@ Scripted bots and ``optimal`` by name; the project's shipped agents by name
 (``root``, the current one by default), agents shipped there (``checkpoints/NAME/``
 holding a ``model.zip`` or ``value_net.npz``, as ``ship.py`` writes them) and exported
 bots (``bots/*.onnx``, and the ``model.onnx`` of a folder ``checkpoints/NAME/`` or
-``bots/NAME/``, a bundle: named NAME, as tournaments name it). Each is built by
+``bots/NAME/``, a bundle: named NAME, as tournaments name it; one whose weights are
+not all finite is left out, in one line of the log). Each is built by
 ``fivethousand_rl.agents.make_policy``, once, the first time a game needs it, and
 shared by every game (policies keep no per-game state).
 What is made per table or rules (hint planners, solves) is kept while recently used,
@@ -16,6 +17,7 @@ Heavy one-time work (a model load, a solve) holds up only the requests that need
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from typing import TypeVar
 
 from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents.cache import LRU, MB
+from fivethousand_rl.agents.exported import check_onnx_weights
 from fivethousand_rl.agents.neural import short_name
 from fivethousand_rl.agents.shipped import EXPORTED, shipped_models
 from fivethousand_rl.envs.i18n import N_, _
@@ -31,6 +34,7 @@ from fivethousand_rl.envs.policy import Policy
 from fivethousand_rl.envs.rules import Rules
 
 ROOT = Path(__file__).resolve().parents[1]
+log = logging.getLogger("webplay")
 T = TypeVar("T")
 # What a catalogue keeps made per table or rules, at most (a hint planner's caches grow
 # to tens of MB as it is used: fivethousand_rl.agents.planner).
@@ -63,6 +67,18 @@ EXPORTED_ABOUT = N_("exported bot (ONNX)")
 def _model_kind(path: Path) -> str:
     """ ".npz" for a planner's value net, ".zip" for a PPO model (anything else)."""
     return ".npz" if path.suffix == ".npz" else ".zip"
+
+
+def _weights_fine(path: Path) -> bool:
+    """Whether the exported bot `path` may be listed: not if its weights hold a NaN or an
+    infinity, or its file is no ONNX model (logged once, at start-up). Checked here, a
+    millisecond a file, because such a bot would fail every step of its games."""
+    try:
+        check_onnx_weights(path)
+    except (OSError, ValueError) as e:
+        log.warning("left out the exported bot %s: %s", path, e)
+        return False
+    return True
 
 
 @dataclass
@@ -103,7 +119,8 @@ class Catalogue:
         exported = [(short_name(path), path) for path in sorted(folders) if path.is_file()]
         exported += [(path.name, path) for path in sorted((self.root / "bots").glob("*.onnx"))]
         for key, path in exported:
-            self.bots.setdefault(key, Bot(key, str(path), "exported", EXPORTED_ABOUT))
+            if key not in self.bots and _weights_fine(path):
+                self.bots[key] = Bot(key, str(path), "exported", EXPORTED_ABOUT)
         self._lock = threading.Lock()  # guards the three below, held for a lookup only
         # The bots themselves are kept for good (the list is fixed); what is made per
         # table or rules (hint planners, prepared solves) is kept while recently used,
