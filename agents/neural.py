@@ -40,6 +40,7 @@ import json
 import pickle
 import re
 import zipfile
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -324,22 +325,127 @@ class ForbiddenPickle(pickle.UnpicklingError):
     """A pickle that names more than data (``read_data_pickle``): nothing was called."""
 
 
+# numpy's own pickle steps would build what a pickle declares: an object array (2.4 GB
+# of None from 133 bytes), any shape, a dtype whose flags a BUILD forged. Here a dtype is
+# a _PickledDtype until checked, and an array is checked before numpy allocates it.
+class _PickledDtype:
+    """What the pickle says of a dtype (``numpy.dtype(code, ...)`` and its BUILD state),
+    made a numpy dtype only by ``plain_dtype``."""
+
+    def __init__(self, code: object, *_: object) -> None:
+        self.code, self.state = code, None
+
+    def __setstate__(self, state: object) -> None:
+        self.state = state
+
+
+def plain_dtype(spec: object) -> np.dtype:
+    """The numpy dtype a pickle's `spec` names, if it is a plain one (numbers, booleans,
+    texts, raw bytes) with the state numpy itself gives it; else ForbiddenPickle."""
+    if not isinstance(spec, _PickledDtype) or not isinstance(spec.code, str):
+        raise ForbiddenPickle("an array without a plain dtype")
+    try:
+        dtype = np.dtype(spec.code)
+        if isinstance(spec.state, tuple) and len(spec.state) > 1 and spec.state[1] in ("<", ">"):
+            dtype = dtype.newbyteorder(spec.state[1])
+    except (TypeError, ValueError):
+        raise ForbiddenPickle(f"an array of dtype {spec.code[:20]!r}") from None
+    plain = not dtype.hasobject and dtype.fields is None and dtype.subdtype is None
+    if not plain or spec.state not in (None, dtype.__reduce__()[2]):
+        raise ForbiddenPickle(f"an array of {dtype} (objects or a changed dtype)")
+    return dtype
+
+
+def _checked_size(shape: object, dtype: np.dtype) -> tuple[int, ...]:
+    """`shape` if it is one whose array of `dtype` fits in MAX_MODEL_BYTES."""
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+        raise ForbiddenPickle("an array with a bad shape")
+    size = dtype.itemsize
+    for n in shape:
+        size *= n
+    if size > MAX_MODEL_BYTES:
+        raise ForbiddenPickle(f"an array of {size} bytes (more than {MAX_MODEL_BYTES})")
+    return shape
+
+
+class _PickledArray(np.ndarray):
+    """An array being unpickled: its state (shape, dtype, bytes) checked before numpy
+    fills it; made a plain ndarray by ``_plain_values`` once the pickle is read."""
+
+    def __setstate__(self, state: object) -> None:
+        if not isinstance(state, tuple) or len(state) != 5:
+            raise ForbiddenPickle("an array with a bad state")
+        version, shape, spec, fortran, raw = state
+        dtype = plain_dtype(spec)
+        super().__setstate__((version, _checked_size(shape, dtype), dtype, fortran, raw))
+
+
+def _ndarray(*_: object) -> None:
+    raise ForbiddenPickle("it calls numpy.ndarray")  # which would allocate any shape
+
+
+def _reconstruct(subtype: object, shape: object, code: object) -> _PickledArray:
+    if subtype is not _ndarray or shape != (0,):  # numpy pickles an empty array, then fills it
+        raise ForbiddenPickle("an array declared with a size")
+    return _PickledArray((0,), "b")
+
+
+def _scalar(spec: object, raw: object = None) -> object:
+    dtype = plain_dtype(spec)
+    if not isinstance(raw, bytes) or len(raw) != dtype.itemsize:
+        raise ForbiddenPickle("a numpy scalar with bad bytes")
+    return np.frombuffer(raw, dtype)[0]
+
+
+def _frombuffer(buf: object, spec: object, shape: object, order: object) -> np.ndarray:
+    dtype = plain_dtype(spec)
+    return np.frombuffer(buf, dtype).reshape(_checked_size(shape, dtype), order=order)
+
+
+NUMPY_STEPS = {"_reconstruct": _reconstruct, "scalar": _scalar, "_frombuffer": _frombuffer}
+NUMPY_STEPS |= {"dtype": _PickledDtype, "ndarray": _ndarray}
+
+
+def _plain_values(value: object, seen: dict[int, object]) -> object:
+    """`value` with each _PickledArray a plain ndarray and each _PickledDtype a dtype, in
+    the containers a data pickle may hold (lists, dicts, deques changed in place)."""
+    if id(value) in seen:  # one object met twice stays one
+        return seen[id(value)]
+    if isinstance(value, _PickledArray):
+        seen[id(value)] = value = value.view(np.ndarray)
+    elif isinstance(value, _PickledDtype):
+        seen[id(value)] = value = plain_dtype(value)
+    elif isinstance(value, list | deque):
+        seen[id(value)] = value
+        for i, item in enumerate(value):
+            value[i] = _plain_values(item, seen)
+    elif isinstance(value, dict):
+        seen[id(value)] = value
+        for key, item in value.items():
+            value[key] = _plain_values(item, seen)
+    elif isinstance(value, tuple):
+        seen[id(value)] = value = tuple(_plain_values(item, seen) for item in value)
+    return value
+
+
 class _DataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) == ("torch.storage", "_load_from_bytes"):
             return _storage_from_bytes
         if (module, name) not in DATA_GLOBALS | TENSOR_GLOBALS:
             raise ForbiddenPickle(f"it names {module}.{name}")
+        if module.startswith("numpy") and name in NUMPY_STEPS:
+            return NUMPY_STEPS[name]
         return super().find_class(module, name)
 
 
 def read_data_pickle(raw: bytes) -> object:
-    """Unpickle `raw` building data only: Python's plain types, numpy arrays and scalars,
-    deques, ordered dicts and torch tensors (``DATA_GLOBALS``, ``TENSOR_GLOBALS``); a
-    pickle naming anything else raises ``ForbiddenPickle`` ("it names ...") and nothing
-    it names is called. The same bytes given to ``pickle.loads`` then call only
-    those (a run's ``state.pkl`` is checked so before it is loaded)."""
-    return _DataUnpickler(io.BytesIO(raw)).load()
+    """Unpickle `raw` building data only: Python's plain types, numpy arrays and scalars
+    of plain dtypes, deques, ordered dicts and torch tensors (``DATA_GLOBALS``,
+    ``TENSOR_GLOBALS``); a pickle naming anything else, an object array or an array
+    declared larger than MAX_MODEL_BYTES raises ``ForbiddenPickle`` before anything it
+    names is called or allocated."""
+    return _plain_values(_DataUnpickler(io.BytesIO(raw)).load(), {})
 
 
 def _read_data(key: str, value: dict):

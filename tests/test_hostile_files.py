@@ -1,10 +1,9 @@
 """Issue 54 (deliver 3): no small file a user hands a command blows up memory. Each
 hostile file goes through the real command line in a child process whose peak resident
-memory is measured (os.wait4): it is refused in one line, exit 2, well under 500 MB."""
+memory is measured (VmHWM): it is refused in one line, exit 2, well under 500 MB."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -43,24 +42,35 @@ def shared_lists(levels: int = 9) -> list:
     return value
 
 
+# Runs a script as python SCRIPT ARGS would, then writes the process's peak resident
+# memory since its exec (VmHWM; getrusage's ru_maxrss would count the forked test
+# process's memory from before the exec) to the file given first.
+MEASURED = """import runpy, sys
+out, sys.argv = sys.argv[1], sys.argv[2:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    open(out, "w").write(peak.split()[1])
+"""
+
+
 def run_measured(args: list[str], tmp_path: Path, timeout: float = 60) -> tuple[int, str, int]:
     """(exit status, stderr, peak RSS in bytes) of `python ARGS` run from the clone; a
     child past `timeout` seconds is killed and the test fails."""
-    err_path = tmp_path / "stderr.txt"
-    with open(err_path, "w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err
+    peak_path = tmp_path / "peak_kb.txt"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", MEASURED, str(peak_path), *args],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=timeout,
         )
-        deadline = time.monotonic() + timeout
-        while not (waited := os.wait4(proc.pid, os.WNOHANG))[0]:
-            if time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                pytest.fail(f"{args} still running after {timeout} s")
-            time.sleep(0.02)
-    _, status, usage = waited
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    return proc.returncode, err_path.read_text(), usage.ru_maxrss * 1024  # Linux: kB
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{args} still running after {timeout} s")
+    return done.returncode, done.stderr, int(peak_path.read_text()) * 1024
 
 
 @pytest.mark.parametrize("script", ["train.py", "train_planner.py"])
@@ -136,3 +146,91 @@ def test_error_messages_quote_user_values_briefly():
     assert len(str(caught.value)) < BRIEF_CHARS + 100
     assert time.monotonic() - started < 1
     assert brief_repr(["smart", "turn-ev"]) == "['smart', 'turn-ev']"  # short ones as repr
+
+
+# ------------------------------------------------ item 3: pickled arrays bounded
+SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p"
+DECLARED = 40_000_000  # items: 320 MB of object pointers, past MAX_MODEL_BYTES (256 MB)
+
+
+class ObjectArrayBomb:
+    """Pickles as numpy's own steps building an array of `DECLARED` items (None each, as
+    numpy fills an object array): about 130 bytes standing for gigabytes."""
+
+    def __init__(self, how: str, dtype: str = "O") -> None:
+        self.how, self.dtype = how, dtype
+
+    def __reduce__(self):
+        import numpy as np
+
+        if self.how == "ndarray":  # numpy.ndarray((N,), dtype) called directly
+            return (np.ndarray, ((DECLARED,), np.dtype(self.dtype)))
+        reconstruct = np.ndarray.__reduce__(np.zeros(0))[0]
+        if self.how == "reconstruct":  # the empty array numpy starts from, declared large
+            return (reconstruct, (np.ndarray, (DECLARED,), np.dtype(self.dtype)))
+        state = (1, (DECLARED,), np.dtype(self.dtype), False, [None])  # BUILD: its state
+        return (reconstruct, (np.ndarray, (0,), b"b"), state)
+
+
+@pytest.mark.parametrize("how", ["ndarray", "reconstruct", "state"])
+@pytest.mark.parametrize("dtype", ["O", "f8"])
+def test_the_data_unpickler_refuses_object_arrays_and_sizes_past_the_bound(how, dtype):
+    """Issue 54 item 3: numpy's pickle steps allocate the shape and dtype a pickle
+    declares; each is checked first (ForbiddenPickle, nothing allocated)."""
+    import pickle
+
+    from fivethousand_rl.agents.neural import ForbiddenPickle, read_data_pickle
+
+    raw = pickle.dumps(ObjectArrayBomb(how, dtype), protocol=4)
+    assert len(raw) < 200
+    with pytest.raises(ForbiddenPickle):
+        read_data_pickle(raw)
+
+
+def test_the_data_unpickler_refuses_a_dtype_whose_state_was_changed():
+    """A BUILD can set a plain dtype's flags to say it holds objects (numpy would then
+    read its bytes as pointers): a dtype must have the state numpy gives it."""
+    import pickle
+
+    import numpy as np
+
+    from fivethousand_rl.agents.neural import ForbiddenPickle, read_data_pickle
+
+    raw = pickle.dumps(np.zeros(1, dtype="V8"), protocol=4)
+    assert read_data_pickle(raw).dtype == np.dtype("V8")
+    flags = b"K\x08K\x01K\x00t"  # the dtype state's end: size 8, alignment 1, flags 0
+    assert raw.count(flags) == 1
+    with pytest.raises(ForbiddenPickle, match="objects or a changed dtype"):
+        read_data_pickle(raw.replace(flags, b"K\x08K\x01K?t"))  # flags 63: holds objects
+
+
+def model_with_last_obs(folder: Path, pickled: bytes) -> Path:
+    """The shipped 2-player model.zip with `pickled` as its `_last_obs` setting."""
+    import base64
+    import json
+    import zipfile
+
+    path = folder / "model.zip"
+    with zipfile.ZipFile(SHIPPED_2P / "model.zip") as old, zipfile.ZipFile(path, "w") as new:
+        for info in old.infolist():
+            raw = old.read(info)
+            if info.filename == "data":
+                data = json.loads(raw)
+                data["_last_obs"] = {":serialized:": base64.b64encode(pickled).decode()}
+                raw = json.dumps(data).encode()
+            new.writestr(info, raw)
+    return path
+
+
+def test_an_object_array_bomb_in_a_model_zip_is_refused_in_one_line(tmp_path):
+    """Issue 54 item 3: a 133-byte pickled object array as a model's _last_obs took
+    evaluate to 2.37 GB and a MemoryError traceback."""
+    import pickle
+
+    pickled = pickle.dumps(ObjectArrayBomb("reconstruct"), protocol=4)
+    path = model_with_last_obs(tmp_path, pickled)
+    code, err, peak = run_measured(["evaluate.py", str(path), "random", "--games", "2"], tmp_path)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "_last_obs" in err and "an array" in err, err
+    assert peak < RSS_LIMIT, f"peak RSS {peak >> 20} MB"
