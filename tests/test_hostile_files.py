@@ -234,3 +234,26 @@ def test_an_object_array_bomb_in_a_model_zip_is_refused_in_one_line(tmp_path):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert "_last_obs" in err and "an array" in err, err
     assert peak < RSS_LIMIT, f"peak RSS {peak >> 20} MB"
+
+
+def test_an_object_array_bomb_in_state_pkl_is_refused_on_resume(tmp_path):
+    """Issue 54 item 3: the same pickle in a run's latest/state.pkl took train --resume
+    to 2.1 GB; it is refused in one line before the run is touched."""
+    import pickle
+    import shutil
+
+    run = tmp_path / "run"
+    (run / "latest").mkdir(parents=True)
+    shutil.copy(SHIPPED_2P / "config.json", run / "config.json")
+    shutil.copy(SHIPPED_2P / "model.zip", run / "latest" / "model.zip")
+    state = pickle.dumps({"run": ObjectArrayBomb("reconstruct")}, protocol=4)
+    (run / "latest" / "state.pkl").write_bytes(state)
+    before = sorted(p.name for p in run.rglob("*"))
+    code, err, peak = run_measured(
+        ["train.py", "--resume", str(run), "--n-timesteps", "512"], tmp_path
+    )
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "state.pkl is a pickle of more than data (an array declared" in err, err
+    assert peak < RSS_LIMIT, f"peak RSS {peak >> 20} MB"
+    assert sorted(p.name for p in run.rglob("*")) == before
