@@ -35,11 +35,11 @@ FLAGS = {  # Rules field -> its flag
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, its errors on one line naming the flag (no usage block), exit 2: like
-    every other refusal here (issue 54 item 7)."""
+    """argparse, its errors on one line naming the flag and the command as typed for its
+    help (no usage block), exit 2: like every other refusal here (issue 54 item 7)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see --help)\n")
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def non_negative_number(text: str) -> float:

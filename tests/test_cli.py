@@ -89,7 +89,8 @@ def test_each_subcommand_s_help_names_the_command_as_typed(capsys, name):
 
 def test_a_subcommand_s_errors_name_the_command_as_typed(capsys):
     code, _, err = run_cli(capsys, ["evaluate", "smart", "--games", "many"])
-    assert code == 2 and "fivethousand evaluate: error: argument --games" in err
+    assert code == 2 and err.startswith("error: argument --games")
+    assert err.strip().endswith("(see fivethousand evaluate --help)") and err.count("\n") == 1
 
 
 def test_the_list_imports_no_program():
