@@ -22,3 +22,26 @@ def bank_total(game, rolls_and_holds):
     """Play a turn from a list of (roll, held) and bank after the last hold."""
     for i, (roll, held) in enumerate(rolls_and_holds):
         play(game, roll, held, bank=i == len(rolls_and_holds) - 1)
+
+
+def tiny_mlp_model(hidden: int, n_steps: int):
+    """A small MaskablePPO MlpPolicy on FiveThousand-v0 (2 players, compact observation,
+    its spec attached, untrained): a model file for tests to save, load and corrupt."""
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    import fivethousand_rl.envs  # noqa: F401 - registers FiveThousand-v0
+    from fivethousand_rl.agents.neural import attach_obs_spec
+    from fivethousand_rl.envs.encoding import ObsSpec
+
+    model = MaskablePPO(
+        "MlpPolicy",
+        gym.make("FiveThousand-v0"),
+        n_steps=n_steps,
+        batch_size=64,
+        seed=0,
+        device="cpu",
+        policy_kwargs={"net_arch": [hidden]},
+    )
+    attach_obs_spec(model, ObsSpec("compact", 2, Rules()))
+    return model

@@ -14,9 +14,8 @@ from rich.console import Console
 from fivethousand_rl import evaluate
 from fivethousand_rl.agents import tournament as tour
 from fivethousand_rl.agents import tournament_report
-from fivethousand_rl.agents.neural import attach_obs_spec
-from fivethousand_rl.envs.encoding import ObsSpec
 from fivethousand_rl.envs.rules import Rules
+from tests.helpers import tiny_mlp_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,22 +134,8 @@ def test_corrupt_checkpoint_is_one_clear_line(tmp_path):
 
 
 def test_sb3_checkpoint_plays_in_a_tournament(tmp_path):
-    import gymnasium as gym
-    from sb3_contrib import MaskablePPO
-
-    import fivethousand_rl.envs  # noqa: F401
-
-    model = MaskablePPO(
-        "MlpPolicy",
-        gym.make("FiveThousand-v0"),
-        n_steps=128,
-        batch_size=64,
-        seed=0,
-        device="cpu",
-        policy_kwargs={"net_arch": [16]},
-    )
+    model = tiny_mlp_model(hidden=16, n_steps=128)
     model.learn(256)
-    attach_obs_spec(model, ObsSpec("compact", 2, Rules()))
     path = tmp_path / "agent.zip"
     model.save(path)
     summary_path = tmp_path / "s.json"

@@ -18,8 +18,7 @@ from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents.base import check_finite
 from fivethousand_rl.agents.exported import ExportError, check_onnx_weights
 from fivethousand_rl.agents.neural import CheckpointError, NumpyScorer, check_weights, load_snapshot
-from fivethousand_rl.envs.encoding import ObsSpec
-from fivethousand_rl.envs.rules import Rules
+from tests.helpers import tiny_mlp_model
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_ONNX = ROOT / "checkpoints" / "ppo-2p" / "model.onnx"
@@ -34,23 +33,7 @@ def one_line_error(capsys) -> str:
 
 @pytest.fixture(scope="module")
 def tiny_model():
-    import gymnasium as gym
-    from sb3_contrib import MaskablePPO
-
-    import fivethousand_rl.envs  # noqa: F401
-    from fivethousand_rl.agents.neural import attach_obs_spec
-
-    model = MaskablePPO(
-        "MlpPolicy",
-        gym.make("FiveThousand-v0"),
-        n_steps=64,
-        batch_size=64,
-        seed=0,
-        device="cpu",
-        policy_kwargs={"net_arch": [8]},
-    )
-    attach_obs_spec(model, ObsSpec("compact", 2, Rules()))
-    return model
+    return tiny_mlp_model(hidden=8, n_steps=64)
 
 
 @pytest.fixture(params=[np.nan, np.inf])
