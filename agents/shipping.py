@@ -25,7 +25,7 @@ from fivethousand_rl.agents import tournament as tour
 from fivethousand_rl.agents import tournament_report as report
 from fivethousand_rl.agents.base import MAX_MODEL_BYTES, duration, read_capped, read_text_capped
 from fivethousand_rl.agents.exporting import LICENSE
-from fivethousand_rl.agents.neural import read_data_pickle
+from fivethousand_rl.agents.neural import first_line, load_sb3, read_data_pickle, read_obs_spec
 from fivethousand_rl.agents.shipped import SHIPPED, shipped_folder
 from fivethousand_rl.agents.training import progress
 from fivethousand_rl.agents.value_net import ValueNet, average_nets
@@ -168,6 +168,27 @@ def averaged_network(others: list[str], model: Path) -> ValueNet | None:
         raise ShipError(f"--average-with: {e}") from None
 
 
+# ------------------------------------------------------------- the model, rewritten
+def write_clean_model(model: Path, network: ValueNet | None, out: Path) -> None:
+    """Write the model to ship at `out`, rebuilt from what the toolkit's own loaders read
+    and checked, never copied: a pickle in a setting the loader replaces or never reads
+    (a schedule, a class, a space), or an archive member it skips, would otherwise reach
+    whoever loads the shipped file with SB3's or numpy's own loader, which runs it (issue
+    54 item 5). A value net (.npz) is saved anew from its checked arrays and spec
+    (`network`: the averaged one, if any); an SB3 checkpoint (.zip) is loaded by
+    ``load_sb3`` (its classes, spaces and schedules given known values, its weights and
+    data read as data; never by SB3's own loader, even for a file named trusted, whose
+    code would be saved again) and saved by SB3 from those objects. ShipError (one line)
+    if it does not load so."""
+    try:
+        if model.suffix == ".npz":
+            (network or ValueNet.load(model)).save(out)
+        else:
+            load_sb3(model, read_obs_spec(model), device="cpu").save(out)
+    except Exception as e:  # a refused pickle, a corrupt archive: SB3 fails in many ways
+        raise ShipError(f"cannot ship {model}: {first_line(e)}") from None
+
+
 # ------------------------------------------------------------- learning curves
 def _win_rate_lines(
     ax, rows: list[dict], x: str, rate: str, interval: Callable, prefix: str = ""
@@ -286,7 +307,7 @@ def imitation_card(args: argparse.Namespace, inputs: dict, evaluations: list) ->
     summary, agent = history["summary"], shown(inputs["target"] / "model.zip")
     [(_, _, evaluation, command)] = evaluations  # 2 players only
     gap = exploitability(  # every turn start of the game: the longest step of shipping
-        str(inputs["model"]), Rules(hold=config["hold"]), workers=args.workers
+        str(inputs["clean"]), Rules(hold=config["hold"]), workers=args.workers
     )
     stages_lines = "".join(
         f"\n  - {e['stage']}: {e['decisions']:,} decisions, {e['win_rate']:.1%} against "
@@ -382,10 +403,7 @@ def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     False if an evaluation failed (said in one line)."""
     run, history, sizes, final = inputs["run"], inputs["history"], inputs["sizes"], inputs["target"]
     model, hold = inputs["model"].name, inputs["config"]["hold"]
-    if inputs["network"] is None:
-        shutil.copy(inputs["model"], out / model)
-    else:
-        inputs["network"].save(out / model)
+    shutil.copy(inputs["clean"], out / model)  # rebuilt by write_clean_model, checked
     shutil.copy(run / "config.json", out / "config.json")
     png = out / "learning_curve.png"  # from the runs' evals.json, either kind
     imitation = inputs["config"].get("method") == "imitation"  # a run of train_policy.py

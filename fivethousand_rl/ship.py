@@ -34,7 +34,7 @@ from pathlib import Path
 
 from fivethousand_rl.agents import make_policy, shipping
 from fivethousand_rl.agents.exporting import swap_in
-from fivethousand_rl.agents.rule_flags import house_rules
+from fivethousand_rl.agents.rule_flags import OneLineParser, house_rules
 from fivethousand_rl.agents.shipping import VALUE_NET, ShipError, stages
 from fivethousand_rl.agents.training.config import saved_rules
 from fivethousand_rl.envs.game import MAX_PLAYERS, MIN_PLAYERS
@@ -45,7 +45,7 @@ SHIPPED_FILES = ("MODEL_CARD.md", "model.zip", "value_net.npz")  # a shipped age
 
 
 def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=prog,
         description="Package a training run as a shipped agent (model, card, evaluation).",
         epilog="The default 20,000 games per pairing measure win rates to about ±0.7% "
@@ -179,22 +179,27 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
 def ship(args: argparse.Namespace) -> int:
     """Check, evaluate and ship as `args` say; the exit code."""
-    try:
-        inputs = check_args(args)
-        rules = inputs["rules"]
-        for players in inputs["sizes"]:  # the model loads and plays this game
-            make_policy(str(inputs["model"])).check_game(players, rules)
-    except ValueError as e:  # a ShipError, or the model's own words
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory() as pilot:  # timed with the network to be shipped
-        model = inputs["model"]
-        if inputs["network"] is not None:
-            model = inputs["network"].save(Path(pilot) / VALUE_NET)
-        for players in inputs["sizes"]:
-            shipping.announce(args, [str(model), *shipping.opponents(players)], players, rules)
-    # Built aside in the same folder (renames are then atomic), under the final name so
-    # that the agent is called the same in the evaluation as once shipped.
+    with tempfile.TemporaryDirectory() as aside:  # the model rebuilt, timed, then shipped
+        try:
+            inputs = check_args(args)
+            rules = inputs["rules"]
+            inputs["clean"] = Path(aside) / inputs["model"].name
+            shipping.write_clean_model(inputs["model"], inputs["network"], inputs["clean"])
+            for players in inputs["sizes"]:  # the model loads and plays this game
+                make_policy(str(inputs["model"])).check_game(players, rules)
+        except ValueError as e:  # a ShipError, or the model's own words
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        for players in inputs["sizes"]:  # timed with the network to be shipped
+            agents = [str(inputs["clean"]), *shipping.opponents(players)]
+            shipping.announce(args, agents, players, rules)
+        return build_aside(args, inputs)
+
+
+def build_aside(args: argparse.Namespace, inputs: dict) -> int:
+    """Build the agent aside in the same folder as its target (renames are then atomic),
+    under the final name so that the agent is called the same in the evaluation as once
+    shipped, and swap it in whole; the exit code."""
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{args.name}.shipping-", dir=inputs["root"]))
     except OSError as e:  # the disk filled, or the folder went, since check_args

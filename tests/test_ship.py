@@ -5,9 +5,12 @@ duration told before it starts (issue 9, items 1 and 14)."""
 import dataclasses
 import json
 import os
+import pickle
 import shutil
 import subprocess
+import sys
 import tomllib
+import zipfile
 from hashlib import sha256
 from pathlib import Path
 
@@ -367,6 +370,8 @@ def planner_run(
 def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
     tmp_path, players, finished, evaluations
 ):
+    from fivethousand_rl.agents.value_net import ValueNet
+
     run = planner_run(tmp_path / "planner_run", players, finished)
     out = tmp_path / "checkpoints"
     out.mkdir()
@@ -384,7 +389,9 @@ def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
             *outputs,
         ]
     )
-    assert (shipped / "value_net.npz").read_bytes() == (run / "best" / "value_net.npz").read_bytes()
+    # Saved anew from the checked arrays (issue 54 item 5): the same network.
+    net = ValueNet.load(shipped / "value_net.npz")
+    assert_same_net(net, ValueNet.load(run / "best" / "value_net.npz"))
     card = (shipped / "MODEL_CARD.md").read_text()
     assert "iterations: 20" in card and "games: 400" in card and "from self-play" in card
     assert "0.17 h for the whole run" in card and "python train_planner.py --players" in card
@@ -636,3 +643,101 @@ def test_a_run_record_is_refused_in_one_line(name, tmp_path, monkeypatch, capsys
     assert err.count("\n") == 0 and "is not a finished training run (no " in err, err
     assert "model.zip" in err and "value_net.npz" in err
     assert tree(run) == before and not any(out.iterdir())
+
+
+# ------------------------------------------------------------- issue 54 item 5
+def actor_logits(model, obs: np.ndarray) -> np.ndarray:
+    """The logits of a MaskablePPO model's actor for rows of observations (torch's)."""
+    import torch
+
+    policy = model.policy
+    with torch.no_grad():
+        features = policy.extract_features(torch.as_tensor(obs), policy.pi_features_extractor)
+        return policy.action_net(policy.mlp_extractor.forward_actor(features)).numpy()
+
+
+# Run in a child process: SB3's own loader, as anyone given the shipped file would run it.
+STOCK_LOAD = """
+import sys
+import numpy as np
+from sb3_contrib import MaskablePPO
+from tests.test_ship import actor_logits
+model = MaskablePPO.load(sys.argv[1], device="cpu")
+np.save(sys.argv[3], actor_logits(model, np.load(sys.argv[2])))
+"""
+
+
+def positions(spec, count: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """Observations (as `spec` encodes them) and legal masks of `count` decisions of
+    random 2-player games."""
+    from fivethousand_rl.envs.game import Game
+
+    rng = np.random.default_rng(0)
+    game, obs, masks = Game(2, seed=0), [], []
+    while len(obs) < count:
+        if game.over:
+            game = Game(2, seed=len(obs))
+        game.roll()
+        while not game.over and game.state.phase == "decide":
+            legal, mask = game.legal()
+            obs.append(spec.encode(game, game.state.current))
+            masks.append(mask.copy())
+            game.act(int(rng.choice(legal)))
+            if game.state.phase == "roll":
+                break
+    return np.array(obs, dtype=np.float32), np.array(masks)
+
+
+def test_ship_rewrites_a_hostile_model_so_stock_loading_runs_nothing(tmp_path, run, monkeypatch):
+    """Issue 54 item 5: the run's model.zip holds a code-running pickle in every setting
+    the toolkit's loader replaces (classes, schedules, spaces) and in a member it never
+    reads. ship.py rebuilt nothing and copied it: loading the shipped file with stock
+    ``MaskablePPO.load`` ran it. Now the shipped model is written from the loaded,
+    checked objects: stock SB3 loads it in a child process without running any of it, no
+    byte of the payload is in it, and it gives the same logits as the original, in SB3
+    and in the toolkit."""
+    from fivethousand_rl.agents import make_policy
+    from tests.test_model_safety import CODE_SETTINGS, Payload, crafted, serialized
+
+    marker = tmp_path / "ran_code_from_the_file"
+    payload = serialized(marker)[":serialized:"]
+    original = json.loads(zipfile.ZipFile(SHIPPED_2P / "model.zip").read("data"))
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    crafted(hostile, marker, {key: serialized(marker, original[key]) for key in CODE_SETTINGS})
+    with zipfile.ZipFile(hostile / "model.zip", "a") as archive:  # a member nobody reads
+        archive.writestr("notes.pkl", pickle.dumps(Payload(marker)))
+    hostile_run = tmp_path / "hostile_run"
+    shutil.copytree(run, hostile_run)
+    shutil.copy(hostile / "model.zip", hostile_run / "best" / "model.zip")
+    monkeypatch.setattr(shipping, "games_per_second", no_work)  # a few games: untimed
+    monkeypatch.setattr(shipping, "opponents", lambda players: ["random"])  # one pairing
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    args = [str(hostile_run), "--name", "clean", "--out", str(out), "--games", "2"]
+    assert ship.main([*args, "--workers", "1"]) == 0
+    shipped = out / "clean" / "model.zip"
+    with zipfile.ZipFile(shipped) as archive:
+        assert "notes.pkl" not in archive.namelist()
+        contents = [shipped.read_bytes(), *(archive.read(name) for name in archive.namelist())]
+    for raw in contents:
+        assert payload.encode() not in raw and str(marker).encode() not in raw
+    spec = make_policy(str(SHIPPED_2P / "model.zip")).spec
+    obs, masks = positions(spec)
+    np.save(tmp_path / "obs.npy", obs)
+    child = subprocess.run(
+        [sys.executable, "-c", STOCK_LOAD, shipped, tmp_path / "obs.npy", tmp_path / "out.npy"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert not marker.exists()  # no code of the file ran, in SB3's loader or ours
+    assert child.returncode == 0, child.stderr[-2000:]
+    expected = actor_logits(make_policy(str(SHIPPED_2P / "model.zip")).model, obs)
+    for logits in (
+        np.load(tmp_path / "out.npy"),
+        actor_logits(make_policy(str(shipped)).model, obs),
+    ):
+        np.testing.assert_array_equal(logits[masks], expected[masks])
+    assert not marker.exists()
