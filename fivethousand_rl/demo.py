@@ -22,7 +22,12 @@ from rich.console import Console
 from rich.table import Table
 
 from fivethousand_rl.agents import make_policy
-from fivethousand_rl.agents.rule_flags import add_rule_flags, house_rules, rules_from_args
+from fivethousand_rl.agents.rule_flags import (
+    OneLineParser,
+    add_rule_flags,
+    house_rules,
+    rules_from_args,
+)
 from fivethousand_rl.agents.shipped import needs_extra, training_installed
 from fivethousand_rl.envs.driver import play
 from fivethousand_rl.envs.game import OVER, Event, Game, Moved, Rolled
@@ -158,7 +163,7 @@ def train_and_evaluate(seed: int, games: int, workers: int) -> int:
 
 def watch_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line of ``--watch``: the bots, the game and its rules."""
-    parser = argparse.ArgumentParser(prog=prog, description="Watch scripted bots play 5000.")
+    parser = OneLineParser(prog=prog, description="Watch scripted bots play 5000.")
     parser.add_argument(
         "--bots",
         nargs="+",
@@ -177,7 +182,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     (default: this script's)."""
     argv = sys.argv[1:] if argv is None else argv
     if "--watch" not in argv:
-        parser = argparse.ArgumentParser(
+        parser = OneLineParser(
             prog=prog,
             description="Train a small agent (its run: checkpoints/demo_quick in the current "
             "folder), then evaluate it.",

@@ -6,13 +6,13 @@ is ``fivethousand_rl.agents.exporting``'s (docs/export.md).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from fivethousand_rl.agents.exported import VALUE_NET_ATTRIBUTE, metadata_path
 from fivethousand_rl.agents.exporting import DEFAULT_VECTORS, export, export_bundle
 from fivethousand_rl.agents.neural import OBS_SPEC_ATTRIBUTE, CheckpointError, first_line
+from fivethousand_rl.agents.rule_flags import OneLineParser, positive_whole_number
 from fivethousand_rl.agents.shipped import (
     CHECKPOINT_MODULES,
     SHIPPED,
@@ -38,7 +38,7 @@ def missing_install(prog: str, checkpoint: Path) -> str | None:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line's exit code; `prog`: the command as typed, for its usage
     (default: this script's)."""
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=prog,
         description="Export a MaskablePPO checkpoint or a planner's value net to ONNX, or a "
         "single-network agent to a self-contained bundle folder (--out DIR).",
@@ -64,14 +64,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     )
     p.add_argument(
         "--vectors",
-        type=int,
+        type=positive_whole_number,
         default=DEFAULT_VECTORS,
         help=f"test vectors a bundle holds, at least (default {DEFAULT_VECTORS})",
     )
-    p.add_argument("--seed", type=int, default=0, help="the test vectors' games' seed")
+    p.add_argument("--seed", type=int, default=0, help="the test vectors' games' seed, >= 0")
     args = p.parse_args(argv)
     if args.onnx and args.out:
         p.error("give either -o FILE.onnx or --out DIR, not both")
+    if args.seed < 0:  # refused before the export's work, not by numpy after it
+        p.error(f"argument --seed: must be 0 or more, not {args.seed}")
     bundle_dir = args.out if args.out and not args.out.endswith(".onnx") else None
     try:
         default_out = Path(args.checkpoint)  # for a shipped agent: NAME.onnx in this folder

@@ -1,5 +1,5 @@
 """Issue 54 item 7, the smaller points: numeric flags refused in one line naming the flag
-(no usage block)."""
+(no usage block); outputs on a full disk whole or absent."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from fivethousand_rl import evaluate
+from fivethousand_rl import demo, evaluate, export, ship
 from fivethousand_rl.webplay import __main__ as server
 
 BAD_NUMBERS = ["nan", "inf", "-1", "1e309"]
@@ -34,6 +34,40 @@ def refusal(main, argv: list[str], capsys) -> str:
 def test_evaluate_refuses_a_bad_number_in_one_line_naming_the_flag(flag, value, capsys):
     err = refusal(evaluate.main, ["random", "random", flag, value], capsys)
     assert flag in err
+
+
+# The other programs' numeric flags, each with the arguments it needs to get that far.
+OTHER_NUMBERS = [
+    (export.main, ["ppo-2p", "--out", "bundle"], "--vectors"),
+    (export.main, ["ppo-2p", "--out", "bundle"], "--seed"),
+    (ship.main, ["run", "--name", "x"], "--games"),
+    (ship.main, ["run", "--name", "x"], "--workers"),
+    (ship.main, ["run", "--name", "x"], "--seed"),
+    (demo.main, [], "--games"),
+    (demo.main, [], "--workers"),
+    (demo.main, [], "--seed"),
+    (demo.main, ["--watch"], "--seed"),
+    (demo.main, ["--watch"], "--delay"),
+    (demo.main, ["--watch"], "--max-turns"),
+]
+
+
+@pytest.mark.parametrize("value", BAD_NUMBERS)
+@pytest.mark.parametrize(
+    "main, before, flag",
+    OTHER_NUMBERS,
+    ids=[f"{m.__module__.rsplit('.')[-1]} {' '.join([*b[-1:], f])}" for m, b, f in OTHER_NUMBERS],
+)
+def test_export_ship_and_demo_refuse_a_bad_number_in_one_line(
+    main, before, flag, value, tmp_path, monkeypatch, capsys
+):
+    """The same one-line parser as evaluate's, before any work (a refusal that came
+    after it would find no run, no training extra, or write a bundle)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(demo, "train_and_evaluate", lambda *a: pytest.fail("trained"))
+    err = refusal(main, [*before, flag, value], capsys)
+    assert flag in err and err.startswith("error: "), err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("value", BAD_NUMBERS)
