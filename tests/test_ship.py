@@ -373,6 +373,9 @@ def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
     from fivethousand_rl.agents.value_net import ValueNet
 
     run = planner_run(tmp_path / "planner_run", players, finished)
+    # A member the loader never reads: an object array, run by np.load(allow_pickle=True).
+    with zipfile.ZipFile(run / "best" / "value_net.npz", "a") as archive:
+        archive.writestr("extra.npy", b"\x93NUMPY object array of pickled code")
     out = tmp_path / "checkpoints"
     out.mkdir()
     args = [str(run), "--name", "planner-x", "--out", str(out), "--games", "4", "--workers", "1"]
@@ -392,6 +395,7 @@ def test_a_planner_run_ships_its_value_net_card_curve_and_evaluations(
     # Saved anew from the checked arrays (issue 54 item 5): the same network.
     net = ValueNet.load(shipped / "value_net.npz")
     assert_same_net(net, ValueNet.load(run / "best" / "value_net.npz"))
+    assert "extra.npy" not in zipfile.ZipFile(shipped / "value_net.npz").namelist()
     card = (shipped / "MODEL_CARD.md").read_text()
     assert "iterations: 20" in card and "games: 400" in card and "from self-play" in card
     assert "0.17 h for the whole run" in card and "python train_planner.py --players" in card
