@@ -654,11 +654,12 @@ def create_app(
             "roll": list(s.roll) if s.roll is not None else None,
             "mask": mask,
             "moves": moves,
-            "hint": hint_kind(web),
+            "hint": None if web.over else hint_kind(web),  # its bots may be gone
             "last": frame(game, last, names) if last is not None else None,
             "log": web.log_lines(LOG_LINES),  # in words now, in the request's language
             "log_start": max(1, len(web.events) - LOG_LINES + 1),  # the number of its first line
             "events": events or [],
+            "end": web.end(),  # why it ended without a winner (None: won, or goes on)
         }
 
     def commit(web: WebGame, before: dict) -> None:
@@ -851,8 +852,8 @@ def create_app(
         if web.status() != "wait":
             raise HTTPException(409, _("the game is over") if web.over else _("it is your move"))
         before = web.to_dict()
-        bots = {i: catalogue.policy(k) for i, k in enumerate(web.bots) if k is not None}
-        events = web.advance(bots, req.steps)
+        # A bot that fails ends the game (saved); a refusal (no room for a solve) does not.
+        events = web.advance(catalogue, req.steps, refusals=(HTTPException,))
         commit(web, before)
         return view(web, events)
 

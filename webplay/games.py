@@ -3,9 +3,14 @@ full by the engine when read back.
 
 A save holds the engine's own pieces (``Game.to_json``, ``Game.dice_state``, the bots'
 generator state) and the game's event log in play.py's log format (``{"roll": dice,
-"player": seat}`` / ``{"act": action, "player": seat}``). Reading a save replays its log
-through the engine and requires it to lead to the saved position, so a hand-edited or
-damaged file is refused in one line instead of resuming a game the rules never allowed.
+"player": seat}`` / ``{"act": action, "player": seat}``), and why a bot that failed
+ended it. Reading a save replays its log through the engine and requires it to lead to
+the saved position, so a hand-edited or damaged file is refused in one line instead of
+resuming a game the rules never allowed.
+
+Every game ends: won (R9), cut off without a winner at its bound (R11: ``MAX_TURNS``,
+``MAX_STEPS``, which keep every save far below ``MAX_SAVE_BYTES``), or ended without a
+winner by a bot that failed (its decision raised or was illegal), which the game says.
 
 One server per data folder: the Store holds the lock file ``.lock`` there (``filelock``)
 until closed, so a second server on the same folder refuses to start instead of
@@ -43,7 +48,6 @@ import contextlib
 import errno
 import json
 import logging
-import math
 import os
 import re
 import secrets
@@ -57,9 +61,17 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock, Timeout
 
-from fivethousand_rl.agents.base import atomic_write, duration
+from fivethousand_rl.agents.base import BRIEF_CHARS, atomic_write, duration
 from fivethousand_rl.envs import driver
-from fivethousand_rl.envs.game import Event, Game, Moved, Rolled, is_int, rng_state_problem
+from fivethousand_rl.envs.game import (
+    DECIDE,
+    Event,
+    Game,
+    Moved,
+    Rolled,
+    is_int,
+    rng_state_problem,
+)
 from fivethousand_rl.envs.game_log import check_fields, log_entry, one_line, replay_log
 from fivethousand_rl.envs.i18n import N_, _, ngettext, timespan
 from fivethousand_rl.envs.render import event_text
@@ -70,9 +82,9 @@ from fivethousand_rl.webplay.bots import ROOT, Catalogue
 log = logging.getLogger("webplay")
 
 FORMAT, VERSION = "fivethousand-rl web game", 2
-FIELDS = (  # the keys of WebGame.to_dict, in its order
+FIELDS = (  # the keys of WebGame.to_dict, in its order ("failure" may be missing)
     "format", "version", "id", "bots", "humans", "people", "seed", "created", "updated", "game",
-    "dice", "bot_rng", "log",
+    "dice", "bot_rng", "log", "failure",
 )  # fmt: skip
 # Version 1 (one person, at seat "human"), still read: its game goes on as version 2.
 FIELDS_V1 = (
@@ -83,6 +95,11 @@ HUMAN = N_("you")  # the name of the one person at a table of bots (translated w
 MAX_NAME = 24  # characters of a person's name (pass and play)
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{20,64}")
 MAX_SAVE_BYTES = 4 << 20  # a long game's save is tens of kB; anything this big is no save
+# Every game is bounded (R11): cut off without a winner after MAX_TURNS turns, or
+# MAX_STEPS steps (a turn alone has no bound), so its save, at most 36 bytes a step,
+# stays far below MAX_SAVE_BYTES. A game that never banks takes about 7 steps a turn.
+MAX_TURNS = driver.DEFAULT_MAX_TURNS
+MAX_STEPS = 50 * MAX_TURNS
 LOG_LINES = 80  # log lines sent with each view
 LOCK_FILE = ".lock"
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
@@ -188,6 +205,8 @@ class WebGame:
         # The log's events, put in words when a view is made (``log_lines``), in the
         # language of the request that asks: nothing stored is translated.
         self.events: list[Event] = []
+        # A bot that failed (its seat, and why in one line) ended the game without a winner.
+        self.failure: dict | None = None
         self.created = self.updated = time.time()
         # The store's bookkeeping (never saved): see the module docstring.
         self.touched = self.updated  # the last use, by the store's clock
@@ -245,7 +264,31 @@ class WebGame:
     # ------------------------------------------------------------- queries
     @property
     def over(self) -> bool:
-        return self.game.over
+        """Won, cut off (R11) or ended by a bot's failure."""
+        return self.game.over or self.cut_off or self.failure is not None
+
+    @property
+    def cut_off(self) -> bool:
+        """Whether the game has reached its bound without a winner (see MAX_TURNS)."""
+        s = self.game.state
+        return not self.game.over and (s.turns >= MAX_TURNS or len(self.log) >= MAX_STEPS)
+
+    def end(self) -> str | None:
+        """Why the game ended without a winner, in the language in use (None if it has
+        a winner or goes on)."""
+        if self.failure is not None:
+            return _(
+                "{bot} failed: {why}; the game ended without a winner",
+                bot=self.names[self.failure["seat"]],
+                why=self.failure["reason"],
+            )
+        if self.cut_off:
+            return ngettext(
+                "the game was cut off after {n} turn, the longest a game may last: no one won",
+                "the game was cut off after {n} turns, the longest a game may last: no one won",
+                self.game.state.turns,
+            )
+        return None
 
     def to_play(self) -> int | None:
         """The seat of the person whose decision is due, or None (a roll or a bot's
@@ -286,19 +329,39 @@ class WebGame:
         self.game.act(action)
         return self.note(self.game.last_event)
 
-    def advance(self, policies: dict[int, object], steps: int) -> list[dict]:
-        """Up to `steps` rolls and bot decisions, through the game driver; stops early
-        at a person's decision or the end. Returns their frames."""
+    def advance(
+        self, catalogue: Catalogue, steps: int, refusals: tuple[type[Exception], ...] = ()
+    ) -> list[dict]:
+        """Up to `steps` rolls and decisions of the bots (`catalogue`'s), through the
+        game driver; stops early at a person's decision or the end. Returns their frames.
+        A bot whose decision raises (but for `refusals`: the request is refused, the game
+        goes on) or is illegal ends the game without a winner: ``failure``, and one line
+        in the server's log."""
         frames: list[dict] = []
-        seats = [policies.get(i) for i in range(self.game.n_players)]
-        driver.play(
-            self.game,
-            seats,
-            self.bot_rng,
-            max_turns=math.inf,  # as play.py: a person's game is not cut off (R11)
-            until=lambda game: len(frames) >= steps or self.to_play() is not None,
-            on_event=lambda game, event: frames.append(self.note(event)),
-        )
+        policies = [None if key is None else catalogue.policy(key) for key in self.bots]
+        try:
+            driver.play(
+                self.game,
+                policies,
+                self.bot_rng,
+                max_turns=MAX_TURNS,
+                until=lambda game: (
+                    self.cut_off or len(frames) >= steps or self.to_play() is not None
+                ),
+                on_event=lambda game, event: frames.append(self.note(event)),
+            )
+        except refusals:
+            raise
+        except Exception as e:
+            seat = self.game.state.current
+            if self.game.state.phase != DECIDE or self.bots[seat] is None:
+                raise  # no bot's doing
+            why = said(e, catalogue.root)
+            why = why if len(why) <= BRIEF_CHARS else why[: BRIEF_CHARS - 3] + "..."
+            self.failure, self.updated = {"seat": seat, "reason": why}, time.time()
+            log.warning(
+                "game %s ended: bot %s (seat %d) failed: %s", self.id, self.bots[seat], seat, why
+            )
         return frames
 
     # ------------------------------------------------------------- saves
@@ -307,7 +370,7 @@ class WebGame:
         bookkeeping (lock, owner, last use) stays."""
         old = WebGame.from_dict(data, catalogue)
         self.game, self.bot_rng, self.log, self.events = old.game, old.bot_rng, old.log, old.events
-        self.updated = old.updated
+        self.failure, self.updated = old.failure, old.updated
 
     def to_dict(self) -> dict:
         return {
@@ -324,6 +387,7 @@ class WebGame:
             "dice": self.game.dice_state(),
             "bot_rng": self.bot_rng.bit_generator.state,
             "log": [dict(event) for event in self.log],  # a copy: a snapshot to restore
+            "failure": None if self.failure is None else dict(self.failure),
         }
 
     @classmethod
@@ -335,7 +399,11 @@ class WebGame:
         version = data.get("version")
         if version not in (1, VERSION) or not is_int(version):
             raise ValueError(f"version {version!r}: this server reads versions 1 and {VERSION}")
-        check_fields(data, FIELDS if version == VERSION else FIELDS_V1)
+        # A save from before bots' failures were recorded has none.
+        if version == VERSION:
+            check_fields({"failure": None} | data, FIELDS)
+        else:
+            check_fields(data, FIELDS_V1)
         gid, bots, seed = data["id"], data["bots"], data["seed"]
         if not isinstance(gid, str) or not ID_PATTERN.fullmatch(gid):
             raise ValueError("id must be a game id")
@@ -356,8 +424,8 @@ class WebGame:
         for seat, key in enumerate(bots):
             if (key is None) != (seat in humans):
                 raise ValueError("bots must be null at the people's seats only")
-            if key is not None and key not in catalogue:
-                raise ValueError(f"bot {key!r} is not offered by this server")
+            if key is not None and not isinstance(key, str):
+                raise ValueError("bots must be the bots' keys")
         if not is_int(seed) or seed < 0:
             raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
         for name in ("created", "updated"):
@@ -372,9 +440,29 @@ class WebGame:
         web.game.set_dice_state(data["dice"])
         web.bot_rng.bit_generator.state = data["bot_rng"]
         web.created, web.updated = float(data["created"]), float(data["updated"])
-        for key in set(bots) - {None}:
+        web.failure = check_failure(data.get("failure"), bots)
+        # The bots of a game that goes on must be offered and take it; those of a
+        # finished one never play again (the one that failed may be gone since).
+        for key in set() if web.over else set(bots) - {None}:
+            if key not in catalogue:
+                raise ValueError(f"bot {key!r} is not offered by this server")
             catalogue.policy(key).check_game(n, saved.rules)
         return web
+
+
+def check_failure(failure: object, bots: list[str | None]) -> dict | None:
+    """A save's ``failure``, checked: None, or the seat of a bot and a reason of 1 to
+    BRIEF_CHARS characters (ValueError, one line, if not)."""
+    if failure is None:
+        return None
+    if not isinstance(failure, dict) or set(failure) != {"seat", "reason"}:
+        raise ValueError("failure must be null or an object of seat and reason")
+    seat, reason = failure["seat"], failure["reason"]
+    if not is_int(seat) or not 0 <= seat < len(bots) or bots[seat] is None:
+        raise ValueError("failure's seat must be a bot's seat")
+    if not isinstance(reason, str) or not 1 <= len(reason) <= BRIEF_CHARS:
+        raise ValueError(f"failure's reason must be 1 to {BRIEF_CHARS} characters")
+    return {"seat": seat, "reason": reason}
 
 
 def check_people(humans: object, people: object, n: int) -> None:
@@ -498,6 +586,9 @@ def replay_frames(web: WebGame) -> list[dict]:
     names = web.names
     frames = [frame(game, None, names)]
     replay_log(game, web.log, lambda event: frames.append(frame(game, event, names)))
+    if end := web.end():  # no winner: the last frame says why it ended
+        last = {"seat": None, "current": None, "kind": "end", "text": end, "dice": [], "marked": []}
+        frames.append(frames[-1] | last)
     return frames
 
 

@@ -635,7 +635,10 @@ function render(v) {
   let head;
   const turns = v.turn - 1;
   const alone = !passAndPlay(v);  // one person: "you"; in pass and play each by name
-  if (v.status === "over" && v.winner === v.human && alone) {
+  if (v.status === "over" && v.end) {  // no winner: the over box says why
+    head = ngettext("Game over after {n} turn: no winner.", "Game over after {n} turns: no winner.",
+      turns);
+  } else if (v.status === "over" && v.winner === v.human && alone) {
     head = ngettext("Game over after {n} turn: you win.", "Game over after {n} turns: you win.",
       turns);
   } else if (v.status === "over") {
@@ -685,7 +688,7 @@ function render(v) {
   // Game over.
   $("over").hidden = v.status !== "over";
   if (v.status === "over") {
-    $("over-text").textContent = v.winner === v.human && alone ? _("You won!")
+    $("over-text").textContent = v.end ? v.end : v.winner === v.human && alone ? _("You won!")
       : _("{name} won.", { name: names[v.winner] });
   }
   $("hint").hidden = true;
