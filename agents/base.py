@@ -131,16 +131,21 @@ def check_output_folder(path: str | Path, option: str) -> None:
 @contextlib.contextmanager
 def figure(path, **subplots):
     """``plt.subplots(**subplots)`` in a constrained layout, drawn without a display,
-    saved to `path` (110 dpi) and closed at the end of the block."""
+    saved to `path` (110 dpi, ``atomic_write``: a failed save, as on a full disk, leaves
+    no partial picture and an older one as it was) and closed at the end of the block."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # The format by `path`'s own suffix: the name written aside ends in .tmp when it has none.
+    kind = Path(path).suffix.lstrip(".").lower() or plt.rcParams["savefig.format"]
     fig, axes = plt.subplots(constrained_layout=True, **subplots)
-    yield fig, axes
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        yield fig, axes
+        atomic_write(path, lambda aside: fig.savefig(aside, format=kind, dpi=110))
+    finally:
+        plt.close(fig)
 
 
 def check_plot_path(path: str | Path, option: str = "--plot") -> None:

@@ -149,6 +149,31 @@ def test_evaluate_outputs_on_a_full_disk_leave_no_file_and_say_it_in_one_line(
     assert (tmp_path / "old.json").read_text() == '{"kept": true}'
 
 
+@pytest.mark.parametrize("old", [b"the older picture", None])
+def test_a_plot_saved_onto_a_full_disk_leaves_no_partial_file(old, tmp_path, monkeypatch):
+    """Issue 54 item 7: ``figure`` (every plot of the tools: ship's curves and evaluations,
+    sweep, the solver's and the equilibrium's pictures) saved in place, so a full disk
+    left a zero-byte picture; now a failed save raises and leaves the older file as it
+    was, or none, and no temporary."""
+    import matplotlib.pyplot as plt
+
+    from fivethousand_rl.agents.base import figure
+
+    path = tmp_path / "curve.png"
+    if old is not None:
+        path.write_bytes(old)
+    with pytest.raises(OSError, match="No space left"), figure(path) as (_, ax):
+        ax.plot([0, 1], [1, 0])
+        full_disk(monkeypatch)  # once matplotlib is set up: its font cache is written too
+    monkeypatch.undo()
+    assert [p.name for p in tmp_path.iterdir()] == ([path.name] if old else [])
+    assert old is None or path.read_bytes() == old
+    assert plt.get_fignums() == []  # closed all the same
+    with figure(tmp_path / "no_suffix") as (_, ax):  # the format is still the name's (png)
+        ax.plot([0, 1], [1, 0])
+    assert (tmp_path / "no_suffix").read_bytes().startswith(b"\x89PNG")
+
+
 @pytest.mark.parametrize(
     "head",
     [
