@@ -18,9 +18,10 @@ requests on the same game, and waits in the event loop, not in a worker thread, 
 game busy with slow work holds one thread, never the pool the other games need; more
 than ``MAX_WAITING`` requests waiting for one game get a 429. One-time work (a model
 load, the 2-player solve of the first hint) waits only for requests that need it
-(``Catalogue.once``), and the expensive kind (a new game's preparation, a hint's solve
-or planner build) runs at most ``max_work`` at once, ``max_work_per_address`` for the
-address that keeps the game: a request over either gets a 503 or a 429 at once.
+(``Catalogue.once``), and the expensive kind (a new game's preparation, a planner build,
+and every solve, whatever needs it: ``Work.solves_for``) runs at most ``max_work`` at
+once, ``max_work_per_address`` for the address that keeps the game: a request over
+either gets a 503 or a 429 at once.
 
 Every answer is in the request's language (``Language``): the one the page names (its
 ``X-Language`` header, or a ``lang`` query parameter), else the best of its
@@ -50,6 +51,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, TypeVar
 from urllib.parse import parse_qs
@@ -65,6 +67,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from fivethousand_rl.agents import hints
 from fivethousand_rl.agents.cache import LRU
+from fivethousand_rl.agents.optimal import solves_admitted_by
 from fivethousand_rl.agents.value_net import CHECKPOINTS
 from fivethousand_rl.envs import i18n
 from fivethousand_rl.envs.game import IllegalMoveError, Move
@@ -126,8 +129,10 @@ class Work:
     """The bound on expensive work (solves of new rules, planner builds): at most `total`
     at once, `per_address` for one client address. ``slot`` raises the HTTP refusal at
     once (503 when the server is busy, 429 when the address is) instead of queueing:
-    each such piece of work holds a worker thread for seconds. `solve` (a key of
-    ``SOLVE_CHOICES``) says which rules may be solved at all (``check_solvable``)."""
+    each such piece of work holds a worker thread for seconds. A slot is one per request:
+    work inside work already holding one (a solve within a hint's first build) uses it.
+    `solve` (a key of ``SOLVE_CHOICES``) says which rules may be solved at all
+    (``check_solvable``); every solve needs a slot (``solves_for``)."""
 
     def __init__(
         self, total: int = MAX_WORK, per_address: int = MAX_WORK_PER_ADDRESS, solve: str = "any"
@@ -139,9 +144,13 @@ class Work:
         self.total, self.per_address, self.solve = total, per_address, solve
         self._lock = threading.Lock()
         self._running: Counter[str] = Counter()  # pieces running, by client address
+        self._held: ContextVar[bool] = ContextVar("work_slot_held", default=False)
 
     @contextlib.contextmanager
     def slot(self, client: str) -> Iterator[None]:
+        if self._held.get():  # this request's own slot, entered further up
+            yield
+            return
         with self._lock:
             if self._running[client] >= self.per_address:
                 raise HTTPException(
@@ -166,13 +175,21 @@ class Work:
                     ),
                 )
             self._running[client] += 1
+        held = self._held.set(True)
         try:
             yield
         finally:
+            self._held.reset(held)
             with self._lock:
                 self._running[client] -= 1
                 if not self._running[client]:
                     del self._running[client]
+
+    def solves_for(self, client: str) -> contextlib.AbstractContextManager[None]:
+        """A block (a request's work) in which every solve takes a slot of `client`'s
+        first (``agents.optimal.solves_admitted_by``: the gate every solve passes), or
+        is refused at once (429, 503); a solution in memory or on disk needs none."""
+        return solves_admitted_by(functools.partial(self.slot, client))
 
     def check_solvable(self, rules: Rules) -> None:
         """ValueError (one line) if the 2-player solution of `rules` would need a solve
@@ -524,7 +541,9 @@ def create_app(
             raise HTTPException(429, _("{why}: try again shortly", why=str(e))) from None
 
         def held(web: WebGame) -> T:
-            with web.lock:
+            # Any solve this request needs (a hint, a bot's step) takes a slot of the
+            # address that keeps the game, or is refused at once.
+            with web.lock, work.solves_for(web.owner or "unknown"):
                 if web.gone:  # abandoned or expired while this request waited
                     raise HTTPException(404, _("no such game"))
                 return use(web)
@@ -775,8 +794,9 @@ def create_app(
             try:  # a model load or a solve, once: no lock but the bot's own is held
                 if catalogue.bots[key].kind == "solver":
                     work.check_solvable(web.game.rules)
-                if done in prepared:
-                    catalogue.prepared(key, web.game.n_players, web.game.rules)
+                if done in prepared:  # a solve all the same if its solution has gone
+                    with work.solves_for(client):
+                        catalogue.prepared(key, web.game.n_players, web.game.rules)
                 else:  # perhaps expensive: within the bound
                     with work.slot(client):
                         catalogue.prepared(key, web.game.n_players, web.game.rules)

@@ -18,10 +18,15 @@ concerns how the bot values them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -95,27 +100,80 @@ MAX_SOLUTION_BYTES = 400 * MB
 _MEMORY = LRU(MAX_IN_MEMORY, MAX_SOLUTION_BYTES)
 
 
+# ------------------------------------------------------------------ the solve gate
+# Every solve of this process passes through ``two_player_solution``, so the bounds on
+# solving sit there, whoever asks (a hint, a table's bot, any later feature): one solve
+# of a rule set at a time (a second caller waits for it, then finds it solved), and,
+# where a server admits solves (``solves_admitted_by``), only within its slot.
+SolveSlot = Callable[[], AbstractContextManager[object]]
+_admission: ContextVar[SolveSlot | None] = ContextVar("solve_admission", default=None)
+_turns_guard = threading.Lock()
+_turns: dict[Rules, list] = {}  # rules being solved or awaited: [their lock, callers]
+
+
+@contextlib.contextmanager
+def solves_admitted_by(slot: SolveSlot) -> Iterator[None]:
+    """Within this block (this thread or task, and the worker threads it hands work to
+    with its context), every solve first enters ``slot()``, which may refuse at once by
+    raising; a solution in memory or on disk needs no slot."""
+    token = _admission.set(slot)
+    try:
+        yield
+    finally:
+        _admission.reset(token)
+
+
+@contextlib.contextmanager
+def _solve_turn(rules: Rules) -> Iterator[None]:
+    """The admission's slot (if any: first, so that a waiter holds one too and waiters
+    stay bounded), then the turn of `rules`: one solve of them at a time."""
+    slot = _admission.get()
+    with slot() if slot is not None else contextlib.nullcontext():
+        with _turns_guard:
+            turn = _turns.setdefault(rules, [threading.Lock(), 0])
+            turn[1] += 1
+        try:
+            with turn[0]:
+                yield
+        finally:
+            with _turns_guard:
+                turn[1] -= 1
+                if not turn[1]:
+                    del _turns[rules]
+
+
+def _known_solution(rules: Rules) -> TwoPlayerSolution | None:
+    """The solution of `rules` from memory or from the disk cache, else None."""
+    if (kept := _MEMORY.get(rules)) is not None:
+        return kept
+    path = _cache_path(rules)
+    sol = _load(path, rules)
+    if sol is not None:
+        touch(path)
+    return sol
+
+
 def two_player_solution(
     rules: Rules | None = None, show_progress: bool = True
 ) -> TwoPlayerSolution:
     """The exact 2-player solution for `rules`: from memory, from the disk cache, or
-    solved now (with a progress bar) and cached."""
+    solved now (with a progress bar, through the solve gate: ``solves_admitted_by``)
+    and cached."""
     rules = rules or Rules()
-    if rules in _MEMORY:
-        remember(_MEMORY, rules, _MEMORY[rules])
-        return _MEMORY[rules]
-    path = _cache_path(rules)
-    sol = _load(path, rules)
+    sol = _known_solution(rules)
     if sol is None:
-        sol = _solve_with_progress(rules, show_progress)
-        try:
-            _save(path, sol)
-        except OSError as e:  # a read-only home still gets a working bot
-            print(f"could not cache the solution at {path}: {e}", file=sys.stderr)
-        else:
-            bound_disk(path.parent, keep=path)
-    else:
-        touch(path)
+        with _solve_turn(rules):
+            sol = _known_solution(rules)  # solved while this caller waited its turn
+            if sol is None:
+                sol = _solve_with_progress(rules, show_progress)
+                remember(_MEMORY, rules, sol)  # before the turn ends: the next finds it
+                path = _cache_path(rules)
+                try:
+                    _save(path, sol)
+                except OSError as e:  # a read-only home still gets a working bot
+                    print(f"could not cache the solution at {path}: {e}", file=sys.stderr)
+                else:
+                    bound_disk(path.parent, keep=path)
     remember(_MEMORY, rules, sol)
     return sol
 
