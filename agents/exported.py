@@ -242,7 +242,11 @@ def load_exported(path: str | Path, threads: int = 1) -> ExportedBot | PlannerBo
 
 def masked_choices(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Per row of `logits` and `mask` (m, 64), the most probable legal action (the first
-    of equals), as MaskablePPO's mode: a float32 softmax with illegal logits masked."""
+    of equals), as MaskablePPO's mode: a float32 softmax with illegal logits masked.
+    ExportError if a legal action's logit is not finite."""
+    if not np.isfinite(logits[np.asarray(mask, dtype=bool)]).all():
+        # NaN would argmax to action 0, legal or not: say what is wrong instead
+        raise ExportError("the network's outputs are not finite numbers (NaN or infinite)")
     masked = np.where(mask, logits, np.float32(MASKED_LOGIT)).astype(np.float32)
     probs = np.exp(masked - masked.max(axis=-1, keepdims=True))
     return np.argmax(probs / probs.sum(axis=-1, keepdims=True), axis=-1)
