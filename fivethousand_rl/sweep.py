@@ -45,6 +45,7 @@ except ImportError:
 
 import fivethousand_rl
 from fivethousand_rl.agents.base import (
+    atomic_write,
     brief_repr,
     check_output_folder,
     duration,
@@ -425,11 +426,16 @@ def write_results(folder: Path, rows: list[dict], varied: list[str]) -> None:
 
     columns = ["trial", *varied, "status", "steps", "best_win_rate", "best_at_steps"]
     columns += ["last_win_rate", "run"]
-    with open(folder / "results.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    (folder / "results.md").write_text(markdown(rows, varied))
+
+    def write_csv(aside: str) -> None:
+        with open(aside, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+
+    # Whole or not at all (a full disk): a resumed sweep rewrites them from its trials.
+    atomic_write(folder / "results.csv", write_csv)
+    atomic_write(folder / "results.md", markdown(rows, varied))
 
 
 def cell(value) -> str:
@@ -553,7 +559,7 @@ def run_sweep(
     if not args.resume:
         folder.mkdir(parents=True)
         record = {k: getattr(args, k) for k in SWEEP_FLAGS}
-        (folder / "sweep.json").write_text(json.dumps(record, indent=2) + "\n")
+        atomic_write(folder / "sweep.json", json.dumps(record, indent=2) + "\n")
         with open(folder / "command.txt", "a") as f:
             f.write(shlex.join([*shlex.split(prog), *argv]) + "\n")
     print(

@@ -174,6 +174,23 @@ def test_a_plot_saved_onto_a_full_disk_leaves_no_partial_file(old, tmp_path, mon
     assert (tmp_path / "no_suffix").read_bytes().startswith(b"\x89PNG")
 
 
+def test_sweep_results_on_a_full_disk_keep_the_older_ones(tmp_path, monkeypatch):
+    """Issue 54 item 7: sweep's results.csv and results.md were written in place (a full
+    disk left them empty); now each is whole or the older one is kept, no temporary."""
+    from fivethousand_rl import sweep
+
+    rows = [{"trial": "0", "lr": 1e-4, "status": "done", "steps": 10, "run": "r"}]
+    rows[0] |= {"best_win_rate": 0.5, "best_at_steps": 10, "last_win_rate": 0.4}
+    sweep.write_results(tmp_path, rows, ["lr"])
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert sorted(before) == ["results.csv", "results.md"] and all(before.values())
+    full_disk(monkeypatch)
+    with pytest.raises(OSError, match="No space left"):
+        sweep.write_results(tmp_path, [*rows, {**rows[0], "trial": "1"}], ["lr"])
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 @pytest.mark.parametrize(
     "head",
     [
