@@ -141,6 +141,8 @@ def test_a_game_against_optimal_solves_its_steps_only_in_a_slot(tmp_path, no_cac
             refused = client.post(step, json={"steps": 1000})
         assert refused.status_code == 429 and "try again" in refused.json()["error"]
         assert solves["held"] == [True]
+        # refused: the game as saved, not part-way through the steps (a roll) made before
+        assert client.get(f"/api/games/{view['id']}").json()["at"] == view["at"]
         assert your_move(client, client.get(f"/api/games/{view['id']}").json())["status"] == "you"
         assert solves["held"] == [True, True]
 

@@ -872,8 +872,13 @@ def create_app(
         if web.status() != "wait":
             raise HTTPException(409, _("the game is over") if web.over else _("it is your move"))
         before = web.to_dict()
-        # A bot that fails ends the game (saved); a refusal (no room for a solve) does not.
-        events = web.advance(catalogue, req.steps, refusals=(HTTPException,))
+        # A bot that fails ends the game (saved); a refusal (no room for a solve) does not,
+        # and leaves the game as saved, not part-way through the steps it had made.
+        try:
+            events = web.advance(catalogue, req.steps, refusals=(HTTPException,))
+        except HTTPException:
+            web.restore(before, catalogue)
+            raise
         commit(web, before)
         return view(web, events)
 
