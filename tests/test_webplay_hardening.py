@@ -353,6 +353,38 @@ def test_security_headers_on_every_response(tmp_path, method, path, body, header
     assert "unsafe-inline" not in csp
 
 
+def test_a_body_cut_off_by_a_disconnect_reaches_no_endpoint():
+    """Issue 54: a client that sends part of a body and leaves: the request is dropped,
+    not handed on as if the part were the whole body (a truncated move acted on)."""
+    import asyncio
+
+    from fivethousand_rl.webplay.app import BodyLimit
+
+    reached, messages = (
+        [],
+        [
+            {"type": "http.request", "body": b'{"bots": ["sm', "more_body": True},
+            {"type": "http.disconnect"},
+        ],
+    )
+
+    async def endpoint(scope, receive, send) -> None:
+        reached.append(await receive())
+
+    async def receive() -> dict:
+        return messages.pop(0)
+
+    async def send(message: dict) -> None:
+        raise AssertionError(f"nothing is answered to a client that left: {message}")
+
+    scope = {"type": "http", "method": "POST", "path": "/api/games", "headers": []}
+    asyncio.run(BodyLimit(endpoint, limit=4096)(scope, receive, send))
+    assert reached == [] and messages == []
+    messages[:] = [{"type": "http.request", "body": b"{}", "more_body": False}]
+    asyncio.run(BodyLimit(endpoint, limit=4096)(scope, receive, send))
+    assert reached == [{"type": "http.request", "body": b"{}", "more_body": False}]
+
+
 HOSTS = [  # (Host header, names added to the local ones, answered)
     ("localhost:8000", [], True),
     ("127.0.0.1:8000", [], True),

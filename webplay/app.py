@@ -294,7 +294,8 @@ class HttpMiddleware:
 
 
 class BodyLimit(HttpMiddleware):
-    """ASGI middleware: a request body over `limit` bytes gets a 413, read no further."""
+    """ASGI middleware: a request body over `limit` bytes gets a 413, read no further; a
+    request whose client disconnects before its body is whole reaches no endpoint."""
 
     def __init__(self, app, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -307,8 +308,8 @@ class BodyLimit(HttpMiddleware):
         # Read the body first (it is small), so a lying client is caught too.
         while more and not too_big:
             message = await receive()
-            if message["type"] != "http.request":
-                break
+            if message["type"] == "http.disconnect":
+                return  # the client left part-way: a cut-off body is never acted on
             body += message.get("body", b"")
             more = message.get("more_body", False)
             too_big = len(body) > self.limit
