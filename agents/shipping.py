@@ -169,24 +169,38 @@ def averaged_network(others: list[str], model: Path) -> ValueNet | None:
 
 
 # ------------------------------------------------------------- the model, rewritten
-def write_clean_model(model: Path, network: ValueNet | None, out: Path) -> None:
+def write_clean_model(model: Path, network: ValueNet | None, out: Path, config: dict) -> None:
     """Write the model to ship at `out`, rebuilt from what the toolkit's own loaders read
     and checked, never copied: a pickle in a setting the loader replaces or never reads
     (a schedule, a class, a space), or an archive member it skips, would otherwise reach
     whoever loads the shipped file with SB3's or numpy's own loader, which runs it (issue
     54 item 5). A value net (.npz) is saved anew from its checked arrays and spec
     (`network`: the averaged one, if any); an SB3 checkpoint (.zip) is loaded by
-    ``load_sb3`` (its classes, spaces and schedules given known values, its weights and
-    data read as data; never by SB3's own loader, even for a file named trusted, whose
-    code would be saved again) and saved by SB3 from those objects. ShipError (one line)
-    if it does not load so."""
+    ``load_sb3`` (its classes and spaces given known values, its schedules those of the
+    run's `config`, its weights and data read as data; never by SB3's own loader, even
+    for a file named trusted, whose code would be saved again) and saved by SB3 from
+    those objects. ShipError (one line) if it does not load so."""
     try:
         if model.suffix == ".npz":
             (network or ValueNet.load(model)).save(out)
         else:
-            load_sb3(model, read_obs_spec(model), device="cpu").save(out)
+            spec = read_obs_spec(model)
+            load_sb3(model, spec, known=trained_schedules(config), device="cpu").save(out)
     except Exception as e:  # a refused pickle, a corrupt archive: SB3 fails in many ways
         raise ShipError(f"cannot ship {model}: {first_line(e)}") from None
+
+
+def trained_schedules(config: dict) -> dict:
+    """The schedules a PPO run trained with, from the plain numbers of its config.json,
+    for the settings SB3 saved as pickles (a model fine-tuned from the shipped file learns
+    at the run's rates, not at none); {} where the config does not give them."""
+    from fivethousand_rl.agents.training.config import LinearLearningRate
+
+    rates = [config.get(key) for key in ("learning_rate", "final_learning_rate", "clip_range")]
+    if not all(isinstance(r, int | float) and math.isfinite(r) and r > 0 for r in rates):
+        return {}
+    start, end, clip = (float(r) for r in rates)
+    return {"learning_rate": LinearLearningRate(start, end), "clip_range": clip}
 
 
 # ------------------------------------------------------------- learning curves

@@ -184,7 +184,9 @@ def ship(args: argparse.Namespace) -> int:
             inputs = check_args(args)
             rules = inputs["rules"]
             inputs["clean"] = Path(aside) / inputs["model"].name
-            shipping.write_clean_model(inputs["model"], inputs["network"], inputs["clean"])
+            shipping.write_clean_model(
+                inputs["model"], inputs["network"], inputs["clean"], inputs["config"]
+            )
             for players in inputs["sizes"]:  # the model loads and plays this game
                 make_policy(str(inputs["model"])).check_game(players, rules)
         except ValueError as e:  # a ShipError, or the model's own words

@@ -668,6 +668,7 @@ from sb3_contrib import MaskablePPO
 from tests.test_ship import actor_logits
 model = MaskablePPO.load(sys.argv[1], device="cpu")
 np.save(sys.argv[3], actor_logits(model, np.load(sys.argv[2])))
+print(model.lr_schedule(1.0), model.lr_schedule(0.0), model.clip_range(0.5))
 """
 
 
@@ -700,20 +701,17 @@ def test_ship_rewrites_a_hostile_model_so_stock_loading_runs_nothing(tmp_path, r
     checked objects: stock SB3 loads it in a child process without running any of it, no
     byte of the payload is in it, and it gives the same logits as the original, in SB3
     and in the toolkit."""
+    from benchmarks.hostile import Payload, code_settings_file, serialized
     from fivethousand_rl.agents import make_policy
-    from tests.test_model_safety import CODE_SETTINGS, Payload, crafted, serialized
 
     marker = tmp_path / "ran_code_from_the_file"
     payload = serialized(marker)[":serialized:"]
-    original = json.loads(zipfile.ZipFile(SHIPPED_2P / "model.zip").read("data"))
-    hostile = tmp_path / "hostile"
-    hostile.mkdir()
-    crafted(hostile, marker, {key: serialized(marker, original[key]) for key in CODE_SETTINGS})
-    with zipfile.ZipFile(hostile / "model.zip", "a") as archive:  # a member nobody reads
+    hostile = code_settings_file(tmp_path, marker)
+    with zipfile.ZipFile(hostile, "a") as archive:  # a member nobody reads
         archive.writestr("notes.pkl", pickle.dumps(Payload(marker)))
     hostile_run = tmp_path / "hostile_run"
     shutil.copytree(run, hostile_run)
-    shutil.copy(hostile / "model.zip", hostile_run / "best" / "model.zip")
+    shutil.copy(hostile, hostile_run / "best" / "model.zip")
     monkeypatch.setattr(shipping, "games_per_second", no_work)  # a few games: untimed
     monkeypatch.setattr(shipping, "opponents", lambda players: ["random"])  # one pairing
     out = tmp_path / "checkpoints"
@@ -738,6 +736,10 @@ def test_ship_rewrites_a_hostile_model_so_stock_loading_runs_nothing(tmp_path, r
     )
     assert not marker.exists()  # no code of the file ran, in SB3's loader or ours
     assert child.returncode == 0, child.stderr[-2000:]
+    # Its schedules are the run's (config.json), for whoever trains on from it.
+    config = json.loads((hostile_run / "config.json").read_text())
+    schedules = [config[key] for key in ("learning_rate", "final_learning_rate", "clip_range")]
+    assert [float(x) for x in child.stdout.split()] == schedules
     expected = actor_logits(make_policy(str(SHIPPED_2P / "model.zip")).model, obs)
     for logits in (
         np.load(tmp_path / "out.npy"),
