@@ -472,7 +472,9 @@ def test_stalled_bodies_under_a_descriptor_limit(
     assert emfile <= 2 and len(text) < 1000, text
     assert after <= idle + 2
     if source == "127.0.0.2":  # capped: 64 held, the rest closed at once
-        assert most <= idle + 64 + ACCEPT_BATCH and emfile == 0
+        # a refused connection's descriptor is freed on the loop's next round: a busy
+        # machine may see a few batches at once, still far from the 1,024
+        assert most <= idle + 64 + 3 * ACCEPT_BATCH and emfile == 0
         assert waiting[0][1] < 1.0
     else:  # they did run out (for too short a time to be sure to see it in /proc)
         assert emfile >= 1

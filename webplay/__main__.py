@@ -34,6 +34,7 @@ from fivethousand_rl.webplay.games import (
     MINUTE,
     SOLVE_CHOICES,
     Limits,
+    client_key,
 )
 
 DEFAULT_DATA = Path.home() / ".local" / "share" / "fivethousand-rl" / "web"
@@ -151,15 +152,6 @@ def stop_accepting_when_out(loop: asyncio.AbstractEventLoop) -> None:
 
     loop._accept_connection = accept_connections  # read by its _start_serving
     loop._start_serving = start_serving  # by asyncio.Server and the retries
-
-
-def client_key(host: str) -> str:
-    """Whose connection this is: the address, an IPv6 one as its /64 network (which one
-    subscriber usually holds whole, as for the games kept per address)."""
-    with contextlib.suppress(ValueError):  # not an IP address: the name as it is
-        if ipaddress.ip_address(host).version == 6:
-            return str(ipaddress.ip_network(f"{host}/64", strict=False))
-    return host
 
 
 def trusted_proxies(allowed: str | list[str]) -> Callable[[str], bool]:

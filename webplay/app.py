@@ -43,7 +43,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import ipaddress
 import json
 import logging
 import re
@@ -97,6 +96,7 @@ from fivethousand_rl.webplay.games import (
     WebGame,
     check_people,
     check_target,
+    client_key,
     frame,
     position,
     replay_frames,
@@ -522,11 +522,7 @@ def create_app(
     def address(request: Request) -> str:
         """Who asks: the client's address (a proxy's forwarded one, see webplay.games); an
         IPv6 one as its /64 network, which one subscriber usually holds whole."""
-        host = request.client.host if request.client else "unknown"
-        with contextlib.suppress(ValueError):  # not an IP address: the name as it is
-            if ipaddress.ip_address(host).version == 6:
-                return str(ipaddress.ip_network(f"{host}/64", strict=False))
-        return host
+        return client_key(request.client.host if request.client else "unknown")
 
     async def on_game(web: WebGame | str, request: Request, use: Callable[[WebGame], T]) -> T:
         """`use(game)` in a worker thread, the game `web` (or its id, used by this

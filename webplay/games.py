@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import ipaddress
 import json
 import logging
 import os
@@ -463,6 +464,15 @@ def check_failure(failure: object, bots: list[str | None]) -> dict | None:
     if not isinstance(reason, str) or not 1 <= len(reason) <= BRIEF_CHARS:
         raise ValueError(f"failure's reason must be 1 to {BRIEF_CHARS} characters")
     return {"seat": seat, "reason": reason}
+
+
+def client_key(host: str) -> str:
+    """Whose request or connection this is, for the limits per client: the address, an
+    IPv6 one as its /64 network (which one subscriber usually holds whole)."""
+    with contextlib.suppress(ValueError):  # not an IP address: the name as it is
+        if ipaddress.ip_address(host).version == 6:
+            return str(ipaddress.ip_network(f"{host}/64", strict=False))
+    return host
 
 
 def check_people(humans: object, people: object, n: int) -> None:
