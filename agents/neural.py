@@ -121,6 +121,70 @@ def spec_problem(spec: ObsSpec | None, n_players: int, rules: Rules) -> str:
     return spec.mismatch(ObsSpec(spec.encoding, n_players, rules))
 
 
+# ------------------------------------------------ model archives, read with a bound
+# A zip archive states each member's unpacked size: zipfile never unpacks a member past
+# it, and torch's loader allocates each record of a torch file (a zip too, inside a
+# checkpoint: policy.pth) at that size before inflating it. So every model archive is
+# opened here, its stated sizes checked against MAX_MODEL_BYTES before anything is
+# inflated, the torch files inside it too, and each member read with a hard cap.
+def check_unpacked(archive: zipfile.ZipFile, limit: int = MAX_MODEL_BYTES) -> None:
+    """ValueError (one line) unless the members of `archive` state at most `limit` bytes
+    unpacked in all."""
+    unpacked = sum(info.file_size for info in archive.infolist())
+    if unpacked > limit:
+        raise ValueError(f"it unpacks to {unpacked} bytes, over {limit}")
+
+
+def open_model_archive(source: str | Path | bytes, limit: int = MAX_MODEL_BYTES) -> zipfile.ZipFile:
+    """The model archive `source` (a file, read with ``read_capped``, or its bytes) opened
+    from memory once ``check_unpacked`` passes; ValueError (one line) otherwise, or
+    zipfile.BadZipFile for what is no zip archive. Read its members with ``read_member``."""
+    raw = source if isinstance(source, bytes) else read_capped(source, limit)
+    archive = zipfile.ZipFile(io.BytesIO(raw))
+    try:
+        check_unpacked(archive, limit)
+    except ValueError:
+        archive.close()
+        raise
+    return archive
+
+
+def read_member(archive: zipfile.ZipFile, name: str, limit: int = MAX_MODEL_BYTES) -> bytes:
+    """The member `name` of `archive`, read with a hard cap of `limit` bytes whatever its
+    stated size; a torch file (.pth) checked by ``check_torch_file`` too. ValueError
+    (one line, naming the member) past either bound."""
+    with archive.open(name) as member:
+        raw = member.read(limit + 1)
+    if len(raw) > limit:
+        raise ValueError(f"its {name} unpacks to more than {limit} bytes")
+    if name.endswith(".pth"):
+        check_torch_file(raw, f"its {name}", limit)
+    return raw
+
+
+TORCH_ZIP_MAGIC = b"PK\x03\x04"  # how torch.load tells its zip format from the legacy one
+
+
+def check_torch_file(raw: bytes, what: str, limit: int = MAX_MODEL_BYTES) -> None:
+    """ValueError (one line, starting with `what`) if ``torch.load`` of `raw` would
+    allocate more than `limit` bytes. Torch's zip format keeps each storage as a record
+    (data/N) that its loader allocates at the size the zip directory states (and refuses
+    unless the pickle declares that size): those stated sizes are checked, and an
+    archive zipfile cannot read is refused, since torch's reader might. The legacy
+    format (a storage pickled with the standard pickle) allocates what its pickle
+    declares but touches only the bytes the file holds, after checking that the file
+    declares the same size: at most len(raw)."""
+    if not raw.startswith(TORCH_ZIP_MAGIC):
+        return
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            check_unpacked(archive, limit)
+    except zipfile.BadZipFile as e:
+        raise ValueError(f"{what} is a damaged torch file ({first_line(e)})") from None
+    except ValueError as e:
+        raise ValueError(f"{what} {str(e).removeprefix('it ')}") from None
+
+
 # ------------------------------------------------------------ the saved settings
 def _decode(suffix: str, raw: bytes) -> dict:
     if suffix == ".zip":
@@ -149,8 +213,8 @@ def read_settings(path: Path) -> dict:
         an = "a self-play" if kind == "snapshot" else "an SB3"
         raise CheckpointError(f"not {an} {kind} (not a zip file): {path}")
     try:
-        with zipfile.ZipFile(path) as archive:
-            settings = _decode(path.suffix, archive.read(member))
+        with open_model_archive(path) as archive:
+            settings = _decode(path.suffix, read_member(archive, member))
     except Exception as e:  # a missing member, bad JSON, a bad array: all one answer
         raise CheckpointError(f"could not load checkpoint {path}: {first_line(e)}") from None
     if not isinstance(settings, dict):
@@ -318,6 +382,7 @@ TENSOR_GLOBALS = {("torch._utils", "_rebuild_tensor_v2"), ("torch.storage", "_lo
 def _storage_from_bytes(raw: bytes):
     import torch
 
+    check_torch_file(raw, "a tensor's storage")
     return torch.load(io.BytesIO(raw), weights_only=True)
 
 
@@ -625,18 +690,20 @@ def _tensors(value: object, key: str = "") -> Iterator[tuple[str, object]]:
 
 
 def check_weights(archive: zipfile.ZipFile) -> None:
-    """Read every torch member (``.pth``) of an SB3 archive with torch's ``weights_only``
-    loader, which builds tensors and plain containers only: ValueError (one line) for
-    one that names anything else, or whose numbers are not all finite (``check_finite``:
-    the optimizer's moments too, which would make training from it diverge). SB3 reads
-    them again (2.9 with weights_only too)."""
+    """Read every torch member (``.pth``) of an SB3 archive (opened by
+    ``open_model_archive``) with its bound (``read_member``), then with torch's
+    ``weights_only`` loader, which builds tensors and plain containers only: ValueError
+    (one line) for one past the bound, one that names anything else, or one whose
+    numbers are not all finite (``check_finite``: the optimizer's moments too, which
+    would make training from it diverge). SB3 reads them again (2.9 with weights_only
+    too)."""
     import torch
 
     for name in archive.namelist():
         if name.endswith(".pth"):
+            raw = read_member(archive, name)  # its size refused in its own words
             try:
-                with archive.open(name) as member:
-                    loaded = torch.load(member, map_location="cpu", weights_only=True)
+                loaded = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
             except Exception as e:
                 raise ValueError(f"its {name} is not plain weights ({first_line(e)})") from None
             for key, tensor in _tensors(loaded):
@@ -661,8 +728,8 @@ def load_sb3(
     from sb3_contrib import MaskablePPO
 
     raw = source if isinstance(source, bytes) else read_capped(source, MAX_MODEL_BYTES)
-    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-        settings = json.loads(archive.read("data"))
+    with open_model_archive(raw) as archive:  # then SB3 reads the same bytes, checked
+        settings = json.loads(read_member(archive, "data"))
         if not isinstance(settings, dict):
             raise ValueError("its data is no object")
         check_weights(archive)

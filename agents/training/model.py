@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import zipfile
+import io
 from functools import partial
 
+from fivethousand_rl.agents.base import MAX_MODEL_BYTES, read_capped
 from fivethousand_rl.agents.threads import one_thread_per_process
 from fivethousand_rl.agents.training.config import (
     NETWORK_KEYS,
@@ -72,7 +73,12 @@ def make_model(config: TrainConfig, vec_env):
     from sb3_contrib import MaskablePPO
 
     from fivethousand_rl.agents.networks import ActionScoringPolicy, policy_kwargs_for
-    from fivethousand_rl.agents.neural import attach_obs_spec, check_weights, first_line
+    from fivethousand_rl.agents.neural import (
+        attach_obs_spec,
+        check_weights,
+        first_line,
+        open_model_archive,
+    )
 
     networks = {name: tuple(getattr(config, name)) for name in NETWORK_KEYS}
     model = MaskablePPO(
@@ -90,9 +96,10 @@ def make_model(config: TrainConfig, vec_env):
     attach_obs_spec(model, config.obs_spec)
     if config.init_from:
         try:  # weights (and the optimizer's moments) of the trained model
-            with zipfile.ZipFile(init_path(config)) as archive:
+            raw = read_capped(init_path(config), MAX_MODEL_BYTES)
+            with open_model_archive(raw) as archive:  # bounded, nested archives too
                 check_weights(archive)  # plain tensors only, whatever SB3's version reads
-            model.set_parameters(str(init_path(config)), exact_match=True, device="cpu")
+            model.set_parameters(io.BytesIO(raw), exact_match=True, device="cpu")  # the same bytes
         except Exception as e:
             raise ValueError(
                 f"cannot start from {config.init_from}: {first_line(e)} "
