@@ -747,3 +747,25 @@ def test_ship_rewrites_a_hostile_model_so_stock_loading_runs_nothing(tmp_path, r
     ):
         np.testing.assert_array_equal(logits[masks], expected[masks])
     assert not marker.exists()
+
+
+def test_a_model_trusted_by_its_user_is_still_not_shipped_with_its_code(
+    tmp_path, run, monkeypatch, capsys
+):
+    """The opt-in that lets SB3's own loader run a file's code (FIVETHOUSAND_TRUSTED_MODELS)
+    is for playing it here: ship would write that code again into the shipped file, so it
+    refuses such a model in one line, before any of it runs."""
+    from benchmarks.hostile import refused_file
+
+    marker = tmp_path / "ran_code_from_the_file"
+    trusted_run = tmp_path / "trusted_run"
+    shutil.copytree(run, trusted_run)
+    model, named = refused_file(trusted_run / "best", marker, "an unknown pickled setting")
+    monkeypatch.setenv("FIVETHOUSAND_TRUSTED_MODELS", str(model))
+    monkeypatch.setattr(tournament_report, "play_and_report", no_work)
+    out = tmp_path / "checkpoints"
+    out.mkdir()
+    assert ship.main([str(trusted_run), "--name", "new", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: cannot ship {model}: ") and named in err, err
+    assert err.count("\n") == 0 and not marker.exists() and list(out.iterdir()) == []
