@@ -33,6 +33,7 @@ import numpy as np
 from fivethousand_rl.agents.base import atomic_write, check_output_path, duration
 from fivethousand_rl.agents.batched import BatchedOptimalBot
 from fivethousand_rl.envs.batch import ROLL_BUST, BatchGames, play_batch
+from fivethousand_rl.envs.driver import DEFAULT_MAX_TURNS
 from fivethousand_rl.envs.rules import BANK_BIT, Rules
 from fivethousand_rl.envs.solver import solve_two_player
 
@@ -49,7 +50,7 @@ VARIANTS: list[tuple[str, Rules, str]] = [
     ("target 3000", Rules(target=3000), "V5"),
     ("hold all", Rules(hold="all"), "R5"),
 ]
-MAX_TURNS = 1000  # as the environments' default turn limit (R11)
+MAX_TURNS = DEFAULT_MAX_TURNS  # as the environments' turn limit (R11)
 
 
 @dataclasses.dataclass

@@ -10,7 +10,6 @@ At each decision a person types a choice number from the list, or a command
 from __future__ import annotations
 
 import json
-import math
 import re
 import shlex
 import time
@@ -40,6 +39,7 @@ from fivethousand_rl.envs.render import (
     action_text,
     board_text,
     count_dice,
+    cut_off_text,
     event_text,
     headline,
     join_words,
@@ -347,6 +347,11 @@ class Session:
             for i, p in enumerate(self.players)
         ]
 
+    @property
+    def ended(self) -> bool:
+        """Won, or cut off without a winner at the turn limit (R11)."""
+        return self.game.over or self.game.state.turns >= driver.DEFAULT_MAX_TURNS
+
     def log_names(self) -> list[str]:
         """The seats as a game log records them (English, whatever the language)."""
         return [p if i in self.humans else f"{p} (seat {i})" for i, p in enumerate(self.players)]
@@ -357,9 +362,9 @@ class Session:
             self.say(line)
         self.say(render_text(game, self.names()))
         seats = [self.policies.get(i, self) for i in range(game.n_players)]  # self: a person
-        driver.play(game, seats, self.rng, max_turns=math.inf, on_event=self.show)
+        driver.play(game, seats, self.rng, on_event=self.show)  # R11: a bounded game
         self.say(board_text(game, self.names()).rstrip("\n"))
-        self.say(headline(game, self.names()))
+        self.say(headline(game, self.names()) if game.over else cut_off_text(game.state.turns))
         return game.state.winner
 
     def show(self, game: Game, event: Rolled | Moved) -> None:
@@ -779,7 +784,7 @@ def play_table(session: Session) -> Session:
     the last game's session (its log is the one written)."""
     try:
         session.play()
-        while session.game.over and wants_rematch(session.ask, session.several):
+        while session.ended and wants_rematch(session.ask, session.several):
             session = session.rematch()
             if session.several:
                 session.say(_("A new game at the same table (seed {seed}).", seed=session.seed))

@@ -157,6 +157,15 @@ def headline(game: Game, names: Sequence[str] | None = None) -> str:
     )
 
 
+def cut_off_text(turns: int) -> str:
+    """Why a game that reached the turn limit (R11) ended: no one won."""
+    return ngettext(
+        "the game was cut off after {n} turn, the longest a game may last: no one won",
+        "the game was cut off after {n} turns, the longest a game may last: no one won",
+        turns,
+    )
+
+
 def board_text(game: Game, names: Sequence[str] | None = None) -> str:
     """The scores, the dice held this turn, the pending roll and the last event: the
     rest of ``render_text``."""

@@ -11,6 +11,7 @@ import pytest
 
 from fivethousand_rl import play
 from fivethousand_rl.agents import terminal
+from fivethousand_rl.envs.driver import DEFAULT_MAX_TURNS
 from fivethousand_rl.envs.game import Game
 from fivethousand_rl.envs.render import render_text
 from fivethousand_rl.envs.rules import Rules, action_for
@@ -644,3 +645,26 @@ def test_the_end_of_a_game_offers_a_rematch_at_the_same_table_with_the_next_seed
     text = "\n".join(lines)
     assert "A new game against the same bots (seed 9)." in text
     assert text.count("Game over after") == 2
+
+
+def test_a_terminal_game_is_cut_off_at_the_turn_limit():
+    """R11 (issue 54 item 6): a game at the terminal ends at the turn limit with no
+    winner, said so, and the table is offered another game, as after a win."""
+    game = Game(2, seed=0)
+    data = json.loads(game.to_json())
+    data["state"]["turns"] = DEFAULT_MAX_TURNS - 2  # two turns left
+    game = Game.from_json(json.dumps(data), seed=0)
+    lines, prompts = [], []
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        return "n" if "again" in prompt else "r"  # roll on, never bank: no one can win
+
+    session = terminal.Session(game, ["you", "smart"], 0, 1, ask=ask, say=lines.append)
+    assert terminal.play_table(session) is session
+    assert game.state.turns == DEFAULT_MAX_TURNS and game.state.winner is None
+    assert lines[-1] == (
+        f"the game was cut off after {DEFAULT_MAX_TURNS} turns, the longest a game may last: "
+        "no one won"
+    )
+    assert "again" in prompts[-1]

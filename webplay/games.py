@@ -75,7 +75,7 @@ from fivethousand_rl.envs.game import (
 )
 from fivethousand_rl.envs.game_log import check_fields, log_entry, one_line, replay_log
 from fivethousand_rl.envs.i18n import N_, _, ngettext, timespan
-from fivethousand_rl.envs.render import event_text
+from fivethousand_rl.envs.render import cut_off_text, event_text
 from fivethousand_rl.envs.rules import DEFAULT_RULES, Rules
 from fivethousand_rl.envs.rules_text import rule_words
 from fivethousand_rl.webplay.bots import ROOT, Catalogue
@@ -284,11 +284,7 @@ class WebGame:
                 why=self.failure["reason"],
             )
         if self.cut_off:
-            return ngettext(
-                "the game was cut off after {n} turn, the longest a game may last: no one won",
-                "the game was cut off after {n} turns, the longest a game may last: no one won",
-                self.game.state.turns,
-            )
+            return cut_off_text(self.game.state.turns)
         return None
 
     def to_play(self) -> int | None:
