@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fivethousand_rl.agents.base import atomic_write, check_output_path, duration
+from fivethousand_rl.agents.base import atomic_write, check_output_path, duration, figure
 from fivethousand_rl.agents.batched import BatchedOptimalBot
 from fivethousand_rl.envs.batch import ROLL_BUST, BatchGames, play_batch
 from fivethousand_rl.envs.driver import DEFAULT_MAX_TURNS
@@ -165,52 +165,41 @@ def measure(
 
 
 def _plots(results: list[Measured], folder: Path) -> list[str]:
-    """The report's pictures, written in `folder`; their file names."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """The report's pictures, written in `folder` (``figure``: atomically); their file
+    names."""
     labels = [r.label for r in results]
     y = np.arange(len(results))
-    names = []
 
-    def finish(fig, ax, xlabel: str, name: str) -> None:
-        """One row per variant, top down; the figure saved as `name` and closed."""
+    def rows(ax, xlabel: str) -> None:
+        """One row per variant, top down."""
         ax.set_yticks(y, labels)
         ax.invert_yaxis()
         ax.set_xlabel(xlabel)
-        fig.tight_layout()
-        fig.savefig(folder / name, dpi=120)
-        plt.close(fig)
-        names.append(name)
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.barh(y, [100 * r.first_win for r in results], color="tab:blue")
-    ax.axvline(50, color="gray", linewidth=1)
-    ax.axvline(100 * results[0].first_win, color="tab:blue", linestyle=":", linewidth=1)
-    ax.set_xlim(49.5, 100 * max(r.first_win for r in results) + 0.5)
-    finish(fig, ax, "first player's win probability under optimal play (%)", "first_player.png")
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.barh(
-        y,
-        [r.turns_mean for r in results],
-        xerr=[r.turns_sd for r in results],
-        color="tab:green",
-        capsize=3,
-    )
-    finish(fig, ax, "turns per game, mean and standard deviation (optimal self-play)", "length.png")
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    left = np.zeros(len(results))
-    for field, color in (("bumps", "tab:red"), ("gifts", "tab:purple"), ("lost", "tab:gray")):
-        values = np.array([getattr(r, field) for r in results])
-        ax.barh(y, values, left=left, color=color, label=field)
-        left += values
-    ax.legend(loc="lower right")
-    finish(fig, ax, "per game (optimal self-play)", "events.png")
-    return names
+    with figure(folder / "first_player.png", figsize=(7, 4)) as (fig, ax):
+        ax.barh(y, [100 * r.first_win for r in results], color="tab:blue")
+        ax.axvline(50, color="gray", linewidth=1)
+        ax.axvline(100 * results[0].first_win, color="tab:blue", linestyle=":", linewidth=1)
+        ax.set_xlim(49.5, 100 * max(r.first_win for r in results) + 0.5)
+        rows(ax, "first player's win probability under optimal play (%)")
+    with figure(folder / "length.png", figsize=(7, 4)) as (fig, ax):
+        ax.barh(
+            y,
+            [r.turns_mean for r in results],
+            xerr=[r.turns_sd for r in results],
+            color="tab:green",
+            capsize=3,
+        )
+        rows(ax, "turns per game, mean and standard deviation (optimal self-play)")
+    with figure(folder / "events.png", figsize=(7, 4)) as (fig, ax):
+        left = np.zeros(len(results))
+        for field, color in (("bumps", "tab:red"), ("gifts", "tab:purple"), ("lost", "tab:gray")):
+            values = np.array([getattr(r, field) for r in results])
+            ax.barh(y, values, left=left, color=color, label=field)
+            left += values
+        ax.legend(loc="lower right")
+        rows(ax, "per game (optimal self-play)")
+    return ["first_player.png", "length.png", "events.png"]
 
 
 def _fair(r: Measured) -> str:

@@ -23,13 +23,12 @@ import json
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from fivethousand_rl.agents import make_policy
-from fivethousand_rl.agents.base import Policy, check_output_path
+from fivethousand_rl.agents.base import Policy, atomic_write, check_output_path
 from fivethousand_rl.agents.rule_flags import add_rule_flags, rules_from_args
 from fivethousand_rl.agents.tournament import play_game
 from fivethousand_rl.envs.game import Game
@@ -207,7 +206,7 @@ def main(
             print(f"  {row['regret_per_game']:.4f}  {row['per_game']:6.2f}  {row['situation']}")
     if args.json:
         try:
-            Path(args.json).write_text(json.dumps(data, indent=2))
+            atomic_write(args.json, json.dumps(data, indent=2))
         except OSError as e:  # checked before, but the disk may fill or the folder go
             print(f"error: could not write {args.json}: {e.strerror or e}", file=sys.stderr)
             return 1

@@ -9,7 +9,9 @@ At each decision a person types a choice number from the list, or a command
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shlex
 import time
@@ -19,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from fivethousand_rl.agents import make_policy, opens_file_or_code
-from fivethousand_rl.agents.base import read_text_capped
+from fivethousand_rl.agents.base import atomic_write, read_text_capped
 from fivethousand_rl.agents.hints import hint, hint_policy, is_exact
 from fivethousand_rl.agents.rule_flags import describe_rules, house_rules
 from fivethousand_rl.envs import driver
@@ -542,6 +544,14 @@ SAVE_FIELDS = {
 }
 
 
+def write_beside(path: str, text: str) -> None:
+    """``atomic_write`` into a folder that exists (a mistyped one is an OSError to say,
+    not a folder to make)."""
+    if not Path(path).parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(Path(path).parent))
+    atomic_write(path, text)
+
+
 def save(session: Session, path: str) -> None:
     """Write the game to `path`: version 1 for one person (as before, which older
     play.py reads too), version 2 for several."""
@@ -558,7 +568,7 @@ def save(session: Session, path: str) -> None:
         "bot_rng": session.rng.bit_generator.state,
         "log": session.log,
     }
-    Path(path).write_text(json.dumps(data))
+    write_beside(path, json.dumps(data))  # a full disk leaves the older save whole
 
 
 def _saved_humans(data: dict, players: list[str]) -> list[int]:
@@ -694,7 +704,7 @@ def write_log(session: Session, path: str) -> None:
         "events": session.log,
         "winner": session.game.state.winner,
     }
-    Path(path).write_text(json.dumps(data, indent=1))
+    write_beside(path, json.dumps(data, indent=1))
 
 
 def replay(path: str, say: Callable[[str], None] = print, delay: float = 0.0) -> int | None:

@@ -224,3 +224,25 @@ def test_a_request_the_http_parser_refuses_gets_the_security_headers(head, tmp_p
     for name, value in SECURITY_HEADERS:
         assert name + b": " + value.lower() in lines, answer
     assert json.loads(body) == {"error": "invalid HTTP request"}
+
+
+def test_a_terminal_save_and_log_on_a_full_disk_leave_the_older_ones_whole(tmp_path, monkeypatch):
+    """Issue 54 item 7: play's save (and its game log) written over an older one on a
+    full disk: the write fails (OSError, which play reports in one line) and the older
+    file is as it was, not emptied."""
+    from fivethousand_rl.agents import terminal
+    from fivethousand_rl.envs.game import Game
+
+    session = terminal.Session(Game(2, seed=0), ["you", "smart"], 0, 0)
+    for write, name in ((terminal.save, "g.json"), (terminal.write_log, "g.log.json")):
+        path = tmp_path / name
+        write(session, str(path))
+        older = path.read_bytes()
+        full_disk(monkeypatch)
+        with pytest.raises(OSError, match="No space left"):
+            write(session, str(path))
+        monkeypatch.undo()
+        assert path.read_bytes() == older and json.loads(older)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            {name, "g.json"}
+        )  # no temporary left beside it
