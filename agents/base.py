@@ -85,11 +85,19 @@ def check_model_file(path: str | Path, limit: int | None = None) -> None:
         raise ValueError(f"cannot load {path}: larger than {limit} bytes")
     try:
         with zipfile.ZipFile(path) as archive:
-            unpacked = sum(member.file_size for member in archive.infolist())
+            check_unpacked(archive, limit)
     except (OSError, zipfile.BadZipFile):  # not an archive: its loader says what it is
         return
+    except ValueError as e:
+        raise ValueError(f"cannot load {path}: {e}") from None
+
+
+def check_unpacked(archive: zipfile.ZipFile, limit: int = MAX_MODEL_BYTES) -> None:
+    """ValueError (one line) unless the members of `archive` state at most `limit` bytes
+    unpacked in all (all zipfile will unpack: a member is read no further than it says)."""
+    unpacked = sum(info.file_size for info in archive.infolist())
     if unpacked > limit:
-        raise ValueError(f"cannot load {path}: it unpacks to {unpacked} bytes, over {limit}")
+        raise ValueError(f"it unpacks to {unpacked} bytes, over {limit}")
 
 
 def check_finite(name: str, array: object) -> None:

@@ -47,7 +47,13 @@ from pathlib import Path
 
 import numpy as np
 
-from fivethousand_rl.agents.base import MAX_MODEL_BYTES, atomic_write, check_finite, read_capped
+from fivethousand_rl.agents.base import (
+    MAX_MODEL_BYTES,
+    atomic_write,
+    check_finite,
+    check_unpacked,
+    read_capped,
+)
 from fivethousand_rl.envs.batch import BatchGames
 from fivethousand_rl.envs.encoding import ACTION_FEATURES, ENCODINGS, OBS_LOW, ObsSpec, encode_rich
 from fivethousand_rl.envs.game import MAX_PLAYERS, MIN_PLAYERS, Game
@@ -127,14 +133,6 @@ def spec_problem(spec: ObsSpec | None, n_players: int, rules: Rules) -> str:
 # checkpoint: policy.pth) at that size before inflating it. So every model archive is
 # opened here, its stated sizes checked against MAX_MODEL_BYTES before anything is
 # inflated, the torch files inside it too, and each member read with a hard cap.
-def check_unpacked(archive: zipfile.ZipFile, limit: int = MAX_MODEL_BYTES) -> None:
-    """ValueError (one line) unless the members of `archive` state at most `limit` bytes
-    unpacked in all."""
-    unpacked = sum(info.file_size for info in archive.infolist())
-    if unpacked > limit:
-        raise ValueError(f"it unpacks to {unpacked} bytes, over {limit}")
-
-
 def open_model_archive(source: str | Path | bytes, limit: int = MAX_MODEL_BYTES) -> zipfile.ZipFile:
     """The model archive `source` (a file, read with ``read_capped``, or its bytes) opened
     from memory once ``check_unpacked`` passes; ValueError (one line) otherwise, or
