@@ -14,49 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.hostile import (
+    REFUSED,
+    SHIPPED_2P,
+    Payload,
+    code_settings_file,
+    refused_file,
+    serialized,
+)
 from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents.neural import CheckpointError, SB3Policy
 from fivethousand_rl.envs.game import Game
-
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED_2P = ROOT / "checkpoints" / "ppo-2p"
-# The settings whose pickles are code (classes, schedules, spaces): given known values.
-CODE_SETTINGS = ("policy_class", "observation_space", "action_space", "learning_rate")
-CODE_SETTINGS += ("lr_schedule", "clip_range", "rollout_buffer_class")
-
-
-class Payload:
-    """Unpickled, it creates `marker` (what a hostile file could do instead)."""
-
-    def __init__(self, marker: Path) -> None:
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
-
-
-def serialized(marker: Path, plain: dict | None = None) -> dict:
-    """An SB3 ":serialized:" setting holding the payload, beside `plain`'s readable fields."""
-    return {
-        **(plain or {}),
-        ":serialized:": base64.b64encode(pickle.dumps(Payload(marker))).decode(),
-    }
-
-
-def crafted(folder: Path, marker: Path, settings: dict, member: str | None = None) -> Path:
-    """The shipped 2-player model with `settings` changed in its data (None: removed) and
-    torch `member` (if given) replaced by the payload's pickle."""
-    path = folder / "model.zip"
-    with zipfile.ZipFile(SHIPPED_2P / "model.zip") as old, zipfile.ZipFile(path, "w") as new:
-        for info in old.infolist():
-            raw = old.read(info)
-            if info.filename == "data":
-                data = {**json.loads(raw), **settings}
-                raw = json.dumps({k: v for k, v in data.items() if v is not None}).encode()
-            elif info.filename == member:
-                raw = pickle.dumps(Payload(marker), protocol=2)  # torch's own protocol
-            new.writestr(info, raw)
-    return path
 
 
 @pytest.fixture
@@ -83,34 +51,13 @@ def test_pickled_code_settings_are_replaced_and_the_model_plays_the_same(tmp_pat
     """Every pickled class, schedule and space holds the payload (its readable fields,
     which the loader reads, left as they were): the model loads, none of it runs, and it
     plays the same actions as the shipped file; so does its pickled copy."""
-    original = json.loads(zipfile.ZipFile(SHIPPED_2P / "model.zip").read("data"))
-    changes = {key: serialized(marker, original[key]) for key in CODE_SETTINGS}
-    path = crafted(tmp_path, marker, changes)
+    path = code_settings_file(tmp_path, marker)
     policy = make_policy(str(path))
     shipped = make_policy(str(SHIPPED_2P / "model.zip"))
     assert first_move(policy) == first_move(shipped)
     copy = pickle.loads(pickle.dumps(policy))
     assert first_move(copy) == first_move(shipped)
     assert not marker.exists()
-
-
-REFUSED = {
-    "data kept as a pickle": ({"_last_obs": "payload"}, None, "_last_obs"),
-    "an unknown pickled setting": ({"extra": "payload"}, None, "extra"),
-    "pickled policy_kwargs": ({"policy_kwargs": "payload"}, None, "policy_kwargs"),
-    "a foreign policy class": ({"policy_class": {"__module__": "os"}}, None, "policy class"),
-    "a pickle as weights": ({}, "policy.pth", "policy.pth"),
-    "a pickle as torch variables": ({}, "pytorch_variables.pth", "pytorch_variables.pth"),
-}
-
-
-def refused_file(folder: Path, marker: Path, case: str) -> tuple[Path, str]:
-    settings, member, named = REFUSED[case]
-    changes = {
-        key: serialized(marker, value if isinstance(value, dict) else None)
-        for key, value in settings.items()
-    }
-    return crafted(folder, marker, changes, member), named
 
 
 @pytest.mark.parametrize("case", REFUSED)

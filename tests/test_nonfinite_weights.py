@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks import hostile
+from benchmarks.hostile import nan_raw_initializer
 from fivethousand_rl import evaluate, export, train
 from fivethousand_rl.agents import make_policy
 from fivethousand_rl.agents.base import check_finite
@@ -21,7 +23,7 @@ from fivethousand_rl.agents.neural import CheckpointError, NumpyScorer, check_we
 from tests.helpers import tiny_mlp_model
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED_ONNX = ROOT / "checkpoints" / "ppo-2p" / "model.onnx"
+SHIPPED_ONNX = hostile.SHIPPED_ONNX
 MESSAGE = "are not all finite numbers"
 
 
@@ -129,22 +131,8 @@ def test_a_snapshot_with_a_non_finite_weight_is_refused(tmp_path):
 # ------------------------------------------------------------------------ exported ONNX
 def nan_onnx(tmp_path: Path, edit) -> Path:
     """The shipped ppo-2p's .onnx and metadata, copied, with `edit(model)` applied."""
-    onnx = pytest.importorskip("onnx")
-    model = onnx.load(str(SHIPPED_ONNX))
-    edit(model)
-    path = tmp_path / "bad.onnx"
-    onnx.save(model, str(path))
-    shutil.copy(SHIPPED_ONNX.with_suffix(".json"), path.with_suffix(".json"))
-    return path
-
-
-def nan_raw_initializer(model) -> None:
-    from onnx import numpy_helper
-
-    first = next(t for t in model.graph.initializer if t.data_type == 1)  # a float one
-    values = numpy_helper.to_array(first).copy()
-    values.flat[0] = np.nan
-    first.CopyFrom(numpy_helper.from_array(values, first.name))
+    pytest.importorskip("onnx")
+    return hostile.nan_onnx(tmp_path, edit)
 
 
 def inf_listed_initializer(model) -> None:
