@@ -967,16 +967,16 @@ def cli_bombs(r: Report, size: Size, work: Path) -> None:
         ["train.py", "--resume", str(run), "--n-timesteps", "512"],
         "the same pickle in a run's state.pkl, train --resume",
     )
-    (folder / "nested").mkdir()
-    nested = hostile.nested_bomb(folder / "nested", size.nested_bytes)
+    nested = folder / "nested.zip"
+    nested.write_bytes(hostile.nested_bomb(size.nested_bytes))
     check(
         "54.3-nested-bomb-evaluate",
         ["evaluate.py", str(nested), "random", "--games", "2"],
         f"a {nested.stat().st_size >> 20} MB model whose policy.pth unpacks to "
         f"{size.nested_bytes >> 20} MB, evaluate",
     )
-    (folder / "flat").mkdir()
-    flat = hostile.flat_bomb(folder / "flat", size.flat_bytes)
+    flat = folder / "flat.zip"
+    flat.write_bytes(hostile.flat_bomb(size.flat_bytes))
     check(
         "54.3-flat-bomb-export",
         ["export.py", str(flat), "-o", str(folder / "flat.onnx")],
@@ -1007,7 +1007,7 @@ def cli_bombs(r: Report, size: Size, work: Path) -> None:
         )
     # Issue 42 item 5: unbounded reads and sizes.
     check("42.5-play-load-dev-zero", ["play.py", "--load", "/dev/zero"], "play --load /dev/zero")
-    run = ship_run(folder / "ship_run")
+    run = hostile.ship_run(folder / "ship_run")
     check(
         "42.5-ship-notes-dev-zero",
         ["ship.py", str(run), "--name", "x", "--out", str(folder), "--notes", "/dev/zero"],
@@ -1026,18 +1026,6 @@ def cli_bombs(r: Report, size: Size, work: Path) -> None:
         "demo --games 0 (refused before training)",
         cwd=demo,
     )
-
-
-def ship_run(folder: Path, model: Path | None = None) -> Path:
-    """A finished 2-player run (as tests/test_ship.py's) holding `model` (default shipped)."""
-    (folder / "best").mkdir(parents=True)
-    shutil.copy(model or hostile.SHIPPED_2P / "model.zip", folder / "best" / "model.zip")
-    config = json.loads((hostile.SHIPPED_2P / "config.json").read_text())
-    config.pop("init_from", None)
-    (folder / "config.json").write_text(json.dumps(config))
-    (folder / "summary.json").write_text(json.dumps({"steps": 4096, "wall_seconds": 60}))
-    (folder / "command.txt").write_text("python train.py --preset ppo_2p\n")
-    return folder
 
 
 def cli_code(r: Report, size: Size, work: Path) -> None:
@@ -1103,7 +1091,7 @@ def cli_code(r: Report, size: Size, work: Path) -> None:
             f"a payload in state.pkl, train --resume: {said}; code ran: {marker.exists()}",
         )
     with r.case("54.5-ship-rewrites"):
-        run = ship_run(folder / "ship_run")
+        run = hostile.ship_run(folder / "ship_run")
         hostile.code_settings_file(run / "best", marker)
         stock_load(run / "best" / "model.zip")  # fails once the payload has run
         if not marker.exists():
@@ -1195,7 +1183,7 @@ def cli_small(r: Report, size: Size, work: Path) -> None:
         (
             "42.6-ship-out-proc",
             ship.main,
-            [str(ship_run(folder / "run")), "--name", "x", "--out", "/proc"],
+            [str(hostile.ship_run(folder / "run")), "--name", "x", "--out", "/proc"],
             "/proc",
         ),
         (

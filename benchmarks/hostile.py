@@ -8,15 +8,18 @@ Every payload here is harmless: code "run" from a file only creates a marker fil
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import pickle
 import shutil
+import struct
 import subprocess
 import sys
 import threading
 import time
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,111 +154,105 @@ def object_array_pickle() -> bytes:
     return pickle.dumps(ObjectArrayBomb("reconstruct"), protocol=4)
 
 
-def _deflated(name: str) -> zipfile.ZipInfo:
-    info = zipfile.ZipInfo(name)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    return info
+MB = 1 << 20
 
 
-class _Storage:
-    """Stands for a torch storage in the hand-made pickle below."""
+def deflated_zeros(size: int) -> tuple[bytes, int]:
+    """`size` zero bytes deflated (raw deflate, about 1,000 to 1) and their CRC-32: one
+    compressed megabyte repeated, each copy ending in a full flush so that they chain."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    megabyte = packer.compress(bytes(MB)) + packer.flush(zlib.Z_FULL_FLUSH)
+    whole, rest = divmod(size, MB)
+    crc = 0
+    for _ in range(whole):
+        crc = zlib.crc32(bytes(MB), crc)
+    tail = packer.compress(bytes(rest)) + packer.flush()
+    return megabyte * whole + tail, zlib.crc32(bytes(rest), crc)
 
 
-class _Tensor:
-    def __init__(self, items: int) -> None:
-        self.items = items
+def zip_archive(members: dict[str, bytes | int]) -> bytes:
+    """A zip archive of `members`, bytes stored as they are and an int N as N zero bytes
+    deflated (a bomb), written by hand: zipfile would compress the gigabyte itself."""
+    body, directory = b"", b""
+    for name, content in members.items():
+        if isinstance(content, int):
+            (data, crc), method, size = deflated_zeros(content), 8, content
+        else:
+            data, crc, method, size = content, zlib.crc32(content), 0, len(content)
+        fields = struct.pack("<HHHHIIIH", 0, method, 0, 0x21, crc, len(data), size, len(name))
+        offset = len(body)
+        body += b"PK\3\4" + struct.pack("<H", 20) + fields + b"\0\0" + name.encode() + data
+        tail = struct.pack("<HHHII", 0, 0, 0, 0, offset)
+        directory += b"PK\1\2" + struct.pack("<HH", 20, 20) + fields + b"\0\0" + tail
+        directory += name.encode()
+    end = struct.pack("<HHHHIIH", 0, 0, len(members), len(members), len(directory), len(body), 0)
+    return body + directory + b"PK\5\6" + end
+
+
+def replaced(archive: bytes, name: str, content: bytes | int) -> bytes:
+    """`archive` (a zip) with its member `name` now `content` (as zip_archive takes it)."""
+    with zipfile.ZipFile(io.BytesIO(archive)) as old:
+        members = {info.filename: old.read(info) for info in old.infolist()}
+    return zip_archive({**members, name: content})
+
+
+def flat_bomb(size: int) -> bytes:
+    """The shipped model.zip, its settings (`data`) `size` zero bytes deflated: about
+    size/1000 (issue 54 item 3: 2.2 MB declaring 630 MB took export to 1.44 GB and
+    train --resume to 1.47 GB)."""
+    return replaced((SHIPPED_2P / "model.zip").read_bytes(), "data", size)
+
+
+def nested_bomb(size: int) -> bytes:
+    """The shipped model.zip, a record of its policy.pth (a zip: torch's format) `size`
+    zero bytes deflated, which torch's loader allocates and inflates as the zip states;
+    the outer zip's sizes say nothing of it (issue 54 item 3: 2.7 MB took evaluate to
+    1.03 GB)."""
+    shipped = (SHIPPED_2P / "model.zip").read_bytes()
+    with zipfile.ZipFile(io.BytesIO(shipped)) as archive:
+        policy = replaced(archive.read("policy.pth"), "archive/data/0", size)
+    return replaced(shipped, "policy.pth", policy)
+
+
+class StorageBomb:
+    """Pickles as the standard pickle writes a tensor's storage (torch.storage's
+    _load_from_bytes of a torch file), the file in torch's zip format with its one
+    record (data/0) stated `size` bytes: torch's loader allocates and inflates it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
 
     def __reduce__(self):
-        import collections
-
         import torch
 
-        size = (self.items,)
-        return (
-            torch._utils._rebuild_tensor_v2,
-            (_Storage(), 0, size, (1,), False, collections.OrderedDict()),
-        )
-
-
-def torch_bomb_member(size: int) -> bytes:
-    """A torch file (a zip, as torch.save writes) holding one float tensor of `size`
-    bytes of zeros, its storage deflated: a few MB that torch unpacks to `size`."""
-    import io
-
-    import torch
-
-    items = size // 4
-
-    class Pickler(pickle.Pickler):
-        def persistent_id(self, obj):
-            if isinstance(obj, _Storage):
-                return ("storage", torch.FloatStorage, "0", "cpu", items)
-            return None
-
-    data = io.BytesIO()
-    Pickler(data, protocol=2).dump({"mlp_extractor.state_net.0.weight": _Tensor(items)})
-    raw = io.BytesIO()
-    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("archive/data.pkl", data.getvalue())
-        archive.writestr("archive/byteorder", "little")
-        zinfo = _deflated("archive/data/0")
-        with archive.open(zinfo, "w", force_zip64=True) as out:
-            chunk = b"\0" * (1 << 20)
-            for start in range(0, items * 4, len(chunk)):
-                out.write(chunk[: min(len(chunk), items * 4 - start)])
-        archive.writestr("archive/version", "3\n")
-    return raw.getvalue()
-
-
-def nested_bomb(folder: Path, size: int) -> Path:
-    """The shipped model with its policy.pth a torch file whose storage (deflated inside
-    it) unpacks to `size` bytes: the outer zip's sizes say nothing of it (issue 54 item 3:
-    2.7 MB took evaluate to 1.03 GB)."""
-    path = folder / "model.zip"
-    inner = torch_bomb_member(size)
-    with zipfile.ZipFile(SHIPPED_2P / "model.zip") as old, zipfile.ZipFile(path, "w") as new:
-        for info in old.infolist():
-            new.writestr(info, inner if info.filename == "policy.pth" else old.read(info))
-    return path
-
-
-def flat_bomb(folder: Path, size: int, name: str = "model.zip") -> Path:
-    """The shipped model with its `data` member (JSON) padded with spaces to `size`
-    bytes, deflated: about size/1000 on disk (issue 54 item 3: 2.2 MB declaring 630 MB
-    took export to 1.44 GB and train --resume to 1.47 GB)."""
-    path = folder / name
-    with zipfile.ZipFile(SHIPPED_2P / "model.zip") as old, zipfile.ZipFile(path, "w") as new:
-        for info in old.infolist():
-            if info.filename == "data":
-                with new.open(_deflated("data"), "w", force_zip64=True) as out:
-                    out.write(old.read(info))
-                    chunk = b" " * (1 << 20)
-                    left = size - info.file_size
-                    while left > 0:
-                        out.write(chunk[: min(left, len(chunk))])
-                        left -= len(chunk)
-            else:
-                new.writestr(info, old.read(info))
-    return path
+        saved = io.BytesIO()
+        torch.save(torch.zeros(8, dtype=torch.uint8), saved)
+        bomb = replaced(saved.getvalue(), "archive/data/0", self.size)
+        return (torch.storage._load_from_bytes, (bomb,))
 
 
 def resumable_state() -> bytes:
     """A state.pkl of the shipped 2-player run's shape that passes ``train --resume``'s
     checks of it (read_checkpoint), so that the resume goes on to load latest/model.zip."""
-    from fivethousand_rl.agents.training.checkpoint import MONITOR_FIELDS, STATE_KEYS
+    from fivethousand_rl.agents.training.checkpoint import (
+        CHECKPOINT_KEYS,
+        MONITOR_FIELDS,
+        STATE_KEYS,
+    )
 
     n_envs = json.loads((SHIPPED_2P / "config.json").read_text())["n_envs"]
-    return pickle.dumps(
-        {
-            "state": dict.fromkeys(STATE_KEYS),
-            "num_timesteps": 0,
-            "torch_rng": None,
-            "numpy_rng": None,
-            "python_rng": None,
-            "env_states": [{}] * n_envs,
-            "monitor": {name: [[]] * n_envs for name in MONITOR_FIELDS},
-        }
-    )
+    state = dict.fromkeys(CHECKPOINT_KEYS)
+    state |= {"state": dict.fromkeys(STATE_KEYS), "num_timesteps": 0, "env_states": [{}] * n_envs}
+    state["monitor"] = {field: [[]] * n_envs for field in MONITOR_FIELDS}
+    return pickle.dumps(state)
+
+
+def shipped_config(folder: Path) -> None:
+    """The shipped 2-player run's config.json in `folder`, but for the run it started
+    from (init_from), which is not in the clone."""
+    config = json.loads((SHIPPED_2P / "config.json").read_text())
+    config.pop("init_from", None)
+    (folder / "config.json").write_text(json.dumps(config))
 
 
 def run_folder(folder: Path, model: Path | None = None, state: bytes | None = None) -> Path:
@@ -263,17 +260,25 @@ def run_folder(folder: Path, model: Path | None = None, state: bytes | None = No
     latest/model.zip (`model`, else the shipped one), and latest/state.pkl (`state`, else
     ``resumable_state``)."""
     (folder / "latest").mkdir(parents=True)
-    shutil.copy(SHIPPED_2P / "config.json", folder / "config.json")
+    shipped_config(folder)
     shutil.copy(model or SHIPPED_2P / "model.zip", folder / "latest" / "model.zip")
     (folder / "latest" / "state.pkl").write_bytes(resumable_state() if state is None else state)
+    return folder
+
+
+def ship_run(folder: Path, model: Path | None = None) -> Path:
+    """A finished 2-player run (as tests/test_ship.py's) holding `model` (default shipped)."""
+    (folder / "best").mkdir(parents=True)
+    shutil.copy(model or SHIPPED_2P / "model.zip", folder / "best" / "model.zip")
+    shipped_config(folder)
+    (folder / "summary.json").write_text(json.dumps({"steps": 4096, "wall_seconds": 60}))
+    (folder / "command.txt").write_text("python train.py --preset ppo_2p\n")
     return folder
 
 
 # ------------------------------------------------------------------ non-finite weights
 def nan_zip(folder: Path, value: float = float("nan")) -> Path:
     """The shipped 2-player model with its first policy weight set to `value`."""
-    import io
-
     import torch
 
     path = folder / "nan.zip"
@@ -333,7 +338,6 @@ def full_disk_open(real_open: Callable) -> Callable:
     but writing to it fails with ENOSPC, as on a full disk (the file is created, its
     content is not); reading is as before."""
     import errno
-    import io
 
     class Full(io.RawIOBase):
         def __init__(self, file) -> None:

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import builtins
-import errno
 import io
 import json
-import os
 import socket
 
 import pytest
 
+from benchmarks.hostile import full_disk_open
 from fivethousand_rl import demo, evaluate, export, ship
 from fivethousand_rl.webplay import __main__ as server
 
@@ -102,29 +101,8 @@ def test_an_opponent_weight_that_is_empty_or_not_a_positive_number_is_refused(sp
 
 def full_disk(monkeypatch) -> None:
     """Every file opened for writing from now on is made, but writing to it fails with
-    ENOSPC, as on a full disk (the file is created, its content is not)."""
-    real_open = builtins.open
-
-    class Full(io.RawIOBase):
-        def __init__(self, file) -> None:
-            self.file = file
-
-        def writable(self) -> bool:
-            return True
-
-        def write(self, data) -> int:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-        def close(self) -> None:
-            self.file.close()
-            super().close()
-
-    def opened(file, mode="r", *args, **kwargs):
-        if not any(c in mode for c in "wax+") or "r" in mode:
-            return real_open(file, mode, *args, **kwargs)
-        made = real_open(file, "wb")
-        return Full(made) if "b" in mode else io.TextIOWrapper(Full(made))
-
+    ENOSPC, as on a full disk (hostile.full_disk_open)."""
+    opened = full_disk_open(builtins.open)
     monkeypatch.setattr(builtins, "open", opened)
     monkeypatch.setattr(io, "open", opened)
 
