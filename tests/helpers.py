@@ -45,3 +45,18 @@ def tiny_mlp_model(hidden: int, n_steps: int):
     )
     attach_obs_spec(model, ObsSpec("compact", 2, Rules()))
     return model
+
+
+def raw_error_answer(answer: bytes, status: int) -> dict:
+    """The JSON error of a raw HTTP/1.1 `answer` (bytes as read off the socket), checked
+    to have `status` and every security header of the web app."""
+    import json
+
+    from fivethousand_rl.webplay.app import SECURITY_HEADERS
+
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status), answer
+    lines = {line.lower() for line in head.split(b"\r\n")}
+    for name, value in SECURITY_HEADERS:
+        assert name + b": " + value.lower() in lines, answer
+    return json.loads(body)

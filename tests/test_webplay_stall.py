@@ -42,8 +42,9 @@ from fivethousand_rl.webplay.__main__ import (  # noqa: E402
     trusted_proxies,
 )
 from fivethousand_rl.webplay.__main__ import main as cli_main  # noqa: E402
-from fivethousand_rl.webplay.app import SECURITY_HEADERS, create_app  # noqa: E402
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
 from fivethousand_rl.webplay.games import MAX_WAITING  # noqa: E402
+from tests.helpers import raw_error_answer  # noqa: E402
 
 QUEUED = 60  # requests sent to the slow game at once (the scenario)
 PROMPT = 3.0  # s: a generous bound for "answers promptly" on a loaded 2-core machine
@@ -191,13 +192,8 @@ def test_a_stalled_or_slow_body_is_dropped_after_the_body_deadline(tmp_path):
                 if time.monotonic() - began > 2:
                     break
             for conn in (stalled, slow):
-                answer = until_closed(conn)
-                head, _, body = answer.partition(b"\r\n\r\n")
-                assert head.startswith(b"HTTP/1.1 408"), answer
-                lines = {line.lower() for line in head.split(b"\r\n")}
-                for name, value in SECURITY_HEADERS:
-                    assert name + b": " + value.lower() in lines, answer
-                assert json.loads(body) == {"error": "the request body came too slowly"}
+                error = raw_error_answer(until_closed(conn), 408)
+                assert error == {"error": "the request body came too slowly"}
             assert time.monotonic() - began < 3
         status, view = ask(port, "POST", "/api/games", {"bots": ["smart"], "seed": 3})
         assert status == 201 and view["id"]
@@ -475,6 +471,8 @@ def test_stalled_bodies_under_a_descriptor_limit(
         # a refused connection's descriptor is freed on the loop's next round: a busy
         # machine may see a few batches at once, still far from the 1,024
         assert most <= idle + 64 + 3 * ACCEPT_BATCH and emfile == 0
-        assert waiting[0][1] < 1.0
+        # a request sent in the burst is answered; its connection may have met a full
+        # listen queue and waited for the kernel's SYN retry (after 1 s, then 2 s more)
+        assert waiting[0][1] < 3.5
     else:  # they did run out (for too short a time to be sure to see it in /proc)
         assert emfile >= 1
