@@ -72,6 +72,10 @@ class Size:
     flat_bytes: int
     every_command: bool  # every hostile zip through every command (else one of them)
     pass_and_play_http: bool  # the length bound reached through the server (else in-process)
+    # Latency bounds: the issues' at the full size; the small one runs beside other tests
+    # in `make test`, so it leaves a busy machine room (and a kernel SYN retry, 1 s).
+    p99_ms: float  # others' requests during an attack
+    during_s: float  # a request of another address during a stall
 
 
 SIZES = {
@@ -92,6 +96,8 @@ SIZES = {
         flat_bytes=300 << 20,
         every_command=False,
         pass_and_play_http=False,
+        p99_ms=500,
+        during_s=3.5,
     ),
     "full": Size(  # the issues' sizes
         stalled=1100,
@@ -110,6 +116,8 @@ SIZES = {
         flat_bytes=630 << 20,
         every_command=True,
         pass_and_play_http=True,
+        p99_ms=100,
+        during_s=1,
     ),
 }
 
@@ -581,7 +589,7 @@ def stall_from(r: Report, size: Size, root: Path, case: str, source: str, other:
         after = probe(server.port, other)
         log_size = server.log.stat().st_size
         ok = closed == len(socks) and after < 1 and log_size < (256 << 10)
-        ok = ok and (during < 1 or not capped)
+        ok = ok and (during < size.during_s or not capped)
         dropped = "log past 16 MB, stopped" if closed < 0 else f"{closed} of {len(socks)} dropped"
         r.line(
             ok,
@@ -684,7 +692,8 @@ def solve_limits(r: Report, size: Size, work: Path) -> None:
         slowest = max(served, default=0.0)
         bound = 2.5 * alone + 1  # one solve at a time (others wait for it or are refused)
         p99 = percentile(views, 0.99) * 1000
-        ok = not other and slowest <= bound and max(refused, default=0) < 1 and p99 < 100
+        ok = not other and slowest <= bound and max(refused, default=0) < 1
+        ok = ok and p99 < size.p99_ms
         r.line(
             ok,
             case,
@@ -734,7 +743,7 @@ def stalled_game(r: Report, size: Size, work: Path) -> None:
             t.join(120)
         p99 = percentile(took, 0.99) * 1000
         bad = [s for s in statuses if s not in (200, 429)]
-        ok = p99 < 100 and not bad and len(took) >= 10
+        ok = p99 < size.p99_ms and not bad and len(took) >= 10
         r.line(
             ok,
             case,
