@@ -486,7 +486,7 @@ def server_basics(r: Report, size: Size, work: Path) -> None:
                 f"at once: {', '.join(f'{k} x{n}' for k, n in outcomes.items())}",
             )
         with r.case("42.8-slow-heads"):
-            from fivethousand_rl.webplay.__main__ import HEAD_TIMEOUT
+            from fivethousand_rl.webplay.server import HEAD_TIMEOUT
 
             closed = dropped_within(slow, opened + HEAD_TIMEOUT + 10)
             took = time.monotonic() - opened

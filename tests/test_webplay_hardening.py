@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from fivethousand_rl.agents import RandomBot  # noqa: E402
 from fivethousand_rl.envs.policy import Policy  # noqa: E402
 from fivethousand_rl.webplay import __main__ as cli  # noqa: E402
+from fivethousand_rl.webplay import server  # noqa: E402
 from fivethousand_rl.webplay.app import LOCAL_HOSTS, create_app  # noqa: E402
 from fivethousand_rl.webplay.bots import Bot, Catalogue  # noqa: E402
 from fivethousand_rl.webplay.games import Limits  # noqa: E402
@@ -535,7 +536,7 @@ def test_served_connections_send_at_once(tmp_path, monkeypatch):
     """Issue 42 item 4: the server's connections have Nagle's algorithm off (TCP_NODELAY):
     a kept-alive request waited 40 ms for it. Read on the server's side of an accepted
     connection, and on the socket the command line hands to uvicorn."""
-    sock = cli.listening_socket("127.0.0.1", 0)
+    sock = server.listening_socket("127.0.0.1", 0)
     with sock, socket.create_connection(sock.getsockname()):
         accepted, _ = sock.accept()
         with accepted:

@@ -32,7 +32,10 @@ pytest.importorskip("fastapi", reason="the web app needs fastapi (dev extras)")
 import uvicorn  # noqa: E402
 
 from fivethousand_rl.agents.optimal import OptimalBot  # noqa: E402
-from fivethousand_rl.webplay.__main__ import (  # noqa: E402
+from fivethousand_rl.webplay.__main__ import main as cli_main  # noqa: E402
+from fivethousand_rl.webplay.app import create_app  # noqa: E402
+from fivethousand_rl.webplay.games import MAX_WAITING  # noqa: E402
+from fivethousand_rl.webplay.server import (  # noqa: E402
     ACCEPT_BATCH,
     Admission,
     Throttled,
@@ -41,9 +44,6 @@ from fivethousand_rl.webplay.__main__ import (  # noqa: E402
     stop_accepting_when_out,
     trusted_proxies,
 )
-from fivethousand_rl.webplay.__main__ import main as cli_main  # noqa: E402
-from fivethousand_rl.webplay.app import create_app  # noqa: E402
-from fivethousand_rl.webplay.games import MAX_WAITING  # noqa: E402
 from tests.helpers import raw_error_answer  # noqa: E402
 
 QUEUED = 60  # requests sent to the slow game at once (the scenario)
