@@ -283,10 +283,11 @@ def planner_curve(evals: list[dict], path: Path) -> list[dict]:
     return rows
 
 
-def imitation_curve(evals: list[dict], path: Path) -> list[dict]:
-    """Plot an imitation run's stages (train_policy.py): its win rate against optimal
-    after each stage, by the decisions seen so far (with 95% intervals from the number
-    of games). Returns the plotted rows."""
+def imitation_curve(evals: list[dict], path: Path, teacher: str = "optimal") -> list[dict]:
+    """Plot an imitation run's stages (train_policy.py): its win rate at the teacher's
+    table (at 2 players, against optimal) after each stage, by the decisions seen so far
+    (with 95% intervals from the number of games), and the teacher's own there when the
+    run measured it. Returns the plotted rows."""
     rows = []
     for e in evals:
         games = max(int(e.get("games", 1)), 1)
@@ -299,14 +300,15 @@ def imitation_curve(evals: list[dict], path: Path) -> list[dict]:
             xs, [r["win_rate"] for r in rows], marker="o", capsize=3,
             yerr=[[r["win_rate"] - r["ci95"][0] for r in rows],
                   [r["ci95"][1] - r["win_rate"] for r in rows]],
-            label="vs optimal",
+            label="the network",
         )  # fmt: skip
         for r in rows:
             ax.annotate(f" {r['stage']}", (r["decisions"], r["win_rate"]), fontsize=8)
-        ax.axhline(0.5, color="grey", ls="--", lw=1)
-        ax.set_xlabel("decisions seen (optimal's games, then the network's own)")
-        ax.set_ylabel("win rate against optimal (95% interval)")
-        ax.set_title("Learning curve: imitation of optimal with data aggregation")
+        if rows and "teacher_win_rate" in rows[-1]:
+            ax.axhline(rows[-1]["teacher_win_rate"], color="grey", ls="--", lw=1, label=teacher)
+        ax.set_xlabel(f"decisions seen ({teacher}'s games, then the network's own)")
+        ax.set_ylabel(f"win rate at {teacher}'s table (95% interval)")
+        ax.set_title(f"Learning curve: imitation of {teacher} with data aggregation")
         ax.grid(alpha=0.3)
         ax.legend()
     return rows
@@ -314,48 +316,82 @@ def imitation_curve(evals: list[dict], path: Path) -> list[dict]:
 
 def imitation_card(args: argparse.Namespace, inputs: dict, evaluations: list) -> str:
     """The model card of an imitation run (train_policy.py): the method, its stages, its
-    training time, its exact exploitability and its evaluation."""
+    training time, its evaluation, and at 2 players its exact exploitability; at more,
+    the teacher (the table's planner) evaluated at the same table on the same seed."""
     from fivethousand_rl.agents.best_response import exploitability
 
     config, history = inputs["config"], inputs["history"][-1]
     summary, agent = history["summary"], shown(inputs["target"] / "model.zip")
-    [(_, _, evaluation, command)] = evaluations  # 2 players only
-    gap = exploitability(  # every turn start of the game: the longest step of shipping
-        str(inputs["clean"]), Rules(hold=config["hold"]), workers=args.workers
-    )
+    [(n, _, evaluation, command)] = evaluations  # the one table it was trained at
+    teacher = config.get("teacher", "optimal")
+    table = ", ".join(config.get("table") or (["optimal"] if n == 2 else opponents(n)))
     stages_lines = "".join(
-        f"\n  - {e['stage']}: {e['decisions']:,} decisions, {e['win_rate']:.1%} against "
-        f"optimal over {e.get('games', 0):,} games, at {e['seconds'] / 60:.1f} min"
+        f"\n  - {e['stage']}: {e['decisions']:,} decisions, {e['win_rate']:.1%} at the table "
+        f"over {e.get('games', 0):,} games ({teacher}: {e.get('teacher_win_rate', 0.5):.1%}), "
+        f"at {e['seconds'] / 60:.1f} min"
         for e in history["evals"]
     )
+    if n == 2:
+        gap = exploitability(  # every turn start of the game: the longest step of shipping
+            str(inputs["clean"]), Rules(hold=config["hold"]), workers=args.workers
+        )
+        checks = (
+            "- exact exploitability (`agents.best_response.exploitability`, what its best "
+            f"response\n  wins beyond one half, averaged over both seats): {gap:.4f}"
+        )
+        plays, labels = "as the exact solution does", "the exact solution"
+    else:
+        checks = teacher_text(args, teacher, n, Rules(hold=config["hold"]), evaluation)
+        plays, labels = f"as {teacher} does at its table", f"{teacher}'s action values"
     return f"""# {args.name}
 
-One network for 2-player 5000 (hold rule `{config["hold"]}`) that plays as the exact
-solution does, with no search at play time: a single feed-forward graph from the
+One network for {n}-player 5000 (hold rule `{config["hold"]}`) that plays {plays},
+with no search at play time: a single feed-forward graph from the
 observation and the legal mask to the action (`agents/networks.py`, the action-scoring
 network of the PPO agents, layers {config["state_layers"]} / {config["scorer_layers"]}),
-trained by imitation of `optimal` with data aggregation
+trained by imitation of `{teacher}` with data aggregation
 (`agents/training/imitation.py`). Play it anywhere an agent is named
-(`python evaluate.py {agent} optimal`), or export it:
+(`python evaluate.py {agent} {table.replace(",", "")} --players {n}`), or export it:
 `python export.py {agent} -o bots/{args.name}.onnx`.
 
 {LICENSE_SECTION}
 ## Training
 
-- first {config["first_games"]:,} games of optimal against itself, both seats recorded
-  ({config["first_deviation"]:.0%} of recorded decisions replaced by a random legal one),
-  then {config["rounds"]} rounds of {config["round_games"]:,} games of the network against
-  optimal, the network's decisions labelled by the exact solution; the loss is the
-  cross-entropy against the softmax of the exact action values at temperature
+- first {config["first_games"]:,} games of {teacher} at its table ({table} after its seat),
+  its seats recorded ({config["first_deviation"]:.0%} of recorded decisions replaced by a
+  random legal one), then {config["rounds"]} rounds of {config["round_games"]:,} games of
+  the network in its seat, the network's decisions labelled by {labels}; the loss is the
+  cross-entropy against the softmax of the action values at temperature
   {config["temperature"]} (a mistake weighed by what it costs)
 - stages:{stages_lines}
 - wall-clock time on this 2-core machine: {summary.get("wall_seconds", 0) / 60:.1f} min
-- exact exploitability (`agents.best_response.exploitability`, what its best response
-  wins beyond one half, averaged over both seats): {gap:.4f}
-{record_text(history["commands"], config, preset=False)}
+{checks}
+{record_text(history["commands"], config, preset=n > 2)}
 {evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
 {inputs["notes"]}
 """
+
+
+def teacher_text(
+    args: argparse.Namespace, teacher: str, players: int, rules: Rules, evaluation: dict
+) -> str:
+    """The teacher's win rate at the agent's evaluation table, played now on the same
+    seed and games, beside the agent's: the card's comparison."""
+    others = opponents(players)
+    specs = [teacher, *others]
+    games, seatings, policies = report.tournament_games(specs, players, args.games, rules)
+    command = (
+        f"python evaluate.py {' '.join(specs)} --games {args.games} --players {players} "
+        f"--seed {args.seed} --workers {args.workers} --hold {rules.hold}"
+    )
+    theirs = report.play_and_report(
+        specs, games, seatings, policies, rules, args.seed, command,
+        asked=args.games, workers=args.workers,
+    )  # fmt: skip
+    # Each evaluation lists its agents as given: the one evaluated first.
+    rate, mine = theirs["agents"][0]["win_rate"], evaluation["agents"][0]["win_rate"]
+    return f"""- the teacher at the same table, seed and number of games (`{command}`):
+  {rate:.1%}; this network {mine:.1%}, {100 * (mine - rate):+.1f} points"""
 
 
 # ------------------------------------------------------------- timing and evaluation
@@ -424,7 +460,9 @@ def build(args: argparse.Namespace, inputs: dict, out: Path) -> bool:
     if inputs["planner"]:
         curve = planner_curve(history[-1]["evals"], png)
     elif imitation:
-        curve = imitation_curve(history[-1]["evals"], png)
+        curve = imitation_curve(
+            history[-1]["evals"], png, inputs["config"].get("teacher", "optimal")
+        )
     else:
         curve = ppo_curve(history, png)
     (out / "learning_curve.json").write_text(json.dumps(curve, indent=2))
