@@ -42,9 +42,14 @@ from fivethousand_rl.agents.neural import (
     SB3Policy,
 )
 from fivethousand_rl.agents.value_net import KIND, ValueNet, npz_kind
+from fivethousand_rl.envs.i18n import N_
 from fivethousand_rl.envs.rules import NUM_ACTIONS
 
 ONNX_OPSET = 17  # any onnxruntime of the last years runs it
+# The opsets `export --opset` writes (docs/export.md, "Runtimes"): from 13, where Squeeze
+# takes its axes as an input as the hand-built graphs give them, to 21; every operator the
+# graphs use means the same throughout (tests check each opset's actions on the vectors).
+OPSETS = range(13, 22)
 ONNX_ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu"}
 LICENSE = "MIT"  # the project's (pyproject.toml), written into every export and bundle
 
@@ -92,11 +97,22 @@ def check_paths(checkpoint: Path, out: Path) -> None:
     check_output_folder(out.parent, "the output folder")
 
 
-def export(checkpoint: str | Path, out: str | Path) -> dict:
+def check_opset(opset: int) -> None:
+    """ValueError, in one line, unless `opset` is one of OPSETS."""
+    if opset not in OPSETS:
+        raise ValueError(
+            f"the ONNX opset must be {OPSETS.start} to {OPSETS.stop - 1}, not {opset} "
+            f"(default {ONNX_OPSET})"
+        )
+
+
+def export(checkpoint: str | Path, out: str | Path, opset: int = ONNX_OPSET) -> dict:
     """Export `checkpoint` to the ONNX file `out` (and its metadata JSON beside it, with
-    the checkpoint's observation or feature spec); ValueError (CheckpointError for the
-    checkpoint) for a checkpoint or output that does not fit."""
+    the checkpoint's observation or feature spec), an ONNX graph of `opset` (OPSETS);
+    ValueError (CheckpointError for the checkpoint) for a checkpoint, output or opset
+    that does not fit."""
     checkpoint, out = Path(checkpoint), Path(out)
+    check_opset(opset)
     check_paths(checkpoint, out)
     config = run_config(checkpoint)
     if checkpoint.suffix == ".npz":  # a value net: a planner bot
@@ -108,7 +124,7 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
         def write_planner(tmp: Path) -> dict:
             import onnx
 
-            onnx.save(value_net_graph(net), str(tmp))
+            onnx.save(value_net_graph(net, opset), str(tmp))
             return {
                 **header("planner", out),
                 "license": LICENSE,
@@ -152,11 +168,11 @@ def export(checkpoint: str | Path, out: str | Path) -> dict:
                 "scorer": [(weight.T, bias) for weight, bias in scorer.scorer_layers],
             }
             graph = actor_graph(
-                network, scorer.activation, policy.spec.size, scorer.n_state, "export.py"
+                network, scorer.activation, policy.spec.size, scorer.n_state, "export.py", opset
             )
             onnx.save(graph, str(tmp))
         else:
-            torch_export(sb3_policy, policy.spec.size, tmp)
+            torch_export(sb3_policy, policy.spec.size, tmp, opset)
         return ppo_metadata(
             out, policy.spec, provenance("checkpoint", checkpoint, config, **versions)
         )
@@ -178,7 +194,7 @@ def ppo_metadata(out: Path, spec, provenance: dict) -> dict:
     }
 
 
-def torch_export(sb3_policy, obs_size: int, tmp: Path) -> None:
+def torch_export(sb3_policy, obs_size: int, tmp: Path, opset: int = ONNX_OPSET) -> None:
     """An SB3 policy's actor (observation -> its 64 logits, every action scored) as the
     ONNX graph torch's exporter writes at `tmp`, with a dynamic batch axis: for the
     networks ``actor_graph`` does not write."""
@@ -198,6 +214,7 @@ def torch_export(sb3_policy, obs_size: int, tmp: Path) -> None:
 
     example = torch.zeros(2, obs_size)  # batch 2: keeps the batch axis dynamic
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # optional-op chatter
+    logging.getLogger("onnxscript").setLevel(logging.ERROR)  # "converted with onnx's C API"
     with warnings.catch_warnings():  # the exporter's own deprecation chatter
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -209,6 +226,7 @@ def torch_export(sb3_policy, obs_size: int, tmp: Path) -> None:
             output_names=["logits"],
             dynamic_shapes={"obs": {0: torch.export.Dim("batch", min=1)}},
             dynamo=True,
+            opset_version=opset,
             external_data=False,  # one self-contained .onnx file
             verbose=False,
         )
@@ -257,8 +275,9 @@ class GraphBuilder:
     hand-built actors' (``actor_graph``), float32 weights and int64 constants as
     initializers."""
 
-    def __init__(self) -> None:
+    def __init__(self, opset: int = ONNX_OPSET) -> None:
         self.nodes, self.inits = [], []  # onnx NodeProtos, TensorProtos
+        self.opset = opset  # every operator used means the same from 13 on (OPSETS)
 
     def const(self, name: str, value: np.ndarray) -> str:
         from onnx import numpy_helper
@@ -303,24 +322,32 @@ class GraphBuilder:
 
         graph = helper.make_graph(self.nodes, name, values(inputs), values(outputs), self.inits)
         model = helper.make_model(
-            graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name=producer
+            graph, opset_imports=[helper.make_opsetid("", self.opset)], producer_name=producer
         )
-        model.ir_version = 8  # readable by onnxruntime 1.14 and later
+        # IR 8: readable by onnxruntime 1.14 and later; a newer opset needs a newer IR
+        model.ir_version = max(8, helper.find_min_ir_version_for(model.opset_import))
         onnx.checker.check_model(model, full_check=True)
         return model
 
 
-def value_net_graph(net: ValueNet):
-    """The network's forward pass as an ONNX graph: features (batch, size) float32 ->
-    logits (batch, 8), tanh hidden layers, the same float32 weights."""
-    g = GraphBuilder()
+def value_net_graph(net: ValueNet, opset: int = ONNX_OPSET):
+    """The network's forward pass as an ONNX graph of `opset`: features (batch, size)
+    float32 -> logits (batch, 8), tanh hidden layers, the same float32 weights."""
+    g = GraphBuilder(opset)
     layers = list(zip(net.weights, net.biases, strict=True))
     g.dense(layers, "features", "value", "tanh", False, "logits")
     shapes = ({"features": ["batch", net.spec.size]}, {"logits": ["batch", net.spec.max_players]})
     return g.model("fivethousand_value_net", *shapes, "export.py")
 
 
-def actor_graph(network: dict, activation: str, obs_size: int, n_state: int | None, producer: str):
+def actor_graph(
+    network: dict,
+    activation: str,
+    obs_size: int,
+    n_state: int | None,
+    producer: str,
+    opset: int = ONNX_OPSET,
+):
     """An actor as an ONNX graph: obs (batch, obs_size) float32 -> logits (batch, 64),
     the layers of `network` ((weight (in, out), bias or None) each) with `activation`
     between them. A plain MLP (`n_state` None): network["actor"] on the observation.
@@ -329,10 +356,10 @@ def actor_graph(network: dict, activation: str, obs_size: int, n_state: int | No
     action's row (its LEGAL column set) through "action_in", plus its state's share,
     the activation, then "scorer". As in training, only the legal rows are scored
     (about 3 of 64: a fraction of the work); every other logit is MASKED_LOGIT, what
-    masking makes it anyway."""
+    masking makes it anyway. An ONNX graph of `opset` (OPSETS)."""
     from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
 
-    g = GraphBuilder()
+    g = GraphBuilder(opset)
     shapes = ({"obs": ["batch", obs_size]}, {"logits": ["batch", NUM_ACTIONS]})
     if n_state is None:
         g.dense(network["actor"], "obs", "actor", activation, False, "logits")
@@ -405,6 +432,9 @@ TURN_EV_FILE = "turn_ev.f64"
 VECTORS_FILE = "test_vectors.json"
 MESSAGES_FILE = "messages.json"  # the texts of the bundle's web page (ports/web), translated
 MESSAGES_FORMAT = "fivethousand-rl page messages"
+# What playing needs (with bundle.json): a runtime bundle (``export --runtime``) holds only
+# these; a full one adds the ONNX graph and the test vectors, for checking a port.
+RUNTIME_FILES = (WEIGHTS_FILE, TURN_EV_FILE, MESSAGES_FILE)
 DEFAULT_VECTORS = 1000
 # The ONNX operators the bundle's plain network layout describes (ONNX semantics, batch
 # axis first): what the reference ports' forward passes implement.
@@ -562,6 +592,41 @@ def page_messages() -> dict:
         "other), chosen with the language's plural rules",
         "languages": languages,
     }
+
+
+# What the page says when it cannot play (ports/web/boot.js, which holds them translated
+# as ``page_error_messages`` gives them): they must show where no bundle, no messages.json
+# and no module script could be loaded, so the page carries them, not the bundle.
+PAGE_ERRORS = (
+    N_(
+        "This page does not run from a file: serve its folder over HTTP, for example "
+        "with {command} in {folder}, and open {url}"
+    ),
+    N_(
+        "This browser is too old for this page: use a recent version of Firefox, Chrome, "
+        "Edge or Safari."
+    ),
+    N_("The bot's file {file} is missing: export the bundle again."),
+    N_(
+        "The bot's file {file} is damaged (it does not match bundle.json): export the bundle again."
+    ),
+    N_(
+        "The page's scripts could not be loaded: keep its folders web and js side by "
+        "side, as in ports/."
+    ),
+)
+
+
+def page_error_messages() -> dict:
+    """The page's error texts (``PAGE_ERRORS``) by language, from the catalogues: what
+    ports/web/boot.js holds (a test keeps them equal). English is the msgids."""
+    from fivethousand_rl.envs import i18n
+
+    languages = {}
+    for lang in i18n.LANGUAGES:
+        catalogue = i18n.catalogue_json(lang)["messages"]
+        languages[lang] = {k: catalogue.get(k, k) for k in PAGE_ERRORS}
+    return languages
 
 
 class BundleRefused(CheckpointError):
@@ -853,13 +918,17 @@ def export_bundle(
     name: str | None = None,
     vectors: int = DEFAULT_VECTORS,
     seed: int = 0,
+    runtime: bool = False,
+    opset: int = ONNX_OPSET,
 ) -> dict:
     """Write the bundle folder `out` for the single-network agent `checkpoint` (named
     `name`: a shipped agent's name, else the checkpoint's file name) and return its
-    bundle.json. It is written beside `out` and takes its place only once whole (an
-    earlier bundle there is replaced)."""
+    bundle.json; its graph of ONNX `opset`. `runtime`: only what playing needs
+    (RUNTIME_FILES; no graph, no test vectors). It is written beside `out` and takes its
+    place only once whole (an earlier bundle there is replaced)."""
     checkpoint, out = Path(checkpoint), Path(out)
     name = name or checkpoint.name
+    check_opset(opset)
     check_bundle_paths(checkpoint, out, name)
     if vectors < 1:
         raise ValueError(f"the test vectors must be at least 1, got {vectors}")
@@ -872,16 +941,20 @@ def export_bundle(
             shutil.copyfile(checkpoint, tmp / MODEL_FILE)
             without_local_metadata(tmp / MODEL_FILE)  # one exported before they were dropped
         else:
-            meta = export(checkpoint, tmp / MODEL_FILE)
+            meta = export(checkpoint, tmp / MODEL_FILE, opset)
         meta["provenance"] = made = _relative(meta.get("provenance") or {})  # model.json's too
         metadata_path(tmp / MODEL_FILE).write_text(json.dumps(meta, indent=2))
         bot = ExportedBot(tmp / MODEL_FILE)
         network, weights = plain_network(tmp / MODEL_FILE)
         table, table_bytes = turn_ev_section(bot.spec.rules)
-        cases = play_test_vectors(bot, vectors, seed)
         (tmp / WEIGHTS_FILE).write_bytes(weights)
         (tmp / TURN_EV_FILE).write_bytes(table_bytes)
-        (tmp / VECTORS_FILE).write_text(json.dumps(cases, separators=(",", ":")))
+        if runtime:  # the graph was needed for its plain layout only
+            for made_here in (tmp / MODEL_FILE, metadata_path(tmp / MODEL_FILE)):
+                made_here.unlink()
+        else:
+            cases = play_test_vectors(bot, vectors, seed)
+            (tmp / VECTORS_FILE).write_text(json.dumps(cases, separators=(",", ":")))
         messages = page_messages()
         (tmp / MESSAGES_FILE).write_text(json.dumps(messages, ensure_ascii=False))
         files = {  # every file written so far: all but bundle.json
@@ -897,8 +970,10 @@ def export_bundle(
             "rules": rules_section(bot.spec.rules),
             "observation": observation_layout(bot.spec),
             "actions": actions_section(),
+            "contents": "runtime" if runtime else "full",
+            "runtime_files": list(RUNTIME_FILES),
             "network": {
-                "file": MODEL_FILE,
+                "file": None if runtime else MODEL_FILE,
                 "input": network["input"],
                 "input_shape": ["batch", bot.spec.size],
                 "output": network["output"],
@@ -915,7 +990,9 @@ def export_bundle(
                 },
             },
             "tables": {"turn_ev": table},
-            "test_vectors": {"file": VECTORS_FILE, "count": cases["count"], "seed": seed},
+            "test_vectors": None
+            if runtime
+            else {"file": VECTORS_FILE, "count": cases["count"], "seed": seed},
             "messages": {"file": MESSAGES_FILE, "languages": list(messages["languages"])},
             "files": files,
             "provenance": {

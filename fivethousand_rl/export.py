@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 
 from fivethousand_rl.agents.exported import VALUE_NET_ATTRIBUTE, metadata_path
-from fivethousand_rl.agents.exporting import DEFAULT_VECTORS, export, export_bundle
+from fivethousand_rl.agents.exporting import (
+    DEFAULT_VECTORS,
+    ONNX_OPSET,
+    OPSETS,
+    RUNTIME_FILES,
+    export,
+    export_bundle,
+)
 from fivethousand_rl.agents.neural import OBS_SPEC_ATTRIBUTE, CheckpointError, first_line
 from fivethousand_rl.agents.rule_flags import OneLineParser, positive_whole_number
 from fivethousand_rl.agents.shipped import (
@@ -69,12 +76,29 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         help=f"test vectors a bundle holds, at least (default {DEFAULT_VECTORS})",
     )
     p.add_argument("--seed", type=int, default=0, help="the test vectors' games' seed, >= 0")
+    p.add_argument(
+        "--runtime",
+        action="store_true",
+        help=f"with --out DIR: only what playing needs (bundle.json, {', '.join(RUNTIME_FILES)}; "
+        "no ONNX graph, no test vectors)",
+    )
+    p.add_argument(
+        "--opset",
+        type=int,
+        default=ONNX_OPSET,
+        help=f"the ONNX opset of the graph, {OPSETS.start} to {OPSETS.stop - 1} "
+        f"(default {ONNX_OPSET}; docs/export.md says which runtimes run which)",
+    )
     args = p.parse_args(argv)
     if args.onnx and args.out:
         p.error("give either -o FILE.onnx or --out DIR, not both")
+    if args.opset not in OPSETS:  # refused before any work
+        p.error(f"argument --opset: must be {OPSETS.start} to {OPSETS.stop - 1}, not {args.opset}")
     if args.seed < 0:  # refused before the export's work, not by numpy after it
         p.error(f"argument --seed: must be 0 or more, not {args.seed}")
     bundle_dir = args.out if args.out and not args.out.endswith(".onnx") else None
+    if args.runtime and bundle_dir is None:
+        p.error("--runtime writes a bundle folder: give --out DIR")
     try:
         default_out = Path(args.checkpoint)  # for a shipped agent: NAME.onnx in this folder
         checkpoint = shipped_model(args.checkpoint) if args.checkpoint in SHIPPED else default_out
@@ -83,15 +107,18 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         if missing is not None:
             raise ValueError(missing)
         if bundle_dir is not None:
-            bundle = export_bundle(checkpoint, bundle_dir, name, args.vectors, args.seed)
-            obs, count = bundle["observation"], bundle["test_vectors"]["count"]
+            bundle = export_bundle(
+                checkpoint, bundle_dir, name, args.vectors, args.seed, args.runtime, args.opset
+            )
+            obs, vectors = bundle["observation"], bundle["test_vectors"]
+            what = "runtime only" if vectors is None else f"{vectors['count']} test vectors"
             print(
                 f"exported the bundle {bundle_dir} ({bundle['players']} players, "
-                f"{obs['encoding']} observation v{obs['version']}, {count} test vectors)"
+                f"{obs['encoding']} observation v{obs['version']}, {what})"
             )
             return 0
         out = Path(args.onnx or args.out or default_out.with_suffix(".onnx"))
-        meta = export(checkpoint, out)
+        meta = export(checkpoint, out, args.opset)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

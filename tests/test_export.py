@@ -489,3 +489,27 @@ def test_an_export_lands_whole_or_not_at_all(tmp_path):
         exporting.write_aside(out, writer(b"broken", "y"), refuse)
     assert out.read_bytes() == b"onnx"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bot.json", "bot.onnx"]
+
+
+@pytest.mark.parametrize("opset", [13, 15, 21])
+def test_torch_s_exporter_writes_each_opset_with_the_default_s_logits(opset, tmp_path, capfd):
+    """export --opset N (issue 55 item 7) for a network actor_graph does not write: the
+    graph torch's exporter converts to opset N gives the default opset's logits, and the
+    conversion's chatter stays off the terminal."""
+    import gymnasium as gym
+    import onnx
+    from sb3_contrib import MaskablePPO
+
+    plain = tmp_path / "plain.zip"
+    env = gym.make("FiveThousand-v0")
+    MaskablePPO("MlpPolicy", env, n_steps=64, policy_kwargs={"net_arch": [8]}, seed=0).save(plain)
+    obs = np.random.default_rng(0).random((200, env.observation_space.shape[0]), np.float32)
+    logits = {}
+    for n in (opset, exporting.ONNX_OPSET):
+        out = tmp_path / f"plain{n}.onnx"
+        assert export.main([str(plain), "-o", str(out), "--opset", str(n)]) == 0
+        assert onnx.load(str(out)).opset_import[0].version == n
+        bot = ExportedBot(out)
+        logits[n] = bot.session.run(None, {bot.input_name: obs})[0]
+    np.testing.assert_allclose(logits[opset], logits[exporting.ONNX_OPSET], rtol=1e-6, atol=1e-6)
+    assert "onnxscript" not in capfd.readouterr().err

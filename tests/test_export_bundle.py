@@ -1,5 +1,6 @@
 """export.py AGENT --out DIR (issue 44 item 2): a self-contained bundle folder, what its
-bundle.json says, its test vectors against the toolkit, its provenance, and refusals."""
+bundle.json says, its test vectors against the toolkit, its provenance, and refusals.
+Issue 55: the runtime bundle (--runtime) that both ports play from, and --opset N."""
 
 import json
 import os
@@ -202,7 +203,7 @@ def test_bad_bundle_paths_are_refused_before_any_work(case, tmp_path, capsys, mo
 
 def test_out_ending_in_onnx_and_o_export_one_file(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(export, "export", lambda c, o: calls.append(Path(o)) or {"kind": "x"})
+    monkeypatch.setattr(export, "export", lambda c, o, n: calls.append(Path(o)) or {"kind": "x"})
     monkeypatch.setattr(export, "export_bundle", not_loaded)
     with pytest.raises(KeyError):  # the fake metadata lacks a spec: only the call matters
         export.main(["ppo-2p", "--out", str(tmp_path / "bot.onnx")])
@@ -285,3 +286,133 @@ def test_an_exported_planner_is_refused_as_a_planner(tmp_path, capsys):
     assert export.main([str(tmp_path / "p.onnx"), "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err.strip()
     assert "is a planner" in err and "\n" not in err and not (tmp_path / "b").exists()
+
+
+# ------------------------------------------------------------------ issue 55 items 2 and 7
+ROOT_PORTS = ROOT / "ports"
+
+
+def port_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fivethousand_port", ROOT_PORTS / "python" / "fivethousand_port.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def runtime_bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundles") / "ppo-2p-runtime"
+    assert export.main(["ppo-2p", "--out", str(out), "--runtime"]) == 0
+    return out
+
+
+def test_a_runtime_bundle_holds_only_what_playing_needs(bundle, runtime_bundle):
+    meta, full = read(runtime_bundle), read(bundle)
+    wanted = set(exporting.RUNTIME_FILES)
+    assert {p.name for p in runtime_bundle.iterdir()} == wanted | {"bundle.json"}
+    assert set(meta["files"]) == wanted
+    assert (meta["contents"], full["contents"]) == ("runtime", "full")
+    assert meta["runtime_files"] == full["runtime_files"] == list(exporting.RUNTIME_FILES)
+    assert meta["network"]["file"] is None and meta["test_vectors"] is None
+    for name in wanted:  # the very files of the full bundle
+        assert meta["files"][name]["sha256"] == full["files"][name]["sha256"]
+        assert (runtime_bundle / name).read_bytes() == (bundle / name).read_bytes()
+    assert meta["network"]["plain"] == full["network"]["plain"]
+
+
+def test_both_ports_play_the_full_bundle_s_vectors_from_the_runtime_bundle(
+    bundle, runtime_bundle, tmp_path
+):
+    """The Python port runs the plain network with numpy (no graph to give onnxruntime),
+    the JS port its own forward pass: each takes the full bundle's action in every
+    vector. Neither has test vectors to replay there, and says so in one line."""
+    import shutil
+    import subprocess
+
+    cases = read(bundle, "test_vectors.json")["vectors"]
+    port = port_module().Bundle(runtime_bundle)
+    assert port.session is None
+    assert [port.act(c["state"]) for c in cases] == [c["action"] for c in cases]
+    with pytest.raises(ValueError, match="a runtime bundle, without test vectors"):
+        port_module().replay(port)
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on PATH")
+    js = (ROOT_PORTS / "js" / "fivethousand.mjs").as_uri()
+    script = tmp_path / "act.mjs"
+    script.write_text(
+        f"import {{ loadBundle }} from {json.dumps(js)};\n"
+        f"const bot = await loadBundle({json.dumps(str(runtime_bundle))});\n"
+        f"const cases = JSON.parse(await (await import('node:fs/promises')).readFile("
+        f"{json.dumps(str(bundle / 'test_vectors.json'))}, 'utf8')).vectors;\n"
+        "console.log(JSON.stringify(cases.map((c) => bot.act(c.state))));\n"
+    )
+    done = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [c["action"] for c in cases]
+    replayed = subprocess.run(
+        [node, str(ROOT_PORTS / "js" / "fivethousand.mjs"), str(runtime_bundle)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replayed.returncode == 2
+    assert replayed.stderr == "error: a runtime bundle, without test vectors to replay\n"
+
+
+def test_policy_2p_s_runtime_bundle_is_under_a_megabyte(tmp_path):
+    """Issue 55 item 2's target (docs/export.md gives the measured sizes)."""
+    out = tmp_path / "policy-2p"
+    assert export.main(["policy-2p", "--out", str(out), "--runtime"]) == 0
+    assert sum(f.stat().st_size for f in out.iterdir()) <= 1_000_000
+
+
+@pytest.mark.parametrize("opset", [13, 15, 16, 21])
+def test_each_opset_s_graph_takes_the_default_graph_s_actions(bundle, opset, tmp_path):
+    """export --opset N: onnxruntime runs the graph, whose actions on every vector are
+    the default opset's (the bundle's), its logits equal to float32 rounding."""
+    from fivethousand_rl.agents.exported import masked_choice
+
+    assert export.main(["ppo-2p", "-o", str(tmp_path / "bot.onnx"), "--opset", str(opset)]) == 0
+    graphs = {
+        n: ExportedBot(p)
+        for n, p in ((opset, tmp_path / "bot.onnx"), (None, bundle / "model.onnx"))
+    }
+    assert graphs[opset].session.get_modelmeta() is not None
+    import onnx
+
+    assert onnx.load(str(tmp_path / "bot.onnx")).opset_import[0].version == opset
+    cases = read(bundle, "test_vectors.json")["vectors"]
+    size = read(bundle)["observation"]["size"]
+    obs = np.zeros((len(cases), size), np.float32)
+    masks = np.zeros((len(cases), 64), bool)
+    for i, c in enumerate(cases):
+        obs[i, c["obs"]["index"]] = c["obs"]["value"]
+        masks[i, c["legal"]] = True
+    logits = {n: b.session.run(None, {b.input_name: obs})[0] for n, b in graphs.items()}
+    np.testing.assert_allclose(logits[opset], logits[None], rtol=1e-5, atol=1e-4)
+    actions = [masked_choice(row, mask) for row, mask in zip(logits[opset], masks, strict=True)]
+    assert actions == [c["action"] for c in cases]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--opset", "12"], "argument --opset: must be 13 to 21, not 12"),
+        (["--opset", "22", "--out", "x"], "argument --opset: must be 13 to 21, not 22"),
+        (["--runtime"], "--runtime writes a bundle folder: give --out DIR"),
+        (["--runtime", "-o", "x.onnx"], "--runtime writes a bundle folder: give --out DIR"),
+    ],
+)
+def test_a_bad_opset_or_runtime_is_refused_in_one_line(argv, said, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit:
+        export.main(["ppo-2p", *argv])
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and said in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="the ONNX opset must be 13 to 21, not 12"):
+        exporting.export("ppo-2p.zip", tmp_path / "a.onnx", opset=12)

@@ -4,7 +4,13 @@ served as plain static files by http.server, nothing else. Every decision of the
 is legal and is the Python port's for that state; the page logs no error, shows the
 player's language (from the browser's) with no English left, and axe-core finds no
 serious or critical accessibility problem. The page's texts are msgids of the project's
-catalogues, each in the bundle's messages.json."""
+catalogues, each in the bundle's messages.json.
+
+Issue 55 items 2 and 5: a runtime bundle (``export --runtime``: no graph, no test
+vectors) plays, and the page fetches only what playing needs; served on a loopback
+address other than localhost (not a secure context: no crypto.subtle) it checks the
+hashes all the same; opened as file://, in a browser too old, with its scripts or a
+bundle file missing or damaged, it says why in one line, in the browser's language."""
 
 from __future__ import annotations
 
@@ -86,20 +92,57 @@ def site(tmp_path_factory) -> Path:
     shutil.copytree(PORTS / "web", root / "web", ignore=shutil.ignore_patterns("bundle"))
     shutil.copytree(PORTS / "js", root / "js")
     assert export.main(["policy-2p", "--out", str(root / "web" / "bundle")]) == 0
+    assert export.main(["policy-2p", "--out", str(root / "web" / "slim"), "--runtime"]) == 0
+    for case in ("missing", "damaged"):  # the runtime bundle, one file missing or changed
+        shutil.copytree(root / "web" / "slim", root / "web" / case)
+    (root / "web" / "missing" / "turn_ev.f64").unlink()
+    weights = root / "web" / "damaged" / "weights.bin"
+    data = bytearray(weights.read_bytes())
+    data[1000] ^= 1
+    weights.write_bytes(bytes(data))
     return root
+
+
+def serving(folder: Path, host: str = "127.0.0.1"):
+    """`folder` served over plain http on `host`; yields the URL of its web/."""
+    handler = functools.partial(Quiet, directory=str(folder))
+    httpd = ThreadingHTTPServer((host, 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{httpd.server_address[1]}/web/"
+    finally:
+        httpd.shutdown()
+        thread.join(10)
 
 
 @pytest.fixture(scope="module")
 def server(site):
-    handler = functools.partial(Quiet, directory=str(site))
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/web/"
-    finally:
-        httpd.shutdown()
-        thread.join(10)
+    yield from serving(site)
+
+
+def lan_address() -> str | None:
+    """This machine's own non-loopback IPv4 address (that of its default route; no
+    packet is sent), or None. Loopback will not do: Chromium takes all of 127.0.0.0/8,
+    not only 127.0.0.1, as a secure context."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+        except OSError:
+            return None
+        address = s.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+@pytest.fixture(scope="module")
+def lan_server(site):
+    """The site over plain http on this machine's LAN address: no secure context."""
+    address = lan_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    yield from serving(site, address)
 
 
 @pytest.fixture(scope="module")
@@ -110,15 +153,15 @@ def browser():
         b.close()
 
 
-def opened(browser, server: str, locale: str = "en-US", delay: int = 0):
+def opened(browser, server: str, locale: str = "en-US", delay: int = 0, query: str = ""):
     """A page on the game (its dice seeded, the bot without pauses) and the errors it
-    logs, once it waits for the person or shows the end."""
+    logs, once it waits for the person or shows the end; `query`: more of the URL's."""
     context = browser.new_context(locale=locale, viewport={"width": 900, "height": 900})
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server}index.html?seed={SEED}&delay={delay}")
+    page.goto(f"{server}index.html?seed={SEED}&delay={delay}{query}")
     settle(page)
     return page, errors
 
@@ -278,12 +321,153 @@ def test_the_page_speaks_the_browser_s_language(browser, server, lang):
     page.context.close()
 
 
-@needs_chromium
-def test_a_missing_bundle_is_said_in_one_line(browser, server):
-    page = browser.new_page()
-    page.goto(f"{server}index.html?bundle=nowhere/")
-    page.wait_for_function("() => document.body.dataset.status === 'error'")
+# ------------------------------------------------------------------ items 2 and 5
+def boot_messages() -> dict:
+    """The translated error texts boot.js holds (between its BEGIN and END lines)."""
+    source = (PORTS / "web" / "boot.js").read_text()
+    held = re.search(r"var MESSAGES = (\{.*?\});\n\s*// END MESSAGES", source, re.S)
+    return json.loads(held.group(1))
+
+
+def test_the_page_s_error_texts_are_the_catalogues_in_every_language():
+    assert boot_messages() == exporting.page_error_messages(), (
+        "ports/web/boot.js's MESSAGES differ from exporting.page_error_messages(): paste its "
+        "json.dumps(..., ensure_ascii=False, indent=1) there"
+    )
+    scripts = (PORTS / "web" / "boot.js").read_text() + PAGE_SCRIPT.read_text()
+    for msgid in exporting.PAGE_ERRORS:  # each one shown, as the catalogues spell it
+        assert json.dumps(msgid) in scripts, msgid
+    for lang, texts in exporting.page_error_messages().items():
+        if lang != i18n.SOURCE_LANGUAGE:
+            assert all(texts[m] != m for m in exporting.PAGE_ERRORS), f"{lang} lacks one"
+
+
+def failed(browser, url: str, locale: str = "en-US", init: str | None = None) -> str:
+    """The one line a page that cannot play shows at `url` (no game started)."""
+    context = browser.new_context(locale=locale)
+    if init:
+        context.add_init_script(init)
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_function("() => document.body.dataset.status === 'error'", timeout=30_000)
     text = page.inner_text("#headline")
-    assert text.startswith("error: ") and "bundle.json is missing" in text and "\n" not in text
+    assert "\n" not in text and text.strip() == text and text
     assert page.locator("#new-game").is_disabled()
-    page.close()
+    assert page.get_attribute("#headline", "role") == "alert"
+    context.close()
+    return text
+
+
+def fetched_names(page_requests: list[str], bundle: str) -> set[str]:
+    return {u.split(f"/{bundle}/")[1] for u in page_requests if f"/{bundle}/" in u}
+
+
+@needs_chromium
+@pytest.mark.parametrize("bundle", ["slim", "bundle"])
+def test_the_page_plays_fetching_only_what_playing_needs(browser, server, site, bundle):
+    """The runtime bundle plays a whole game (each decision the Python port's on the
+    same runtime bundle, which runs the plain network with numpy); from a full bundle
+    the page fetches the same files, not the graph or the test vectors."""
+    context = browser.new_context(viewport={"width": 900, "height": 900})
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(f"{server}index.html?seed={SEED}&delay=0&bundle={bundle}/")
+    assert play_to_the_end(page) > 0
+    wanted = {"bundle.json", *exporting.RUNTIME_FILES}
+    assert fetched_names(requests, bundle) == wanted
+    if bundle == "slim":
+        assert {f.name for f in (site / "web" / "slim").iterdir()} == wanted
+        decisions = page.evaluate("fivethousandPage.decisions")
+        assert decisions
+        check_decisions(decisions, site / "web" / "slim")
+    context.close()
+
+
+@needs_chromium
+def test_on_a_plain_http_lan_address_the_hashes_are_still_checked(browser, lan_server):
+    """Plain http on a LAN address is no secure context: no crypto.subtle there, so the
+    page hashes in JavaScript; it plays, and a damaged file is still caught."""
+    page, errors = opened(browser, lan_server, query="&bundle=slim/")
+    assert page.evaluate("[isSecureContext, typeof crypto.subtle]") == [False, "undefined"]
+    assert errors == []
+    page.context.close()
+    text = failed(browser, f"{lan_server}index.html?bundle=damaged/")
+    assert text == exporting.PAGE_ERRORS[3].format(file="weights.bin")
+
+
+@needs_chromium
+@pytest.mark.parametrize(
+    ("bundle", "said"),
+    [
+        ("nowhere", "The bot's file bundle.json is missing: export the bundle again."),
+        ("missing", "The bot's file turn_ev.f64 is missing: export the bundle again."),
+        (
+            "damaged",
+            "The bot's file weights.bin is damaged (it does not match bundle.json): export "
+            "the bundle again.",
+        ),
+    ],
+)
+def test_a_missing_or_damaged_bundle_file_is_said_in_one_line(browser, server, bundle, said):
+    assert failed(browser, f"{server}index.html?bundle={bundle}/") == said
+
+
+@needs_chromium
+def test_a_damaged_file_is_said_in_the_browser_s_language(browser, server):
+    want = exporting.page_error_messages()["ru"][exporting.PAGE_ERRORS[3]]
+    text = failed(browser, f"{server}index.html?bundle=damaged/", LOCALES["ru"])
+    assert text == want.replace("{file}", "weights.bin")
+
+
+@needs_chromium
+@pytest.mark.parametrize("locale", ["en-US", LOCALES["fr"]])
+def test_opened_as_a_file_the_page_says_how_to_serve_it(browser, site, locale):
+    text = failed(browser, (site / "web" / "index.html").as_uri(), locale)
+    lang = locale.split("-")[0]
+    want = exporting.page_error_messages()[lang][exporting.PAGE_ERRORS[0]]
+    values = {
+        "command": "python3 -m http.server 8000",
+        "folder": str(site),
+        "url": "http://localhost:8000/web/index.html",
+    }
+    assert text == want.format(**values)
+
+
+@needs_chromium
+def test_a_browser_too_old_is_told_so(browser, server):
+    text = failed(browser, f"{server}index.html", init="delete globalThis.structuredClone")
+    assert text == exporting.PAGE_ERRORS[1]
+
+
+@needs_chromium
+def test_without_its_scripts_the_page_says_so(browser, site, tmp_path):
+    shutil.copytree(site / "web", tmp_path / "web", ignore=shutil.ignore_patterns("bundle"))
+    served = serving(tmp_path)  # no js/ beside web/: play.mjs cannot import the port
+    try:
+        assert failed(browser, f"{next(served)}index.html?bundle=slim/") == exporting.PAGE_ERRORS[4]
+    finally:
+        served.close()
+
+
+def test_the_plain_sha256_matches_known_vectors(tmp_path):
+    """sha256Plain (ports/js, for pages outside a secure context) against hashlib on
+    FIPS 180-4's examples and the lengths where the padding takes another block."""
+    import hashlib
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node on PATH")
+    texts = ["", "abc", "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"]
+    texts += ["a" * n for n in (55, 56, 63, 64, 65, 119, 120, 1_000_000)]
+    script = tmp_path / "sha.mjs"
+    port = json.dumps((PORTS / "js" / "fivethousand.mjs").as_uri())
+    script.write_text(
+        f"import {{ sha256Plain }} from {port};\n"
+        f"const texts = {json.dumps(texts)};\n"
+        "console.log(JSON.stringify(texts.map((t) => sha256Plain(new TextEncoder().encode(t)))));\n"
+    )
+    done = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [hashlib.sha256(t.encode()).hexdigest() for t in texts]

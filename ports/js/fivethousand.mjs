@@ -32,7 +32,15 @@ const NUM_DICE = 5;
 const NUM_ACTIONS = 64;
 export const BANK_BIT = 32;
 
-export class BundleError extends Error {}
+/** A bundle that cannot be played; `file` and `reason` ("missing", "corrupt") say
+ * which file and why, where one file is the cause (a page words it in its language). */
+export class BundleError extends Error {
+  constructor(message, { file = null, reason = null } = {}) {
+    super(message);
+    this.file = file;
+    this.reason = reason;
+  }
+}
 
 // ------------------------------------------------------------------ scoring (R2)
 /** Points of dice held together from one roll; 0 if any die does not score. */
@@ -606,29 +614,79 @@ export class Bot {
 }
 
 // ------------------------------------------------------------------ loading
+const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+const K256 = new Uint32Array(
+  "428a2f98 71374491 b5c0fbcf e9b5dba5 3956c25b 59f111f1 923f82a4 ab1c5ed5 d807aa98 12835b01 243185be 550c7dc3 72be5d74 80deb1fe 9bdc06a7 c19bf174 e49b69c1 efbe4786 0fc19dc6 240ca1cc 2de92c6f 4a7484aa 5cb0a9dc 76f988da 983e5152 a831c66d b00327c8 bf597fc7 c6e00bf3 d5a79147 06ca6351 14292967 27b70a85 2e1b2138 4d2c6dfc 53380d13 650a7354 766a0abb 81c2c92e 92722c85 a2bfe8a1 a81a664b c24b8b70 c76c51a3 d192e819 d6990624 f40e3585 106aa070 19a4c116 1e376c08 2748774c 34b0bcb5 391c0cb3 4ed8aa4a 5b9cca4f 682e6ff3 748f82ee 78a5636f 84c87814 8cc70208 90befffa a4506ceb bef9a3f7 c67178f2"
+    .split(" ").map((w) => parseInt(w, 16)),
+);
+
+/** SHA-256 of `buffer` (FIPS 180-4) in plain JavaScript, as lowercase hex: for pages
+ * outside a secure context (plain http on a LAN address), where crypto.subtle is absent. */
+export function sha256Plain(buffer) {
+  const data = new Uint8Array(buffer);
+  const n = data.length;
+  const blocks = Math.ceil((n + 9) / 64);
+  const bytes = new Uint8Array(blocks * 64);
+  bytes.set(data);
+  bytes[n] = 0x80;
+  const view = new DataView(bytes.buffer);
+  view.setUint32(bytes.length - 8, Math.floor(n / 0x20000000)); // the length in bits, 64-bit
+  view.setUint32(bytes.length - 4, (n * 8) >>> 0);
+  const h = Uint32Array.of(0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19);
+  const w = new Uint32Array(64);
+  const rotr = (x, k) => (x >>> k) | (x << (32 - k));
+  for (let at = 0; at < bytes.length; at += 64) {
+    for (let t = 0; t < 16; t++) w[t] = view.getUint32(at + 4 * t);
+    for (let t = 16; t < 64; t++) {
+      const s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >>> 3);
+      const s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >>> 10);
+      w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+    }
+    let [a, b, c, d, e, f, g, k] = h;
+    for (let t = 0; t < 64; t++) {
+      const t1 = k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K256[t] + w[t];
+      const t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      [k, g, f, e, d, c, b, a] = [g, f, e, (d + t1) >>> 0, c, b, a, (t1 + t2) >>> 0];
+    }
+    [a, b, c, d, e, f, g, k].forEach((v, i) => (h[i] += v));
+  }
+  const out = new Uint8Array(32);
+  h.forEach((v, i) => new DataView(out.buffer).setUint32(4 * i, v));
+  return hex(out);
+}
+
 async function sha256Hex(buffer) {
-  const digest = await globalThis.crypto.subtle.digest("SHA-256", buffer);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  const subtle = globalThis.crypto?.subtle; // only in secure contexts (https, localhost)
+  if (!subtle) return sha256Plain(buffer);
+  return hex(new Uint8Array(await subtle.digest("SHA-256", buffer)));
 }
 
 /** A Bot from a bundle's files, `read(name)` giving each as an ArrayBuffer (or null if
- * missing); every file is checked against its SHA-256 in bundle.json. */
-export async function bundleFrom(read, where) {
+ * missing); every file is checked against its SHA-256 in bundle.json. `playOnly`: only
+ * the files playing needs (bundle.json's runtime_files), not the graph or the vectors. */
+export async function bundleFrom(read, where, { playOnly = false } = {}) {
   const raw = await read("bundle.json");
-  if (raw === null) throw new BundleError(`${where}: bundle.json is missing`);
+  const file = "bundle.json";
+  if (raw === null) throw new BundleError(`${where}: bundle.json is missing`, { file, reason: "missing" });
   let meta;
   try {
     meta = JSON.parse(new TextDecoder().decode(raw));
   } catch (e) {
-    throw new BundleError(`${where}: bundle.json is unreadable: ${e.message.split("\n")[0]}`);
+    throw new BundleError(`${where}: bundle.json is unreadable: ${e.message.split("\n")[0]}`, { file, reason: "corrupt" });
   }
-  if (!meta || meta.format !== FORMAT) throw new BundleError(`${where}: bundle.json is not a 5000 bot bundle`);
+  if (!meta || meta.format !== FORMAT) {
+    throw new BundleError(`${where}: bundle.json is not a 5000 bot bundle`, { file, reason: "corrupt" });
+  }
   const files = {};
+  const needed = playOnly && Array.isArray(meta.runtime_files) ? new Set(meta.runtime_files) : null;
   for (const [name, info] of Object.entries(meta.files || {})) {
+    if (needed && !needed.has(name)) continue;
     const data = await read(name);
-    if (data === null) throw new BundleError(`${where}: the bundle's ${name} is missing`);
+    if (data === null) throw new BundleError(`${where}: the bundle's ${name} is missing`, { file: name, reason: "missing" });
     if ((await sha256Hex(data)) !== info.sha256) {
-      throw new BundleError(`${where}: ${name} does not match its SHA-256 in bundle.json (corrupt or changed)`);
+      throw new BundleError(`${where}: ${name} does not match its SHA-256 in bundle.json (corrupt or changed)`,
+        { file: name, reason: "corrupt" });
     }
     files[name] = data;
   }
@@ -660,19 +718,21 @@ export async function loadBundle(folder) {
   return bundleFrom(read, folder);
 }
 
-/** A Bot from a bundle served at `base` (a browser, static files). */
-export async function loadBundleFromUrl(base) {
+/** A Bot from a bundle served at `base` (a browser, static files): only the files
+ * playing needs are fetched, unless `playOnly` is false. */
+export async function loadBundleFromUrl(base, { playOnly = true } = {}) {
   const read = async (name) => {
     const response = await fetch(new URL(name, base.endsWith("/") ? base : `${base}/`));
     return response.ok ? response.arrayBuffer() : null;
   };
-  return bundleFrom(read, base);
+  return bundleFrom(read, base, { playOnly });
 }
 
 // ------------------------------------------------------------------ test vectors
 /** Every test vector recomputed: the vectors whose observation (to float32, and
  * bit for bit), mask or action differ, and the time a decision took. */
 export function replay(bot) {
+  if (!bot.meta.test_vectors) throw new BundleError("a runtime bundle, without test vectors to replay");
   const cases = JSON.parse(new TextDecoder().decode(bot.files[bot.meta.test_vectors.file]));
   const diffs = { observation: [], observation_bits: [], mask: [], action: [] };
   const start = performance.now();

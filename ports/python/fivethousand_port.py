@@ -7,6 +7,10 @@ from the toolkit, so it can be copied into another program as it is.
 
     python fivethousand_port.py BUNDLE      # replay the bundle's test vectors
 
+A runtime bundle (``export AGENT --out DIR --runtime``) has no ONNX graph: its network
+runs from the plain layout in bundle.json and weights.bin with numpy (``forward``), so
+it needs no onnxruntime.
+
 In a program::
 
     bundle = Bundle("bots/ppo-2p")
@@ -137,6 +141,100 @@ def legal_mask(state: dict, rules: dict) -> np.ndarray:
     return mask
 
 
+# ------------------------------------------------------------------ the plain network
+def _ints(t: np.ndarray | None) -> list[int] | None:
+    return None if t is None else [int(v) for v in np.asarray(t).ravel()]
+
+
+def _slice(x, starts, ends, axes=None, steps=None, **_):
+    axes = _ints(axes) or list(range(len(_ints(starts))))
+    steps = _ints(steps) or [1] * len(axes)
+    index = [slice(None)] * x.ndim
+    for a, b, e, st in zip(axes, _ints(starts), _ints(ends), steps, strict=True):
+        index[a] = slice(b, e, st)  # numpy clamps out-of-range ends as ONNX does
+    return x[tuple(index)]
+
+
+def _gather_nd(x, indices, batch_dims=0, **_):
+    if batch_dims:
+        raise BundleError("GatherND: only batch_dims 0")
+    q = indices.shape[-1]
+    return x[tuple(np.moveaxis(indices, -1, 0))] if q else x
+
+
+def _scatter_nd(x, indices, updates, reduction="none", **_):
+    if reduction not in ("none", b"none"):
+        raise BundleError("ScatterND: only reduction none")
+    out = x.copy()
+    out[tuple(np.moveaxis(indices, -1, 0))] = updates
+    return out
+
+
+def _squeeze(x, axes=None, **at):
+    axes = _ints(axes) if axes is not None else at.get("axes")
+    return np.squeeze(x, axis=tuple(axes)) if axes else np.squeeze(x)
+
+
+def _unsqueeze(x, axes=None, **at):
+    axes = _ints(axes) if axes is not None else at["axes"]
+    for a in sorted(a % (x.ndim + len(axes)) for a in axes):
+        x = np.expand_dims(x, a)
+    return x
+
+
+def _gemm(a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, **_):  # noqa: N803 (ONNX's names)
+    y = np.float32(alpha) * ((a.T if transA else a) @ (b.T if transB else b))
+    return y if c is None else y + np.float32(beta) * c
+
+
+def _reshape(x, shape, allowzero=0, **_):
+    dims = [x.shape[i] if d == 0 and not allowzero else d for i, d in enumerate(_ints(shape))]
+    return x.reshape(dims)
+
+
+# The operators of the plain layout (bundle.json network.plain.nodes), with ONNX's
+# semantics: inputs in order (None for an omitted one), then the node's attributes.
+OPS = {
+    "Add": lambda a, b, **_: a + b,
+    "Mul": lambda a, b, **_: a * b,
+    "MatMul": lambda a, b, **_: a @ b,
+    "Gemm": _gemm,
+    "Relu": lambda x, **_: np.maximum(x, np.float32(0)),
+    "Tanh": lambda x, **_: np.tanh(x),
+    "Sigmoid": lambda x, **_: (1 / (1 + np.exp(-x))).astype(x.dtype),
+    "Identity": lambda x, **_: x,
+    "Flatten": lambda x, axis=1, **_: x.reshape(int(np.prod(x.shape[:axis])), -1),
+    "Reshape": _reshape,
+    "Slice": _slice,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Transpose": lambda x, perm=None, **_: np.transpose(x, perm),
+    "NonZero": lambda x, **_: np.array(np.nonzero(x), dtype=np.int64),
+    "GatherND": _gather_nd,
+    "ScatterND": _scatter_nd,
+}
+
+
+def forward(plain: dict, weights: bytes, input_name: str, output: str, obs: np.ndarray):
+    """The network's output for a batch of observations (float32, numpy): each node of
+    the plain layout in turn, float32 tensors from `weights`, integer ones inline."""
+    values: dict[str, np.ndarray | None] = {"": None}
+    for name, t in plain["tensors"].items():
+        if t["dtype"] == "float32":
+            data = np.frombuffer(weights, "<f4", t["count"], t["offset"])
+            values[name] = data.reshape(t["shape"])
+        else:
+            values[name] = np.array(t["values"], dtype=np.int64).reshape(t["shape"])
+    values[input_name] = obs
+    for node in plain["nodes"]:
+        op = OPS.get(node["op"])
+        if op is None:
+            raise BundleError(f"the network uses the operator {node['op']}, which this port lacks")
+        args = [values[name] for name in node["inputs"]]
+        values[node["outputs"][0]] = op(*args, **node.get("attributes", {}))
+    return values[output]
+
+
 # ------------------------------------------------------------------ the bundle
 def _read_json(path: Path, what: str) -> object:
     try:
@@ -177,9 +275,11 @@ class Bundle:
             ).reshape(table["shape"])
             self.turn_ev_cap, self.turn_ev_step = table["cap"], table["step"]
             self.network = meta["network"]
+            if self.network.get("file") is None:  # a runtime bundle: the plain layout
+                self.weights = (self.folder / self.network["plain"]["weights"]).read_bytes()
         except (KeyError, TypeError, ValueError) as e:
             raise BundleError(f"{self.folder}: bundle.json lacks or garbles {e}") from None
-        self.session = self._session()
+        self.session = None if self.network.get("file") is None else self._session()
 
     def _check_files(self, files: dict) -> None:
         for name, info in files.items():
@@ -292,7 +392,10 @@ class Bundle:
 
     # ---------------------------------------------------------- the decision
     def logits(self, obs: np.ndarray) -> np.ndarray:
-        return self.session.run(None, {self.network["input"]: obs[None, :]})[0][0]
+        net = self.network
+        if self.session is None:
+            return forward(net["plain"], self.weights, net["input"], net["output"], obs[None])[0]
+        return self.session.run(None, {net["input"]: obs[None, :]})[0][0]
 
     def choose(self, obs: np.ndarray, mask: np.ndarray) -> int:
         """The most probable legal action: illegal logits become -1e8, then a float32
@@ -310,6 +413,8 @@ class Bundle:
 def replay(bundle: Bundle) -> dict:
     """Every test vector of the bundle recomputed: how many differ in the observation's
     bytes, the mask and the action, and the time a decision took."""
+    if not bundle.meta.get("test_vectors"):
+        raise BundleError(f"{bundle.folder}: a runtime bundle, without test vectors to replay")
     cases = _read_json(bundle.folder / bundle.meta["test_vectors"]["file"], "the test vectors")
     diffs = {"observation": [], "mask": [], "action": []}
     start = time.perf_counter()

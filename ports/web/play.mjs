@@ -431,10 +431,22 @@ globalThis.fivethousandPage = {
   get language() { return LANG; },
 };
 
+// The bundle's files that are missing or damaged, in the page's words (boot.js's).
+const FILE_ERRORS = {
+  missing: "The bot's file {file} is missing: export the bundle again.",
+  corrupt: "The bot's file {file} is damaged (it does not match bundle.json): export the bundle again.",
+};
+
 async function main() {
+  const boot = globalThis.fivethousandBoot;
+  if (boot?.stopped) return; // boot.js said why the page cannot play
   try {
     bot = await loadBundleFromUrl(BUNDLE);
   } catch (e) {
+    if (boot && FILE_ERRORS[e.reason]) {
+      boot.say(FILE_ERRORS[e.reason], { file: e.file }, e.message);
+      return;
+    }
     $("headline").textContent = `error: ${e.message}`;
     $("headline").setAttribute("role", "alert");
     document.body.dataset.status = "error";
