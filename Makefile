@@ -32,7 +32,16 @@ $(AXE):
 		axe-core@$(AXE_VERSION) >/dev/null \
 		|| echo "axe-core could not be installed: the accessibility tests will be skipped"
 
-test: $(VENV)/.installed-dev $(AXE)
+# TypeScript (npm, pinned) type-checks the declarations of the npm package (ports/js).
+TYPESCRIPT_VERSION := 5.6.3
+TSC := tests/.typescript/node_modules/typescript/bin/tsc
+
+$(TSC):
+	npm install --prefix tests/.typescript --no-save --no-package-lock --no-audit --no-fund \
+		typescript@$(TYPESCRIPT_VERSION) >/dev/null \
+		|| echo "typescript could not be installed: the type check of ports/js is skipped"
+
+test: $(VENV)/.installed-dev $(AXE) $(TSC)
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) \
 		|| echo "chromium could not be installed: the browser tests will be skipped"
 	@# The JavaScript port (ports/js) replays the export bundle's test vectors under Node.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -119,6 +120,29 @@ def test_the_wheel_installs_one_namespace_and_its_licence(wheel):
     licence = next(n for n in archive.namelist() if n.endswith("licenses/LICENSE"))
     assert archive.read(licence).decode() == (ROOT / "LICENSE").read_text()
     assert archive.read(licence).decode().startswith("MIT License")
+
+
+def test_the_installed_package_carries_the_javascript_runtime_and_the_page(venv, user_folder):
+    """Issue 55 item 3: a pip user has ports/js (the npm package) and ports/web (the page)
+    without a clone, under fivethousand_rl/ports, and the module runs under Node there."""
+    python = venv / "bin" / "python"
+    where = "from importlib.resources import files; print(files('fivethousand_rl') / 'ports')"
+    ports = Path(run(python, "-c", where, cwd=user_folder, env=clean_env()).strip())
+    assert ports.is_relative_to(venv)
+    shipped = [
+        f
+        for f in clone_files()
+        if f.startswith(("ports/js/", "ports/web/")) and not Path(f).name.startswith(".")
+    ]
+    assert {"ports/js/fivethousand.mjs", "ports/js/package.json", "ports/web/index.html"} <= set(
+        shipped
+    )
+    for name in shipped:
+        assert (ports.parent / name).read_bytes() == (ROOT / name).read_bytes(), name
+    node = shutil.which("node")
+    if node is not None:  # the installed copy is the runnable module: its usage line
+        done = subprocess.run([node, ports / "js" / "fivethousand.mjs"], capture_output=True)
+        assert done.returncode == 2 and done.stderr.startswith(b"usage: node fivethousand.mjs")
 
 
 def test_the_installed_package_plays_the_shipped_agents_by_name_from_any_folder(venv, user_folder):

@@ -110,7 +110,8 @@ def test_the_js_port_replays_every_vector_under_node(bundle, tmp_path):
 
 def test_the_js_port_has_no_dependencies():
     source = re.sub(r"^\s*//.*$", "", JS_PORT.read_text(), flags=re.M)  # not the comments
-    imports = re.findall(r"""(?:from|import)\s*\(?\s*["']([^"']+)["']""", source)
+    # import ... from "x", import "x", import("x"); not a call like Uint32Array.from("...")
+    imports = re.findall(r"""(?:\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)["']([^"']+)["']""", source)
     assert imports and all(name.startswith("node:") for name in imports), imports
 
 
@@ -274,3 +275,75 @@ def test_the_ports_follow_the_bundle_s_rules(house, bundle, tmp_path):
     got = json.loads(done.stdout)
     assert [g["legal"] for g in got] == [c["legal"] for c in cases]
     assert [g["obs_sha256"] for g in got] == [c["obs_sha256"] for c in cases]
+
+
+# ------------------------------------------------------------------ the forward pass
+# ports/js prepares the graph once (issue 55 item 4): a MatMul with the bias Add and the
+# Relu that alone read it becomes one fused loop. On a small graph of every arithmetic
+# operator, fusable and not (a2 is read twice: its Relu stays a node of its own), its
+# output is numpy's in float64 on the same float32 weights, call after call.
+JS_FORWARD = """
+const [port, graph] = process.argv.slice(1);
+const { Network } = await import(port);
+const { plain, weights, obs } = JSON.parse(graph);
+const net = new Network(plain, Float32Array.from(weights).buffer, "x", "out");
+const fused = net.steps.map((s) => s.output);
+const out = obs.map((o) => Array.from(net.run(Float32Array.from(o))));
+console.log(JSON.stringify({ fused, out }));
+"""
+
+
+def small_graph(rng: np.random.Generator) -> tuple[dict, np.ndarray, dict]:
+    shapes = {"w1": (6, 5), "b1": (5,), "w2": (5, 4), "b2": (1, 4), "w3": (3, 4), "c3": (3,)}
+    arrays = {k: rng.normal(size=s).astype(np.float32) for k, s in shapes.items()}
+    tensors, offset = {}, 0
+    for name, a in arrays.items():
+        tensors[name] = {"dtype": "float32", "shape": list(a.shape), "offset": offset}
+        tensors[name]["count"] = a.size
+        offset += 4 * a.size
+    nodes = [
+        ("MatMul", ["x", "w1"], "m1", {}),
+        ("Add", ["b1", "m1"], "a1", {}),  # the bias first: fused all the same
+        ("Relu", ["a1"], "h1", {}),
+        ("MatMul", ["h1", "w2"], "m2", {}),
+        ("Add", ["m2", "b2"], "a2", {}),
+        ("Relu", ["a2"], "r2", {}),
+        ("Tanh", ["a2"], "t2", {}),
+        ("Mul", ["r2", "t2"], "p2", {}),
+        ("Gemm", ["p2", "w3", "c3"], "g3", {"transB": 1, "alpha": 0.5, "beta": 2.0}),
+        ("Sigmoid", ["g3"], "out", {}),
+    ]
+    plain = {
+        "weights": "weights.bin",
+        "tensors": tensors,
+        "nodes": [
+            {"op": op, "inputs": ins, "outputs": [out], "attributes": at}
+            for op, ins, out, at in nodes
+        ],
+    }
+    weights = np.concatenate([a.ravel() for a in arrays.values()])
+    return plain, weights, {k: a.astype(np.float64) for k, a in arrays.items()}
+
+
+@needs_node
+def test_the_js_forward_pass_fuses_and_matches_numpy_in_float64(tmp_path):
+    rng = np.random.default_rng(55)
+    plain, weights, w = small_graph(rng)
+    obs = rng.normal(size=(3, 6)).astype(np.float32)
+    obs[1, [0, 3]] = 0  # skipped zeros
+    graph = json.dumps({"plain": plain, "weights": weights.tolist(), "obs": obs.tolist()})
+    done = subprocess.run(
+        [NODE, "--input-type=module", "-e", JS_FORWARD, JS_PORT.as_uri(), graph],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["fused"] == ["h1", "a2", "r2", "t2", "p2", "g3", "out"]
+    x = obs.astype(np.float64)
+    h1 = np.maximum(x @ w["w1"] + w["b1"], 0)
+    a2 = h1 @ w["w2"] + w["b2"]
+    p2 = np.maximum(a2, 0) * np.tanh(a2)
+    out = 1 / (1 + np.exp(-(0.5 * (p2 @ w["w3"].T) + 2.0 * w["c3"])))
+    np.testing.assert_allclose(np.array(got["out"]), out, rtol=1e-12, atol=1e-15)

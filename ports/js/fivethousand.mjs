@@ -265,7 +265,11 @@ export function randomDice(n, random) {
 
 // ------------------------------------------------------------------ the network
 // The forward pass of bundle.json's network.plain: ONNX operators, batch axis first.
-// Tensors are {shape, data}; arithmetic in float64 on the float32 weights.
+// Tensors are {shape, data}; arithmetic in float64 on the float32 weights, each sum
+// taken in the order of its terms and the bias added after it (what the test vectors'
+// actions match). For speed the graph is prepared once (`Network`): constants read, a
+// MatMul with its bias Add and its Relu fused into one loop, and every node writing into
+// a buffer of its own that is kept between calls, so a decision allocates no buffers.
 
 function size(shape) {
   return shape.reduce((a, b) => a * b, 1);
@@ -281,7 +285,34 @@ function ints(t) {
   return Array.from(t.data, Number);
 }
 
-function broadcast(a, b, f) {
+function normalizeAxes(axes, rank) {
+  return axes.map((a) => (a < 0 ? a + rank : a));
+}
+
+/** A node's output buffer, kept between calls and grown when a call needs more. */
+class Slot {
+  constructor() {
+    this.buffer = new Float64Array(0);
+    this.view = this.buffer;
+  }
+
+  take(n) {
+    if (this.view.length === n) return this.view;
+    if (this.buffer.length < n) this.buffer = new Float64Array(Math.max(n, 2 * this.buffer.length));
+    this.view = this.buffer.subarray(0, n);
+    return this.view;
+  }
+
+  zeros(n) {
+    return this.take(n).fill(0);
+  }
+}
+
+const ADD = 0;
+const MUL = 1;
+
+/** a + b or a * b with ONNX (numpy) broadcasting. */
+function binary(a, b, kind, slot) {
   const rank = Math.max(a.shape.length, b.shape.length);
   const pad = (s) => [...new Array(rank - s.length).fill(1), ...s];
   const as = pad(a.shape);
@@ -290,16 +321,18 @@ function broadcast(a, b, f) {
     if (d !== bs[i] && d !== 1 && bs[i] !== 1) throw new BundleError(`cannot broadcast ${as} and ${bs}`);
     return Math.max(d, bs[i]);
   });
-  const data = new Float64Array(size(shape));
-  const [na, nb] = [size(as), size(bs)];
+  const data = slot.take(size(shape));
+  const [x, y, n] = [a.data, b.data, data.length];
+  const [na, nb] = [x.length, y.length];
   const tail = (s) => s.every((d, i) => d === shape[i] || s.slice(0, i + 1).every((e) => e === 1));
   if (tail(as) && tail(bs)) {
     // the common case (a bias, a row of weights): each operand repeats whole over the output
-    for (let i = 0; i < data.length; i++) data[i] = f(a.data[i % na], b.data[i % nb]);
+    if (kind === ADD) for (let i = 0; i < n; i++) data[i] = x[i % na] + y[i % nb];
+    else for (let i = 0; i < n; i++) data[i] = x[i % na] * y[i % nb];
     return { shape, data };
   }
   const [sa, sb, so] = [strides(as), strides(bs), strides(shape)];
-  for (let i = 0; i < data.length; i++) {
+  for (let i = 0; i < n; i++) {
     let ia = 0;
     let ib = 0;
     for (let k = 0; k < rank; k++) {
@@ -307,88 +340,130 @@ function broadcast(a, b, f) {
       if (as[k] !== 1) ia += idx * sa[k];
       if (bs[k] !== 1) ib += idx * sb[k];
     }
-    data[i] = f(a.data[ia], b.data[ib]);
+    data[i] = kind === ADD ? x[ia] + y[ib] : x[ia] * y[ib];
   }
   return { shape, data };
 }
 
-function elementwise(t, f) {
-  const data = new Float64Array(t.data.length);
+function elementwise(t, f, slot) {
+  const data = slot.take(t.data.length);
   for (let i = 0; i < data.length; i++) data[i] = f(t.data[i]);
   return { shape: t.shape, data };
 }
 
-function matmul2d(a, rows, k, b, cols, transB) {
-  // a: rows x k (row-major); b: k x cols, or cols x k when transB
-  const out = new Float64Array(rows * cols);
+let nonzero = new Int32Array(256); // dense's scratch: where a row of `a` is not 0
+
+/** out (rows x cols, zeroed) = a (rows x k) times w (k x cols, row-major), then + bias
+ * (cols, or null) and ReLU where `relu`. Each sum runs over i in order, four terms at a
+ * time (the same additions in the same order: JavaScript adds left to right and never
+ * fuses a multiply-add); zeros are skipped (observations and ReLU outputs are mostly 0,
+ * and adding 0 changes no sum). */
+function dense(a, rows, k, w, cols, bias, relu, out) {
+  if (nonzero.length < k) nonzero = new Int32Array(k);
+  const nz = nonzero;
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
-    if (transB) {
+    const from = r * k;
+    let m = 0;
+    for (let i = 0; i < k; i++) if (a[from + i] !== 0) nz[m++] = i;
+    let j = 0;
+    for (; j + 4 <= m; j += 4) {
+      const w0 = nz[j] * cols;
+      const w1 = nz[j + 1] * cols;
+      const w2 = nz[j + 2] * cols;
+      const w3 = nz[j + 3] * cols;
+      const v0 = a[from + nz[j]];
+      const v1 = a[from + nz[j + 1]];
+      const v2 = a[from + nz[j + 2]];
+      const v3 = a[from + nz[j + 3]];
       for (let c = 0; c < cols; c++) {
-        let sum = 0;
-        for (let i = 0; i < k; i++) sum += a[r * k + i] * b[c * k + i];
-        out[o + c] = sum;
+        out[o + c] = out[o + c] + v0 * w[w0 + c] + v1 * w[w1 + c] + v2 * w[w2 + c] + v3 * w[w3 + c];
       }
-      continue;
     }
-    for (let i = 0; i < k; i++) {
-      const v = a[r * k + i];
-      if (v === 0) continue; // observations and ReLU outputs are mostly 0
-      const w = i * cols;
-      for (let c = 0; c < cols; c++) out[o + c] += v * b[w + c];
+    for (; j < m; j++) {
+      const v = a[from + nz[j]];
+      const at = nz[j] * cols;
+      for (let c = 0; c < cols; c++) out[o + c] += v * w[at + c];
+    }
+    if (bias !== null) for (let c = 0; c < cols; c++) out[o + c] += bias[c];
+    if (relu) for (let c = 0; c < cols; c++) if (!(out[o + c] > 0)) out[o + c] = 0;
+  }
+  return out;
+}
+
+/** a (rows x k) times b transposed (b: cols x k). */
+function denseTransB(a, rows, k, b, cols, out) {
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      let sum = 0;
+      for (let i = 0; i < k; i++) sum += a[r * k + i] * b[c * k + i];
+      out[r * cols + c] = sum;
     }
   }
   return out;
 }
 
-function normalizeAxes(axes, rank) {
-  return axes.map((a) => (a < 0 ? a + rank : a));
+function matMul(a, b, bias, relu, slot) {
+  if (b.shape.length !== 2) throw new BundleError("MatMul: only a 2-D right operand is supported");
+  const [k, cols] = b.shape;
+  const rows = size(a.shape) / k;
+  const data = dense(a.data, rows, k, b.data, cols, bias, relu, slot.zeros(rows * cols));
+  return { shape: [...a.shape.slice(0, -1), cols], data };
 }
 
 const OPS = {
   Identity: ([x]) => x,
-  Relu: ([x]) => elementwise(x, (v) => (v > 0 ? v : 0)),
-  Tanh: ([x]) => elementwise(x, Math.tanh),
-  Sigmoid: ([x]) => elementwise(x, (v) => 1 / (1 + Math.exp(-v))),
-  Add: ([a, b]) => broadcast(a, b, (x, y) => x + y),
-  Mul: ([a, b]) => broadcast(a, b, (x, y) => x * y),
-  MatMul: ([a, b]) => {
-    if (b.shape.length !== 2) throw new BundleError("MatMul: only a 2-D right operand is supported");
-    const [k, cols] = b.shape;
-    const rows = size(a.shape) / k;
-    return { shape: [...a.shape.slice(0, -1), cols], data: matmul2d(a.data, rows, k, b.data, cols, false) };
-  },
-  Gemm: ([a, b, c], at) => {
+  Relu: ([x], _, slot) => elementwise(x, (v) => (v > 0 ? v : 0), slot),
+  Tanh: ([x], _, slot) => elementwise(x, Math.tanh, slot),
+  Sigmoid: ([x], _, slot) => elementwise(x, (v) => 1 / (1 + Math.exp(-v)), slot),
+  Add: ([a, b], _, slot) => binary(a, b, ADD, slot),
+  Mul: ([a, b], _, slot) => binary(a, b, MUL, slot),
+  MatMul: ([a, b], _, slot) => matMul(a, b, null, false, slot),
+  // MatMul, then + bias (a constant of one row), then ReLU (or not): fused when preparing.
+  Dense: ([a, b], at, slot) => matMul(a, b, at.bias, at.relu, slot),
+  Gemm: ([a, b, c], at, slot) => {
     if (at.transA) throw new BundleError("Gemm: transA is not supported");
     const alpha = at.alpha ?? 1;
     const beta = at.beta ?? 1;
     const [rows, k] = a.shape;
     const cols = at.transB ? b.shape[0] : b.shape[1];
-    let y = { shape: [rows, cols], data: matmul2d(a.data, rows, k, b.data, cols, Boolean(at.transB)) };
-    if (alpha !== 1) y = elementwise(y, (v) => alpha * v);
-    if (c) y = broadcast(y, c, (x, z) => x + beta * z);
-    return y;
+    const out = slot.zeros(rows * cols);
+    if (at.transB) denseTransB(a.data, rows, k, b.data, cols, out);
+    else dense(a.data, rows, k, b.data, cols, null, false, out);
+    if (alpha !== 1) for (let i = 0; i < out.length; i++) out[i] *= alpha;
+    const y = { shape: [rows, cols], data: out };
+    if (!c) return y;
+    const scaled = beta === 1 ? c : { shape: c.shape, data: c.data.map((z) => beta * z) };
+    return binary(y, scaled, ADD, slot); // in place: each element read before it is written
   },
-  Slice: ([x, starts, ends, axesT, stepsT]) => {
+  Slice: ([x, starts, ends, axesT, stepsT], _, slot) => {
     const rank = x.shape.length;
     const axes = axesT ? normalizeAxes(ints(axesT), rank) : ints(starts).map((_, i) => i);
     const steps = stepsT ? ints(stepsT) : axes.map(() => 1);
     const lo = x.shape.map(() => 0);
     const hi = [...x.shape];
+    const [first, end] = [starts.data, ends.data];
     axes.forEach((axis, i) => {
       if (steps[i] !== 1) throw new BundleError("Slice: only step 1 is supported");
       const dim = x.shape[axis];
       const clamp = (v) => Math.min(Math.max(v < 0 ? v + dim : v, 0), dim);
-      lo[axis] = clamp(Number(ints(starts)[i]));
-      hi[axis] = clamp(Number(ints(ends)[i]));
+      lo[axis] = clamp(first[i]);
+      hi[axis] = clamp(end[i]);
     });
     const shape = hi.map((h, i) => Math.max(h - lo[i], 0));
-    const [sx, so] = [strides(x.shape), strides(shape)];
-    const data = new Float64Array(size(shape));
-    for (let i = 0; i < data.length; i++) {
-      let j = 0;
-      for (let k = 0; k < rank; k++) j += (Math.floor(i / so[k]) % shape[k] + lo[k]) * sx[k];
-      data[i] = x.data[j];
+    const data = slot.take(size(shape));
+    if (data.length === 0) return { shape, data };
+    // runs along the last axis, the outer index counted like an odometer
+    const sx = strides(x.shape);
+    const last = rank - 1;
+    const run = shape[last];
+    const index = new Array(last).fill(0);
+    const src = x.data;
+    for (let o = 0; o < data.length; o += run) {
+      let from = lo[last];
+      for (let k = 0; k < last; k++) from += (index[k] + lo[k]) * sx[k];
+      for (let j = 0; j < run; j++) data[o + j] = src[from + j];
+      for (let k = last - 1; k >= 0 && ++index[k] === shape[k]; k--) index[k] = 0;
     }
     return { shape, data };
   },
@@ -411,25 +486,27 @@ const OPS = {
   },
   // The action-scoring actor scores the legal rows only: it finds them (NonZero,
   // Transpose), picks them (GatherND) and writes their logits back (ScatterND).
-  NonZero: ([x]) => {
+  NonZero: ([x], _, slot) => {
     const rank = x.shape.length;
     const st = strides(x.shape);
-    const found = [];
-    x.data.forEach((v, i) => {
-      if (v !== 0) found.push(i);
-    });
-    const data = new Float64Array(rank * found.length);
-    found.forEach((i, n) => {
-      for (let k = 0; k < rank; k++) data[k * found.length + n] = Math.floor(i / st[k]) % x.shape[k];
-    });
-    return { shape: [rank, found.length], data };
+    const src = x.data;
+    let found = 0;
+    for (let i = 0; i < src.length; i++) if (src[i] !== 0) found++;
+    const data = slot.take(rank * found);
+    let n = 0;
+    for (let i = 0; i < src.length; i++) {
+      if (src[i] === 0) continue;
+      for (let k = 0; k < rank; k++) data[k * found + n] = Math.floor(i / st[k]) % x.shape[k];
+      n++;
+    }
+    return { shape: [rank, found], data };
   },
-  Transpose: ([x], at) => {
+  Transpose: ([x], at, slot) => {
     const rank = x.shape.length;
     const perm = at.perm ?? x.shape.map((_, i) => rank - 1 - i);
     const shape = perm.map((p) => x.shape[p]);
     const [sx, so] = [strides(x.shape), strides(shape)];
-    const data = new Float64Array(x.data.length);
+    const data = slot.take(x.data.length);
     for (let i = 0; i < data.length; i++) {
       let j = 0;
       for (let k = 0; k < rank; k++) j += (Math.floor(i / so[k]) % shape[k]) * sx[perm[k]];
@@ -437,28 +514,31 @@ const OPS = {
     }
     return { shape, data };
   },
-  GatherND: ([x, indices], at) => {
+  GatherND: ([x, indices], at, slot) => {
     if (at.batch_dims) throw new BundleError("GatherND: only batch_dims 0 is supported");
     const q = indices.shape[indices.shape.length - 1];
     const shape = [...indices.shape.slice(0, -1), ...x.shape.slice(q)];
     const [st, width] = [strides(x.shape), size(x.shape.slice(q))];
-    const data = new Float64Array(size(shape));
+    const data = slot.take(size(shape));
+    const [src, idx] = [x.data, indices.data];
     for (let n = 0; n < data.length / width; n++) {
       let from = 0;
-      for (let k = 0; k < q; k++) from += indices.data[n * q + k] * st[k];
-      data.set(x.data.subarray(from, from + width), n * width);
+      for (let k = 0; k < q; k++) from += idx[n * q + k] * st[k];
+      for (let j = 0; j < width; j++) data[n * width + j] = src[from + j];
     }
     return { shape, data };
   },
-  ScatterND: ([x, indices, updates], at) => {
+  ScatterND: ([x, indices, updates], at, slot) => {
     if (at.reduction && at.reduction !== "none") throw new BundleError("ScatterND: only reduction none");
     const q = indices.shape[indices.shape.length - 1];
     const [st, width] = [strides(x.shape), size(x.shape.slice(q))];
-    const data = Float64Array.from(x.data);
+    const data = slot.take(x.data.length);
+    data.set(x.data);
+    const [idx, src] = [indices.data, updates.data];
     for (let n = 0; n < size(indices.shape) / q; n++) {
       let to = 0;
-      for (let k = 0; k < q; k++) to += indices.data[n * q + k] * st[k];
-      data.set(updates.data.subarray(n * width, (n + 1) * width), to);
+      for (let k = 0; k < q; k++) to += idx[n * q + k] * st[k];
+      for (let j = 0; j < width; j++) data[to + j] = src[n * width + j];
     }
     return { shape: x.shape, data };
   },
@@ -470,24 +550,77 @@ const OPS = {
   },
 };
 
+/** bundle.json's network.plain prepared to run: `run(obs)` gives the network's output
+ * for a batch of one observation (Float32Array), in a buffer that the next call reuses. */
+export class Network {
+  constructor(plain, weights, input, output) {
+    this.input = input;
+    this.output = output;
+    this.values = new Map();
+    for (const [name, t] of Object.entries(plain.tensors)) {
+      // float64 copies of the float32 weights: the same values, read faster
+      const data =
+        t.dtype === "float32"
+          ? Float64Array.from(new Float32Array(weights, t.offset, t.count))
+          : Float64Array.from(t.values, Number);
+      if (data.length !== size(t.shape)) throw new BundleError(`the tensor ${name} has the wrong size`);
+      this.values.set(name, { shape: t.shape, data });
+    }
+    for (const node of plain.nodes) {
+      if (!OPS[node.op]) throw new BundleError(`the network uses the operator ${node.op}, which this port lacks`);
+    }
+    this.steps = this.fuse(plain.nodes).map((node) => ({
+      op: OPS[node.op],
+      inputs: node.inputs,
+      output: node.outputs[0],
+      attributes: node.attributes || {},
+      slot: new Slot(),
+    }));
+  }
+
+  /** The nodes with each MatMul by a 2-D constant, and the Add of a constant bias (one
+   * row of its width) and the Relu that alone read its result, as one Dense node. */
+  fuse(nodes) {
+    const readers = new Map([[this.output, 1]]);
+    for (const node of nodes) for (const name of node.inputs) readers.set(name, (readers.get(name) ?? 0) + 1);
+    const only = (name, op) => readers.get(name) === 1 && nodes.find((n) => n.inputs.includes(name) && n.op === op);
+    const constant = (name) => this.values.get(name);
+    const absorbed = new Set();
+    const out = [];
+    for (const node of nodes) {
+      if (absorbed.has(node)) continue;
+      const w = node.op === "MatMul" && constant(node.inputs[1]);
+      const add = w && w.shape.length === 2 && only(node.outputs[0], "Add");
+      const biasName = add && add.inputs.find((name) => name !== node.outputs[0]);
+      const bias = biasName && constant(biasName);
+      const cols = w && w.shape[1];
+      if (!bias || bias.data.length !== cols || bias.shape.some((d, i) => d !== 1 && i !== bias.shape.length - 1)) {
+        out.push(node);
+        continue;
+      }
+      const relu = only(add.outputs[0], "Relu");
+      absorbed.add(add);
+      if (relu) absorbed.add(relu);
+      const last = relu || add;
+      out.push({ op: "Dense", inputs: node.inputs, outputs: last.outputs, attributes: { bias: bias.data, relu: Boolean(relu) } });
+    }
+    return out;
+  }
+
+  run(obs) {
+    const values = this.values;
+    values.set(this.input, { shape: [1, obs.length], data: obs });
+    for (const step of this.steps) {
+      const args = step.inputs.map((name) => (name === "" ? undefined : values.get(name)));
+      values.set(step.output, step.op(args, step.attributes, step.slot));
+    }
+    return values.get(this.output).data;
+  }
+}
+
 /** The network's output for a batch of one observation (Float32Array). */
 export function forward(plain, weights, input, output, obs) {
-  const values = new Map();
-  for (const [name, t] of Object.entries(plain.tensors)) {
-    const data =
-      t.dtype === "float32"
-        ? new Float32Array(weights, t.offset, t.count)
-        : Float64Array.from(t.values);
-    values.set(name, { shape: t.shape, data });
-  }
-  values.set(input, { shape: [1, obs.length], data: obs });
-  for (const node of plain.nodes) {
-    const op = OPS[node.op];
-    if (!op) throw new BundleError(`the network uses the operator ${node.op}, which this port lacks`);
-    const args = node.inputs.map((name) => (name === "" ? undefined : values.get(name)));
-    values.set(node.outputs[0], op(args, node.attributes || {}));
-  }
-  return values.get(output).data;
+  return new Network(plain, weights, input, output).run(obs).slice();
 }
 
 // ------------------------------------------------------------------ the bot
@@ -513,6 +646,9 @@ export class Bot {
     this.turnEvStep = table.step;
     if (this.turnEv.length !== size(table.shape)) throw new BundleError(`${table.file} has the wrong size`);
     this.weights = weights;
+    const net = meta.network;
+    this.network = new Network(net.plain, weights, net.input, net.output);
+    this.obsBuffer = new Float32Array(this.size); // act's observation, reused
   }
 
   turnEvValue(entered, total, dice) {
@@ -523,6 +659,12 @@ export class Bot {
 
   /** The Float32Array observation of `state` seen from `seat` (default: the mover). */
   observe(state, seat = state.current) {
+    return this.observeInto(new Float32Array(this.size), state, seat);
+  }
+
+  /** `observe` written into `obs` (a Float32Array of the observation's size, zeroed
+   * first), so that a loop of decisions reuses one buffer. */
+  observeInto(obs, state, seat = state.current) {
     const { target, score_step: step } = this.rules;
     const col = this.col;
     const scores = state.scores;
@@ -531,7 +673,7 @@ export class Bot {
     const seen = [...scores.slice(seat), ...scores.slice(0, seat)];
     const total = state.turn_total;
     const roll = state.roll ? [...state.roll].sort((a, b) => a - b) : null;
-    const obs = new Float32Array(this.size);
+    obs.fill(0);
     const at = this.slices;
     seen.forEach((s, j) => {
       obs[at.scores + j] = s / target;
@@ -594,14 +736,14 @@ export class Bot {
     return obs;
   }
 
+  /** The network's 64 logits (float64) for an observation. */
   logits(obs) {
-    const net = this.meta.network;
-    return forward(net.plain, this.weights, net.input, net.output, obs);
+    return this.network.run(obs).slice();
   }
 
   /** The legal action with the highest logit (the first of equals). */
   choose(obs, mask) {
-    const logits = this.logits(obs);
+    const logits = this.network.run(obs);
     let best = -1;
     for (let a = 0; a < NUM_ACTIONS; a++) if (mask[a] && (best < 0 || logits[a] > logits[best])) best = a;
     return best;
@@ -609,7 +751,8 @@ export class Bot {
 
   /** The bot's action in the pending decision of `state` (the mover's). */
   act(state) {
-    return this.choose(this.observe(state), legalMask(state, this.rules));
+    const obs = this.observeInto(this.obsBuffer, state, state.current);
+    return this.choose(obs, legalMask(state, this.rules));
   }
 }
 
