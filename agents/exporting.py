@@ -436,6 +436,9 @@ MESSAGES_FORMAT = "fivethousand-rl page messages"
 # these; a full one adds the ONNX graph and the test vectors, for checking a port.
 RUNTIME_FILES = (WEIGHTS_FILE, TURN_EV_FILE, MESSAGES_FILE)
 DEFAULT_VECTORS = 1000
+# Number.MAX_SAFE_INTEGER: the largest integer that a JSON reader keeping numbers as
+# float64 (JavaScript's) reads exactly; bundle.json holds none beyond it.
+SAFE_INTEGER = 2**53 - 1
 # The ONNX operators the bundle's plain network layout describes (ONNX semantics, batch
 # axis first): what the reference ports' forward passes implement.
 PLAIN_OPS = ("Add", "Flatten", "GatherND", "Gemm", "Identity", "MatMul", "Mul", "NonZero")
@@ -450,33 +453,36 @@ SLICE_MEANINGS = {
     "in turn order after it",
     "entered": "1 if that seat's banked score is above 0 (same seat order)",
     "to_move": "one-hot: whose turn it is, relative to the observer (index 0: the observer)",
-    "turn_total": "turn total before this decision / target, at most 2",
-    "need_after_bank": "(target - the mover's banked score - turn total) / target, at least -1",
+    "turn_total": "min(turn total before this decision / target, 2): capped at 2",
+    "need_after_bank": "max((target - the mover's banked score - turn total) / target, -1): "
+    "clipped at -1 (the mover's score, whoever observes)",
     "ends_in_50": "1 if turn total % score_step != 0 (under the 50 rule: it ends in 50)",
     "dice_in_roll": "number of dice in the roll / 5 (0 when no decision is due)",
     "some_action_banks": "1 if some legal action banks (0 when no decision is due)",
     "roll_one_hot": "the roll sorted ascending: 6 entries per die position, entry face-1 "
     "set; positions past the roll's dice all 0",
-    "face_counts": "count of each face 1..6 in the roll / 5 (float32 sums of 0.2)",
+    "face_counts": "count of each face 1..6 in the roll / 5 (float32 sums of 0.2, the same "
+    "as count / 5 rounded once)",
     "score_one_hot": "per seat (same order), one-hot of banked score // score_step over "
     "target // score_step + 1 bins",
     "actions": "64 rows of action_row.size columns, in action order: the consequences of "
     "each legal action for the mover (all 0 for an illegal action, and for every seat "
     "but the mover)",
 }
+COLUMN_WIDTHS = {"DICE_LEFT_AT": 5, "NEED_AT": 21}  # the one-hot groups; 1 column otherwise
 COLUMN_MEANINGS = {
     "LEGAL": "1: the action is legal",
     "BANKS": "1: it banks",
-    "TURN_TOTAL": "turn total after the hold / target",
+    "TURN_TOTAL": "turn total after the hold / target, not capped (unlike the turn_total slice)",
     "DICE_LEFT_AT": "one-hot over 5 columns: dice the next roll would have, 1..5 (5 after "
-    "hot dice)",
-    "POINTS": "points of the held dice / 1000",
-    "NEED": "need = target - mover's score - turn total after the hold; need / target "
-    "clipped to -1..1",
+    "hot dice); banking rows too: the dice their hold leaves",
+    "POINTS": "points of the held dice / 1000 (at most 4.4: five 1s)",
+    "NEED": "need = target - mover's score - turn total after the hold; max(need / target, "
+    "-1): clipped at -1 (it never exceeds 1)",
     "NEED_AT": "one-hot over 21 columns of need // 50 when 0 <= need <= 1000",
     "NEED_OVER_1000": "1: need > 1000",
     "OVERSHOOT": "1: need < 0",
-    "MAY_BANK": "1: the turn total after the hold may be banked (R8)",
+    "MAY_BANK": "1: the turn total after the hold may be banked (R8); 1 in every banking row",
     "WINS": "banking: 1 if the mover wins",
     "BUMPS": "banking without overshoot or win: 1 if another seat is bumped to 0",
     "GIFTS": "banking with overshoot: 1 if the total is given to an opponent",
@@ -485,8 +491,8 @@ COLUMN_MEANINGS = {
     "OWN_SCORE_AFTER": "mover's banked score / target; banking: the score after it (1 on "
     "a win; unchanged on an overshoot)",
     "TURN_EV": "banking: min(total / 1000, 5); rolling: min(turn_ev / 1000, 5) with "
-    "turn_ev the table's value for (entered, total, dice left)",
-    "ENDS_IN_50": "1 if the turn total after the hold % score_step != 0",
+    "turn_ev the table's float64 value for (entered, total, dice left), divided in float64",
+    "ENDS_IN_50": "1 if the turn total after the hold % score_step != 0 (0 in every banking row)",
 }
 RULE_MEANINGS = {
     "hold": "'free': hold any scoring set of the roll; 'all': hold every scoring die (the "
@@ -683,6 +689,12 @@ def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
             f"the network uses ONNX operators {', '.join(unknown)}, which the bundle's plain "
             f"layout does not describe (it takes {', '.join(PLAIN_OPS)})"
         )
+    # The constants read only as a Slice's starts or ends (inputs 1, 2): ONNX clamps those
+    # to the dimension, so torch's "to the end" (2**63 - 1) may become SAFE_INTEGER.
+    uses: dict[str, set[bool]] = {}
+    for n in graph.node:
+        for i, name in enumerate(n.input):
+            uses.setdefault(name, set()).add(n.op_type == "Slice" and i in (1, 2))
     tensors, buffer = {}, bytearray()
     for init in graph.initializer:
         array = numpy_helper.to_array(init)
@@ -693,7 +705,16 @@ def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
             )
             buffer += array.astype("<f4").tobytes()
         elif array.dtype.kind in "iu":
-            tensors[init.name] = dict(dtype="int64", shape=shape, values=array.ravel().tolist())
+            values = array.ravel().tolist()
+            if any(abs(v) > SAFE_INTEGER for v in values):
+                if uses.get(init.name) != {True}:
+                    raise BundleRefused(
+                        f"the network's integer constant {init.name} holds "
+                        f"{max(values, key=abs)}, beyond the 2**53 - 1 a JSON reader "
+                        "(JavaScript's) holds exactly"
+                    )
+                values = [max(-SAFE_INTEGER, min(v, SAFE_INTEGER)) for v in values]
+            tensors[init.name] = dict(dtype="int64", shape=shape, values=values)
         else:
             raise BundleRefused(f"the network holds a {array.dtype} tensor {init.name}")
 
@@ -714,6 +735,13 @@ def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
         }
         for n in graph.node
     ]
+    for n in nodes:
+        for name, value in n["attributes"].items():
+            if any(type(v) is int and abs(v) > SAFE_INTEGER for v in np.ravel(value).tolist()):
+                raise BundleRefused(
+                    f"the network's {n['op']} attribute {name} holds an integer beyond the "
+                    "2**53 - 1 a JSON reader (JavaScript's) holds exactly"
+                )
     opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
     ends = {"input": graph.input[0].name, "output": graph.output[0].name}
     return {**ends, "opset": opset, "nodes": nodes, "tensors": tensors}, bytes(buffer)
@@ -728,9 +756,13 @@ def observation_layout(spec) -> dict:
         {"name": name, "offset": s.start, "size": s.stop - s.start, "meaning": SLICE_MEANINGS[name]}
         for name, s in spec.slices.items()
     ]
-    widths = {"DICE_LEFT_AT": 5, "NEED_AT": 21}
     columns = [
-        dict(name=c.name, index=int(c), size=widths.get(c.name, 1), meaning=COLUMN_MEANINGS[c.name])
+        dict(
+            name=c.name,
+            index=int(c),
+            size=COLUMN_WIDTHS.get(c.name, 1),
+            meaning=COLUMN_MEANINGS[c.name],
+        )
         for c in Col
     ]
     return {
@@ -740,6 +772,8 @@ def observation_layout(spec) -> dict:
         "dtype": "float32",
         "n_players": spec.n_players,
         "seat_order": "the observer first, then the other seats in turn order after it",
+        "rounding": "each entry computed in float64 (integers, the turn-EV table's float64 "
+        "values) and rounded once to float32, to nearest",
         "slices": slices,
         "action_row": {"size": ACTION_FEATURES, "columns": columns},
     }
@@ -822,18 +856,258 @@ def turn_ev_section(rules) -> tuple[dict, bytes]:
     }, data
 
 
+def _hot_holds() -> dict[int, tuple[int, ...]]:
+    """Points -> five dice that all score together (their best hold holds them all):
+    holds after which five dice are rolled again (hot dice, R6)."""
+    from fivethousand_rl.envs.rules import NUM_DICE, ROLL_INFO
+
+    out: dict[int, tuple[int, ...]] = {}
+    for dice, info in sorted(ROLL_INFO.items()):
+        if len(dice) == NUM_DICE and info.best is not None and len(info.best.dice) == NUM_DICE:
+            out.setdefault(info.best.points, dice)
+    return out
+
+
+def hot_holds_making(total: int) -> list[tuple[int, ...]] | None:
+    """This turn's holds (five dice each) that make the turn total `total` with five
+    dice to roll next, or None where they cannot (50 to 250): the `held` of a built
+    state, which the engine checks against its turn total (R6)."""
+    holds = _hot_holds()
+    last = {0: 0}  # a total -> the points of the last hold of one way to make it
+    for t in range(50, total + 1, 50):
+        ways = [v for v in holds if t - v in last]
+        if ways:
+            last[t] = max(ways)
+    if total not in last:
+        return None
+    out = []
+    while total:
+        out.append(holds[last[total]])
+        total -= last[total]
+    return out[::-1]
+
+
+def first_bank(rules) -> int:
+    """The smallest turn total a player with 0 points may bank: the entry, made bankable
+    (R8, V1, V4)."""
+    from fivethousand_rl.envs.rules import can_bank
+
+    return next(t for t in range(rules.entry, rules.target + 1, 50) if can_bank(0, t, rules))
+
+
+def edge_positions(n_players: int, rules) -> list[tuple[str, object]]:
+    """Decisions built to take the observation to the edges that whole games seldom or
+    never reach (docs/export.md, "The test vectors"): (what it shows, GameState), the
+    mover turning round the table. A position the rules rule out is left out (no gift
+    under overshoot 'lost', no bump without bump)."""
+    from fivethousand_rl.envs.game import DECIDE, GameState, state_problem
+    from fivethousand_rl.envs.solver import turn_ev_table
+
+    target, step, n = rules.target, rules.score_step, n_players
+    first, top = first_bank(rules), target - step  # top: the highest score short of winning
+    gift = target - first  # banked by `top` onto a seat at `first`: an overshoot gift
+    wanted = [  # (what it shows, banked scores from the mover on, turn total, roll)
+        (f"five {f}s: roll_one_hot, face_counts 1, hot dice", [0] + [top] * (n - 1), 0, (f,) * 5)
+        for f in range(1, 7)
+    ]
+    # (what, banked scores from the mover on, the turn total after holding the roll's
+    # only scoring die: a 1 after the turn total less 100, or a 5 after less 50)
+    after = [
+        ("turn total over twice the target: caps, clips, points lost", [first], 2 * target + 200),
+        ("turn total over the turn-EV table's cap", [first], turn_ev_table(rules).cap + 100),
+        ("a bank that wins: need 0", [target - 100], 100),
+        ("need 1000 after the hold", [target - 1100], 100),
+        ("a first bank of exactly the entry", [0], first),
+    ]
+    if rules.bump:
+        after.append(("a bank that bumps", [first, first + 100], 100))
+    if rules.overshoot == "gift":
+        after.append(("an overshoot gift that wins", [top, first], gift))
+        after.append(("an overshoot gift", [top, first], gift - 100))
+    for what, seen, total in after:
+        made = [(total - 100, (1, 2, 3, 4, 6)), (total - 50, (2, 3, 3, 4, 5))]
+        before, roll = next(
+            ((t, r) for t, r in made if t >= 0 and hot_holds_making(t) is not None), made[0]
+        )
+        wanted.append((what, seen, before, roll))
+    out = []
+    for what, seen, total, roll in wanted:
+        mover = len(out) % n
+        scores = [0] * n
+        for k, score in enumerate(seen[:n]):
+            scores[(mover + k) % n] = score
+        held = hot_holds_making(total) if total >= 0 else None
+        if held is None:
+            continue
+        state = GameState(
+            scores=scores, current=mover, turn_total=total, roll=roll, held=held, phase=DECIDE
+        )
+        if not state_problem(state, rules):
+            out.append((what, state))
+    return out
+
+
+def observation_edges(spec) -> dict[str, dict]:
+    """The edge values each observation field takes somewhere under the spec's rules,
+    as (label -> test of the field's values, one row per vector): a slice by its name,
+    an action column as "actions.NAME" over the legal rows (all 42 columns each). What
+    the test vectors' coverage counts (``vector_coverage``)."""
+    from fivethousand_rl.envs.encoding import Col
+
+    rules = spec.rules
+    target, step = rules.target, rules.score_step
+
+    def equals(value: float):
+        return lambda x: (x == np.float32(value)).any(axis=1)
+
+    def column(j: int, value: float = 1.0):
+        return lambda x: x[:, j] == np.float32(value)
+
+    def binary(j: int) -> dict:
+        return {"0": column(j, 0.0), "1": column(j)}
+
+    edges = {
+        "scores": {"0": equals(0), f"{target - step}/{target}": equals((target - step) / target)},
+        "entered": {"0": equals(0), "1": equals(1)},
+        "to_move": {"1 at the observer (the mover)": column(0)},
+        "turn_total": {"0": equals(0), "2 (capped)": equals(2)},
+        "need_after_bank": {"1": equals(1), "-1 (clipped)": equals(-1)},
+        "ends_in_50": {"0": equals(0)} | ({"1": equals(1)} if rules.fifty_rule else {}),
+        "dice_in_roll": {f"{d}/5": equals(d / 5) for d in range(1, 6)},
+        "some_action_banks": {"0": equals(0), "1": equals(1)},
+        "roll_one_hot": {
+            f"die {i + 1} shows {face}": column(6 * i + face - 1)
+            for i in range(5)
+            for face in range(1, 7)
+        },
+        "face_counts": {f"five {face}s": column(face - 1) for face in range(1, 7)},
+    }
+    if spec.encoding == "compact":
+        return edges
+    bins = target // step + 1
+    seats = range(spec.n_players)
+    edges["score_one_hot"] = {
+        "score 0": lambda x: x[:, [k * bins for k in seats]].any(axis=1),
+        f"score {target - step}": lambda x: x[:, [k * bins + bins - 2 for k in seats]].any(axis=1),
+    }
+    first = first_bank(rules)
+    points = max(_hot_holds()) / 1000
+    banks = lambda x: x[:, Col.BANKS] == 1  # noqa: E731
+    rows = {
+        "LEGAL": {"1": column(Col.LEGAL)},
+        "BANKS": binary(Col.BANKS),
+        "TURN_TOTAL": {"above 2 (no cap)": lambda x: x[:, Col.TURN_TOTAL] > 2},
+        "DICE_LEFT_AT": {
+            f"{d} dice left" + (" (hot dice)" if d == 5 else ""): column(Col.DICE_LEFT_AT + d - 1)
+            for d in range(1, 6)
+        },
+        "POINTS": {f"{points:g} (five 1s)": column(Col.POINTS, points)},
+        "NEED": {"-1 (clipped)": column(Col.NEED, -1)},
+        "NEED_AT": {f"need {50 * k}": column(Col.NEED_AT + k) for k in range(21)},
+        "NEED_OVER_1000": binary(Col.NEED_OVER_1000),
+        "OVERSHOOT": binary(Col.OVERSHOOT),
+        "MAY_BANK": binary(Col.MAY_BANK)
+        | {  # a first bank: the score after it is the turn total
+            f"1 banking exactly {first} to enter": lambda x: (
+                banks(x)
+                & (x[:, Col.TURN_TOTAL] == np.float32(first / target))
+                & (x[:, Col.OWN_SCORE_AFTER] == x[:, Col.TURN_TOTAL])
+            )
+        },
+        "WINS": binary(Col.WINS),
+        "BUMPS": binary(Col.BUMPS) if rules.bump else {"0": column(Col.BUMPS, 0.0)},
+        "GIFTS": binary(Col.GIFTS),
+        "GIFT_WINS": binary(Col.GIFT_WINS),
+        "POINTS_LOST": binary(Col.POINTS_LOST),
+        "OWN_SCORE_AFTER": {
+            "0": column(Col.OWN_SCORE_AFTER, 0.0),
+            "1 (a win)": column(Col.OWN_SCORE_AFTER),
+        },
+        "TURN_EV": {
+            "5 (capped), rolling": lambda x: ~banks(x) & (x[:, Col.TURN_EV] == 5),
+            "5 (capped), banking": lambda x: banks(x) & (x[:, Col.TURN_EV] == 5),
+        },
+        "ENDS_IN_50": binary(Col.ENDS_IN_50)
+        if rules.fifty_rule
+        else {"0": column(Col.ENDS_IN_50, 0.0)},
+    }
+    if rules.overshoot != "gift":
+        rows["GIFTS"], rows["GIFT_WINS"] = (
+            {"0": column(Col.GIFTS, 0.0)},
+            {"0": column(Col.GIFT_WINS, 0.0)},
+        )
+    return edges | {f"actions.{name}": tests for name, tests in rows.items()}
+
+
+def vector_coverage(spec, observations: np.ndarray) -> dict:
+    """Per observation field (``observation_edges``), the least and largest value the
+    `observations` (one per row) give it and how many vectors (action columns: legal
+    rows) reach each of its edges: the coverage table of the test vectors."""
+    from fivethousand_rl.envs.encoding import ACTION_FEATURES, Col
+
+    rows = np.zeros((0, ACTION_FEATURES), np.float32)
+    if spec.encoding == "rich":
+        rows = observations[:, spec.slices["actions"]].reshape(-1, ACTION_FEATURES)
+        rows = rows[rows[:, Col.LEGAL] == 1]
+    out = {}
+    for name, tests in observation_edges(spec).items():
+        if name.startswith("actions."):
+            values, at = rows, Col[name.removeprefix("actions.")]
+            seen = rows[:, at : at + COLUMN_WIDTHS.get(at.name, 1)]
+        else:
+            values = seen = observations[:, spec.slices[name]]
+        out[name] = {
+            "min": float(seen.min()),
+            "max": float(seen.max()),
+            "edges": {label: int(test(values).sum()) for label, test in tests.items()},
+        }
+    return out
+
+
 def play_test_vectors(bot: ExportedBot, count: int, seed: int) -> dict:
-    """At least `count` decisions of real games (whole games) between the bot and the
+    """Decisions built to reach the observation's edges (``edge_positions``), then at
+    least `count` decisions of real games (whole games) between the bot and the
     opponents of its table size, every decision of either seat: the state, the
-    observation of the player to move, its legal actions and the bot's action there."""
+    observation of the player to move, its legal actions and the bot's action there;
+    with the coverage table of their observations (``vector_coverage``)."""
     from fivethousand_rl.envs.game import DECIDE, Game
 
     spec = bot.spec
     names = VECTOR_OPPONENTS.get(spec.n_players, OTHER_OPPONENTS)
     opponents = [make_policy(name) for name in names]
     rng = np.random.default_rng(seed)
-    games, vectors = [], []
-    while len(vectors) < count:
+    games, vectors, observations = [], [], []
+
+    def record(game: Game, source: dict) -> int:
+        """The vector of the pending decision (`source`: where it comes from); the bot's action."""
+        seat = game.state.current
+        obs = spec.encode(game, seat)
+        mask = game.action_mask()
+        logits = bot.session.run(None, {bot.input_name: obs[None]})[0][0]
+        action = masked_choice(logits, mask)
+        legal = np.sort(logits[mask])[::-1]
+        nonzero = np.flatnonzero(obs)
+        observations.append(obs)
+        vectors.append(
+            {
+                **source,
+                "seat": seat,
+                "state": game.state.to_dict(),
+                "obs": {"index": nonzero.tolist(), "value": obs[nonzero].astype(float).tolist()},
+                "obs_sha256": sha256(obs.astype("<f4").tobytes()),
+                "legal": np.flatnonzero(mask).tolist(),
+                "action": action,
+                "margin": float(legal[0] - legal[1]) if len(legal) > 1 else None,
+            }
+        )
+        return action
+
+    for what, state in edge_positions(spec.n_players, spec.rules):
+        game = Game(spec.n_players, spec.rules)
+        game.state = state
+        record(game, {"game": None, "built": what})
+    built = len(vectors)
+    while len(vectors) - built < count:
         g = len(games)
         opponent, bot_seat = g % len(names), g % spec.n_players
         game = Game(spec.n_players, spec.rules, seed=np.random.default_rng([seed, g]))
@@ -842,34 +1116,24 @@ def play_test_vectors(bot: ExportedBot, count: int, seed: int) -> dict:
             if game.state.phase != DECIDE:
                 game.roll()
                 continue
-            seat = game.state.current
-            obs = spec.encode(game, seat)
-            mask = game.action_mask()
-            logits = bot.session.run(None, {bot.input_name: obs[None]})[0][0]
-            action = masked_choice(logits, mask)
-            legal = np.sort(logits[mask])[::-1]
-            nonzero = np.flatnonzero(obs)
-            vectors.append(
-                {
-                    "game": g,
-                    "seat": seat,
-                    "state": game.state.to_dict(),
-                    "obs": {
-                        "index": nonzero.tolist(),
-                        "value": obs[nonzero].astype(float).tolist(),
-                    },
-                    "obs_sha256": sha256(obs.astype("<f4").tobytes()),
-                    "legal": np.flatnonzero(mask).tolist(),
-                    "action": action,
-                    "margin": float(legal[0] - legal[1]) if len(legal) > 1 else None,
-                }
-            )
-            game.act(action if seat == bot_seat else opponents[opponent].act(game, rng))
+            action = record(game, {"game": g})
+            if game.state.current != bot_seat:
+                action = opponents[opponent].act(game, rng)
+            game.act(action)
     return {
         "count": len(vectors),
+        "built": built,
         "seed": seed,
         "games": games,
+        "coverage": {
+            "meaning": "per observation field (an action column as actions.NAME, over the "
+            "legal rows): its min and max over the vectors, and how many vectors (legal "
+            "rows) reach each of its edge values",
+            "fields": vector_coverage(spec, np.array(observations)),
+        },
         "fields": {
+            "game": "the game of `games` the decision comes from; null for a built one",
+            "built": "a built decision only: the edges of the observation it reaches",
             "state": "the game state before the decision "
             "(fivethousand_rl.envs.game.GameState.to_dict): "
             "banked scores by seat, the seat to move, the turn total before this roll, "

@@ -288,6 +288,150 @@ def test_an_exported_planner_is_refused_as_a_planner(tmp_path, capsys):
     assert "is a planner" in err and "\n" not in err and not (tmp_path / "b").exists()
 
 
+# ------------------------------------------------ issue 55 item 6: what a porter can trust
+def numbers(value: object) -> list:
+    """Every number in a parsed JSON value."""
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in numbers(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in numbers(v)]
+    return [value] if isinstance(value, int | float) and not isinstance(value, bool) else []
+
+
+def test_every_number_in_the_bundle_reads_exactly_in_javascript(bundle):
+    """No integer in a JSON file of the bundle (the plain network's constants among them)
+    lies beyond 2**53 - 1, where a JavaScript number stops holding integers exactly, and
+    no NaN or Infinity, which JSON.parse refuses; the weights are finite float32."""
+
+    def refuse(constant: str):
+        raise AssertionError(f"a {constant} in the bundle's JSON")
+
+    for path in sorted(bundle.glob("*.json")):
+        values = numbers(json.loads(path.read_text(), parse_constant=refuse))
+        unsafe = [x for x in values if isinstance(x, int) and abs(x) > 2**53 - 1]
+        assert unsafe == [], (path.name, unsafe[:3])
+    assert np.isfinite(np.frombuffer((bundle / "weights.bin").read_bytes(), "<f4")).all()
+
+
+def graph_with(tmp_path: Path, node: str, constant: list[int]) -> Path:
+    """obs (2, 6) -> one `node` ("Slice": columns 2 to the end, `constant` its ends;
+    "Reshape": `constant` its shape) -> logits, saved as an ONNX file."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    ints = (
+        {"starts": [2], "ends": constant, "axes": [1]} if node == "Slice" else {"shape": constant}
+    )
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()]
+    graph = helper.make_graph(
+        [helper.make_node(node, ["obs", *ints], ["logits"])],
+        "g",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [2, 6])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)],
+        inits,
+    )
+    path = tmp_path / f"{node}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_a_slice_to_the_end_is_written_with_a_bound_javascript_holds(tmp_path):
+    """torch's exporter writes "to the end" as 2**63 - 1, which JSON.parse reads as 2**63:
+    the plain network holds 2**53 - 1 instead (ONNX clamps a Slice's ends to the
+    dimension), and the graph rebuilt from the plain constants computes the same."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    path = graph_with(tmp_path, "Slice", [2**63 - 1])
+    network, _ = exporting.plain_network(path)
+    assert network["tensors"]["ends"]["values"] == [2**53 - 1]
+    plain = onnx.load(str(path))
+    for init in plain.graph.initializer:
+        values = np.array(network["tensors"][init.name]["values"], np.int64)
+        init.CopyFrom(numpy_helper.from_array(values, init.name))
+    obs = np.arange(12, dtype=np.float32).reshape(2, 6)
+
+    def run(model: bytes) -> np.ndarray:
+        return ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(
+            None, {"obs": obs}
+        )[0]
+
+    assert run(plain.SerializeToString()).tobytes() == run(path.read_bytes()).tobytes()
+    assert run(path.read_bytes()).tolist() == obs[:, 2:].tolist()
+
+
+def test_an_unsafe_integer_that_is_no_slice_bound_is_refused(tmp_path):
+    with pytest.raises(exporting.BundleRefused, match=r"holds 9223372036854775807, beyond"):
+        exporting.plain_network(graph_with(tmp_path, "Reshape", [2**63 - 1, 3]))
+
+
+def observations(cases: dict, size: int) -> np.ndarray:
+    """The vectors' observations, one per row."""
+    obs = np.zeros((len(cases["vectors"]), size), np.float32)
+    for i, case in enumerate(cases["vectors"]):
+        obs[i, case["obs"]["index"]] = case["obs"]["value"]
+    return obs
+
+
+def test_the_vectors_take_every_observation_field_to_its_edges(bundle):
+    """Positions built for them (first: caps, clips, gifts that win, bumps, hot dice, the
+    entry) and real games take every field to each of its edges; the coverage table in
+    test_vectors.json says so, as the vectors themselves do."""
+    from fivethousand_rl.envs.encoding import Col
+
+    cases, spec = read(bundle, "test_vectors.json"), ObsSpec("rich", 2, Rules())
+    fields = cases["coverage"]["fields"]
+    assert set(fields) == set(spec.slices) - {"actions"} | {f"actions.{c.name}" for c in Col}
+    missed = {name: [e for e, hits in f["edges"].items() if not hits] for name, f in fields.items()}
+    assert not any(missed.values()), missed
+    built = [case for case in cases["vectors"] if case["game"] is None]
+    assert 0 < len(built) == cases["built"] and cases["vectors"][: len(built)] == built
+    obs = observations(cases, spec.size)
+    assert fields == exporting.vector_coverage(spec, obs)
+    rows = obs[:, spec.slices["actions"]].reshape(len(obs), 64, -1)
+    assert (rows[..., Col.GIFT_WINS] == 1).sum() == fields["actions.GIFT_WINS"]["edges"]["1"] > 0
+    assert obs[:, spec.slices["turn_total"]].max() == fields["turn_total"]["max"] == 2  # capped
+    assert obs[:, spec.slices["need_after_bank"]].min() == -1  # clipped
+    assert rows[..., Col.NEED].min() == -1 and rows[..., Col.TURN_TOTAL].max() > 2
+    assert rows[..., Col.TURN_EV].max() == 5
+
+
+# The edges that whole games reach on their own (common values); the built positions
+# must reach every other one that the rules allow.
+PLAYED_EDGES = {"ends_in_50", "dice_in_roll", "some_action_banks", "actions.ENDS_IN_50"}
+
+
+@pytest.mark.parametrize(
+    ("rules", "n"),
+    [
+        (Rules(), 2),
+        (Rules(hold="all"), 3),
+        (Rules(bump=False, overshoot="lost"), 4),
+        (Rules(fifty_rule=False, entry=350, target=3000), 6),
+        (Rules(target=2000, entry=300), 5),
+    ],
+    ids=str,
+)
+def test_the_built_positions_reach_the_rare_edges_under_house_rules(rules, n):
+    spec, edges = ObsSpec("rich", n, rules), []
+    for _, state in exporting.edge_positions(n, rules):
+        game = Game(n, rules)
+        game.state = GameState.from_dict(state.to_dict(), rules)  # a valid state (R1-R12)
+        edges.append(spec.encode(game, state.current))
+    coverage = exporting.vector_coverage(spec, np.array(edges))
+    missed = {
+        (name, edge)
+        for name, field in coverage.items()
+        for edge, hits in field["edges"].items()
+        if not hits and name not in PLAYED_EDGES
+    }
+    common = {("actions.NEED_AT", f"need {50 * k}") for k in range(1, 20)}
+    common |= {("actions.DICE_LEFT_AT", f"{d} dice left") for d in range(1, 5)}
+    common.add(("actions.MAY_BANK", "0"))
+    assert missed <= common, missed - common
+
+
 # ------------------------------------------------------------------ issue 55 items 2 and 7
 ROOT_PORTS = ROOT / "ports"
 
