@@ -674,10 +674,20 @@ def toolkit_version() -> str | None:
         return None
 
 
+def float16_exact(array: np.ndarray) -> bool:
+    """Whether every float32 number of `array` is a float16 exactly (in range, its
+    precision; NaN never): then it is stored as float16 without loss."""
+    with np.errstate(over="ignore"):  # beyond float16's range: inf, unequal
+        return np.array_equal(array, array.astype(np.float16).astype(np.float32))
+
+
 def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
     """The graph at `onnx_path` as plain data: its nodes (ONNX operators and attributes)
-    and tensors, float32 weights as offsets into one little-endian buffer (returned),
-    integer constants inline. BundleRefused for an operator outside PLAIN_OPS."""
+    and tensors, float weights as offsets into one little-endian buffer (returned),
+    integer constants inline. A float tensor is stored as float16 when each of its
+    numbers is a float16 exactly (``float16_exact``: the weights of a network shipped
+    with ``ship --float16``), else as float32, at an offset that is a multiple of its
+    size. BundleRefused for an operator outside PLAIN_OPS."""
     import onnx
     from onnx import helper, numpy_helper
 
@@ -697,26 +707,26 @@ def plain_network(onnx_path: Path) -> tuple[dict, bytes]:
             uses.setdefault(name, set()).add(n.op_type == "Slice" and i in (1, 2))
     tensors, buffer = {}, bytearray()
     for init in graph.initializer:
-        array = numpy_helper.to_array(init)
+        name, array = init.name, numpy_helper.to_array(init)
         shape = list(array.shape)
         if array.dtype == np.float32:
-            tensors[init.name] = dict(
-                dtype="float32", shape=shape, offset=len(buffer), count=array.size
-            )
-            buffer += array.astype("<f4").tobytes()
+            dtype, stored = ("float16", "<f2") if float16_exact(array) else ("float32", "<f4")
+            buffer += bytes(-len(buffer) % np.dtype(stored).itemsize)  # aligned: typed arrays
+            tensors[name] = dict(dtype=dtype, shape=shape, offset=len(buffer), count=array.size)
+            buffer += array.astype(stored).tobytes()
         elif array.dtype.kind in "iu":
             values = array.ravel().tolist()
             if any(abs(v) > SAFE_INTEGER for v in values):
-                if uses.get(init.name) != {True}:
+                if uses.get(name) != {True}:
                     raise BundleRefused(
-                        f"the network's integer constant {init.name} holds "
+                        f"the network's integer constant {name} holds "
                         f"{max(values, key=abs)}, beyond the 2**53 - 1 a JSON reader "
                         "(JavaScript's) holds exactly"
                     )
                 values = [max(-SAFE_INTEGER, min(v, SAFE_INTEGER)) for v in values]
-            tensors[init.name] = dict(dtype="int64", shape=shape, values=values)
+            tensors[name] = dict(dtype="int64", shape=shape, values=values)
         else:
-            raise BundleRefused(f"the network holds a {array.dtype} tensor {init.name}")
+            raise BundleRefused(f"the network holds a {array.dtype} tensor {name}")
 
     def attribute(a) -> object:
         value = helper.get_attribute_value(a)
@@ -1245,10 +1255,12 @@ def export_bundle(
                 "opset": network["opset"],
                 "plain": {
                     "weights": WEIGHTS_FILE,
-                    "dtype": "float32",
                     "byte_order": "little",
-                    "semantics": "ONNX operators, batch axis first; float32 tensors at "
-                    "byte offset `offset` of the weights file, `count` numbers in C order",
+                    "semantics": "ONNX operators, batch axis first; float tensors at "
+                    "byte offset `offset` of the weights file, `count` numbers of the "
+                    "tensor's `dtype` in C order: float32, or float16 where each of its "
+                    "numbers is a float16 exactly (half the bytes), read as the float32 it "
+                    "equals; every tensor is float32 to the graph",
                     "nodes": network["nodes"],
                     "tensors": network["tensors"],
                 },

@@ -169,7 +169,9 @@ def averaged_network(others: list[str], model: Path) -> ValueNet | None:
 
 
 # ------------------------------------------------------------- the model, rewritten
-def write_clean_model(model: Path, network: ValueNet | None, out: Path, config: dict) -> None:
+def write_clean_model(
+    model: Path, network: ValueNet | None, out: Path, config: dict, float16: bool = False
+) -> None:
     """Write the model to ship at `out`, rebuilt from what the toolkit's own loaders read
     and checked, never copied: a pickle in a setting the loader replaces or never reads
     (a schedule, a class, a space), or an archive member it skips, would otherwise reach
@@ -179,15 +181,40 @@ def write_clean_model(model: Path, network: ValueNet | None, out: Path, config: 
     ``load_sb3`` (its classes and spaces given known values, its schedules those of the
     run's `config`, its weights and data read as data; never by SB3's own loader, even
     for a file named trusted, whose code would be saved again) and saved by SB3 from
-    those objects. ShipError (one line) if it does not load so."""
+    those objects. ShipError (one line) if it does not load so. `float16` (an SB3
+    checkpoint's only): its weights rounded by ``round_to_float16`` first."""
+    if float16 and model.suffix == ".npz":
+        raise ShipError("--float16 rounds a MaskablePPO or imitation network: not a value net")
     try:
         if model.suffix == ".npz":
             (network or ValueNet.load(model)).save(out)
         else:
             spec = read_obs_spec(model)
-            load_sb3(model, spec, known=trained_schedules(config), device="cpu").save(out)
+            sb3 = load_sb3(model, spec, known=trained_schedules(config), device="cpu")
+            if float16:
+                round_to_float16(sb3.policy)
+            sb3.save(out)
     except Exception as e:  # a refused pickle, a corrupt archive: SB3 fails in many ways
         raise ShipError(f"cannot ship {model}: {first_line(e)}") from None
+
+
+FLOAT16_MAX = 65504.0  # the largest finite float16
+
+
+def round_to_float16(module) -> None:
+    """Round every parameter of the torch `module` to the nearest float16, in place (kept
+    in their float32 tensors): each weight is then a float16 exactly, so the export bundle
+    stores them in half the bytes without loss (``exporting.plain_network``). ShipError,
+    changing nothing, if a weight is beyond float16's range."""
+    import torch
+
+    with torch.no_grad():
+        params = list(module.parameters())
+        largest = max((float(p.abs().max()) for p in params if p.numel()), default=0.0)
+        if not largest <= FLOAT16_MAX:  # NaN too
+            raise ShipError(f"a weight of {largest:g} is beyond float16's range (65504)")
+        for p in params:
+            p.copy_(p.to(torch.float16).to(p.dtype))
 
 
 def trained_schedules(config: dict) -> dict:
@@ -366,7 +393,7 @@ trained by imitation of `{teacher}` with data aggregation
 - stages:{stages_lines}
 - wall-clock time on this 2-core machine: {summary.get("wall_seconds", 0) / 60:.1f} min
 {checks}
-{record_text(history["commands"], config, preset=n > 2)}
+{float16_text(args)}{record_text(history["commands"], config, preset=n > 2)}
 {evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
 {inputs["notes"]}
 """
@@ -638,10 +665,21 @@ opponents.
   {summary.get("steps", 0):,}){stages_text}
 - wall-clock time on this 2-core machine: {hours:.2f} h
 - network: `agents/networks.py` (action-scoring policy on the "rich" observation)
-{record_text([c for h in history for c in h["commands"]], config)}
+{float16_text(args)}{record_text([c for h in history for c in h["commands"]], config)}
 {evaluation_text(args, evaluation, command, "![evaluation](evaluation.png)")}
 {inputs["notes"]}
 """
+
+
+def float16_text(args: argparse.Namespace) -> str:
+    """A card's line on ship --float16 (its own line), or nothing."""
+    if not getattr(args, "float16", False):
+        return ""
+    return (
+        "- weights rounded to float16 precision when shipped (`ship.py --float16`, "
+        "`agents.shipping.round_to_float16`):\n  the evaluation plays the rounded network; "
+        "its export bundle stores them as float16\n"
+    )
 
 
 def record_text(commands: list[str], config: dict, preset: bool = True) -> str:

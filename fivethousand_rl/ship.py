@@ -76,6 +76,12 @@ def parse_args(argv: list[str] | None, prog: str | None = None) -> argparse.Name
         "(.npz; repeatable) as one network (fivethousand_rl.agents.value_net.average_nets)",
     )
     p.add_argument(
+        "--float16",
+        action="store_true",
+        help="round the network's weights to float16 precision before evaluating it (each "
+        "weight then a float16 exactly: its export bundle holds them in half the bytes)",
+    )
+    p.add_argument(
         "--out",
         default="checkpoints",
         help="an existing folder where NAME/ is made (default: checkpoints/ in the current folder)",
@@ -185,7 +191,7 @@ def ship(args: argparse.Namespace) -> int:
             rules = inputs["rules"]
             inputs["clean"] = Path(aside) / inputs["model"].name
             shipping.write_clean_model(
-                inputs["model"], inputs["network"], inputs["clean"], inputs["config"]
+                inputs["model"], inputs["network"], inputs["clean"], inputs["config"], args.float16
             )
             for players in inputs["sizes"]:  # the model loads and plays this game
                 make_policy(str(inputs["model"])).check_game(players, rules)

@@ -92,8 +92,24 @@ def test_the_actions_and_the_network_are_described(bundle):
     assert net["input"] == "obs" and net["output"] == "logits" and net["file"] == "model.onnx"
     plain = net["plain"]
     assert {n["op"] for n in plain["nodes"]} <= set(exporting.PLAIN_OPS)
-    floats = [t for t in plain["tensors"].values() if t["dtype"] == "float32"]
-    assert sum(t["count"] for t in floats) * 4 == (bundle / "weights.bin").stat().st_size
+    floats = [t for t in plain["tensors"].values() if t["dtype"] in FLOAT_SIZES]
+    ends = [t["offset"] + t["count"] * FLOAT_SIZES[t["dtype"]] for t in floats]
+    assert max(ends) == (bundle / "weights.bin").stat().st_size
+    assert all(t["offset"] % FLOAT_SIZES[t["dtype"]] == 0 for t in floats)  # typed arrays
+
+
+FLOAT_SIZES = {"float32": 4, "float16": 2}
+
+
+def float_tensors(network: dict, weights: bytes) -> dict[str, np.ndarray]:
+    """The plain network's float tensors read from `weights`, as float32."""
+    return {
+        name: np.frombuffer(weights, f"<f{FLOAT_SIZES[t['dtype']]}", t["count"], t["offset"])
+        .astype(np.float32)
+        .reshape(t["shape"])
+        for name, t in network["tensors"].items()
+        if t["dtype"] in FLOAT_SIZES
+    }
 
 
 def rebuild(state: dict, rules: Rules) -> Game:
@@ -310,7 +326,58 @@ def test_every_number_in_the_bundle_reads_exactly_in_javascript(bundle):
         values = numbers(json.loads(path.read_text(), parse_constant=refuse))
         unsafe = [x for x in values if isinstance(x, int) and abs(x) > 2**53 - 1]
         assert unsafe == [], (path.name, unsafe[:3])
-    assert np.isfinite(np.frombuffer((bundle / "weights.bin").read_bytes(), "<f4")).all()
+    weights = float_tensors(read(bundle)["network"]["plain"], (bundle / "weights.bin").read_bytes())
+    assert all(np.isfinite(a).all() for a in weights.values())
+
+
+def float_graph(tmp_path: Path, arrays: dict[str, np.ndarray]) -> Path:
+    """obs (1, 2) -> obs + each of `arrays` (float32, added in turn) -> logits."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    names, nodes = ["obs"], []
+    for name in arrays:
+        nodes.append(helper.make_node("Add", [names[-1], name], [f"sum_{name}"]))
+        names.append(f"sum_{name}")
+    nodes.append(helper.make_node("Identity", [names[-1]], ["logits"]))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [1, 2])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(a, np.float32), k) for k, a in arrays.items()],
+    )
+    path = tmp_path / "floats.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_a_tensor_is_stored_as_float16_only_when_every_number_is_one_exactly(tmp_path):
+    """Issue 55 item 2: float16 storage loses nothing. One number that is no float16 (a
+    float32's extra precision, beyond float16's range, a NaN) keeps its tensor float32;
+    each tensor reads back exactly, aligned for a typed array of its type."""
+    exact = np.array([[0.5, -(2.0**-24)], [65504.0, -0.0]], np.float32)  # subnormal, max
+    arrays = {
+        "exact": exact,
+        "odd": np.array([3.0], np.float32),  # an odd count before a float32 tensor
+        "precise": exact + np.array([[2.0**-12, 0], [0, 0]], np.float32),
+        "large": np.array([1e8, 1.0], np.float32),
+        "nan": np.array([np.nan, 1.0], np.float32),
+    }
+    network, weights = exporting.plain_network(float_graph(tmp_path, arrays))
+    dtypes = {name: network["tensors"][name]["dtype"] for name in arrays}
+    assert dtypes == {
+        "exact": "float16",
+        "odd": "float16",
+        "precise": "float32",
+        "large": "float32",
+        "nan": "float32",
+    }
+    read_back = float_tensors(network, weights)
+    for name, a in arrays.items():
+        assert read_back[name].tobytes() == a.tobytes(), name  # bit for bit: -0.0, NaN
+    assert network["tensors"]["precise"]["offset"] % 4 == 0
+    assert len(weights) == 2 * 4 + 2 + 2 + 4 * 4 + 2 * 4 + 2 * 4  # one pad of 2 bytes
 
 
 def graph_with(tmp_path: Path, node: str, constant: list[int]) -> Path:
@@ -508,11 +575,43 @@ def test_both_ports_play_the_full_bundle_s_vectors_from_the_runtime_bundle(
     assert replayed.stderr == "error: a runtime bundle, without test vectors to replay\n"
 
 
-def test_policy_2p_s_runtime_bundle_is_under_a_megabyte(tmp_path):
-    """Issue 55 item 2's target (docs/export.md gives the measured sizes)."""
+def test_policy_2p_s_runtime_bundle_is_under_a_megabyte_and_half_one_gzipped(tmp_path):
+    """Issue 55 item 2's target (docs/export.md gives the measured sizes): policy-2p was
+    shipped with float16 weights (ship --float16), which its bundle stores in half the
+    bytes; each file gzipped as a web server sends it."""
+    import gzip
+
     out = tmp_path / "policy-2p"
     assert export.main(["policy-2p", "--out", str(out), "--runtime"]) == 0
-    assert sum(f.stat().st_size for f in out.iterdir()) <= 1_000_000
+    files = [f.read_bytes() for f in out.iterdir()]
+    assert sum(map(len, files)) <= 1_000_000
+    assert sum(len(gzip.compress(f)) for f in files) <= 500_000
+    weights = read(out)["network"]["plain"]["tensors"]
+    assert {t["dtype"] for name, t in weights.items() if "_w" in name} == {"float16"}
+
+
+def test_ship_s_float16_rounding_makes_every_weight_a_float16(tmp_path):
+    """ship --float16 (agents.shipping.round_to_float16): each weight becomes the nearest
+    float16, so the bundle stores every one as float16; a weight beyond float16's range
+    is refused in one line and nothing changes."""
+    import torch
+
+    from fivethousand_rl.agents.shipping import ShipError, round_to_float16
+
+    layer = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([[0.1, 1 / 3, -7e-6], [2.0, 1e-3, 60000.0]]))
+    before = layer.weight.detach().clone()
+    round_to_float16(layer)
+    after = layer.weight.detach()
+    assert torch.equal(after, before.half().float()) and not torch.equal(after, before)
+    assert all(exporting.float16_exact(p.detach().numpy()) for p in layer.parameters())
+    with torch.no_grad():
+        layer.bias[0] = 1e5
+    kept = [p.detach().clone() for p in layer.parameters()]
+    with pytest.raises(ShipError, match=r"^a weight of 100000 is beyond float16's range"):
+        round_to_float16(layer)
+    assert all(torch.equal(a, b) for a, b in zip(kept, layer.parameters(), strict=True))
 
 
 @pytest.mark.parametrize("opset", [13, 15, 16, 21])

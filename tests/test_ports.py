@@ -4,6 +4,7 @@ without dependencies, under Node) replay every test vector of a bundle exactly, 
 refuse a missing or corrupt bundle file in one line."""
 
 import ast
+import base64
 import json
 import re
 import shutil
@@ -106,6 +107,55 @@ def test_the_js_port_replays_every_vector_under_node(bundle, tmp_path):
         "mask": 0,
         "action": 0,
     }
+
+
+@pytest.fixture(scope="module")
+def float16_bundle(tmp_path_factory) -> Path:
+    """policy-2p's bundle: shipped with float16 weights (ship --float16), stored so."""
+    out = tmp_path_factory.mktemp("bundles") / "policy-2p"
+    assert export.main(["policy-2p", "--out", str(out)]) == 0
+    return out
+
+
+def test_both_ports_replay_a_float16_bundle_s_vectors(float16_bundle, tmp_path):
+    """Issue 55 item 2: the weights stored as float16, read back as the float32 graph's
+    initializers exactly, so every vector replays bit for bit in both ports (the JS
+    port's own forward pass), and the Python port's numpy forward pass on the runtime
+    bundle (no graph) takes every vector's action."""
+    plain = json.loads((float16_bundle / "bundle.json").read_text())["network"]["plain"]
+    assert {t["dtype"] for t in plain["tensors"].values()} >= {"float16"}
+    for run in [python_port] + ([js_port] if NODE else []):
+        done = run(float16_bundle, tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads(done.stdout)
+        assert result["vectors"] == vectors(float16_bundle) >= 1000
+        assert set(result["differences"].values()) == {0}, result["differences"]
+    runtime = tmp_path / "runtime"
+    assert export.main(["policy-2p", "--out", str(runtime), "--runtime"]) == 0
+    port = load_python_port().Bundle(runtime)
+    assert port.session is None
+    cases = json.loads((float16_bundle / "test_vectors.json").read_text())["vectors"]
+    assert [port.act(c["state"]) for c in cases] == [c["action"] for c in cases]
+
+
+@needs_node
+def test_the_js_port_reads_every_float16_exactly():
+    """fromHalf (Node 20 has no Float16Array) against numpy on all 65,536 bit patterns,
+    as float64 bits: subnormals, signed zeros, infinities; NaN as NaN."""
+    script = (
+        f"const {{ fromHalf }} = await import({json.dumps(JS_PORT.as_uri())});\n"
+        "const out = new Float64Array(65536).map((_, bits) => fromHalf(bits));\n"
+        "process.stdout.write(Buffer.from(out.buffer).toString('base64'));\n"
+    )
+    done = subprocess.run(
+        [NODE, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    got = np.frombuffer(base64.b64decode(done.stdout), "<f8")
+    want = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float64)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan) and nan.sum() == 2 * 1023
+    assert got[~nan].tobytes() == want[~nan].tobytes()
 
 
 def test_the_js_port_has_no_dependencies():

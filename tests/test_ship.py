@@ -590,10 +590,11 @@ RUN_RECORDS = [
     "planner_table_6p_free_seed0",
     "planner_table_6p_finetune",
     "policy_2p_free_seed0",
+    "policy_4p_free_seed0",
 ]
 RECORD_FILES = {"config.json", "command.txt", "evals.json", "summary.json", "best/eval.json"}
 SHIPPED = ["ppo-2p", "ppo-4p", "planner-2p", "planner-multi", "planner-3p", "planner-4p"]
-SHIPPED += ["planner-6p", "policy-2p"]
+SHIPPED += ["planner-6p", "policy-2p", "policy-4p"]
 
 
 def test_every_shipped_card_names_the_project_s_licence():
@@ -773,3 +774,21 @@ def test_a_model_trusted_by_its_user_is_still_not_shipped_with_its_code(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: cannot ship {model}: ") and named in err, err
     assert err.count("\n") == 0 and not marker.exists() and list(out.iterdir()) == []
+
+
+def test_float16_ships_a_network_whose_every_weight_is_a_float16(run, out, capsys):
+    """ship --float16 (issue 55 item 2): the model evaluated and shipped has its weights
+    rounded to float16 precision (each one a float16 exactly, so its export bundle stores
+    them in half the bytes), and its card says so."""
+    import torch
+
+    from fivethousand_rl.agents import make_policy
+
+    args = [str(run), "--name", "half", "--out", str(out), "--games", "4", "--workers", "1"]
+    assert ship.main([*args, "--float16"]) == 0
+    weights = make_policy(str(out / "half" / "model.zip")).model.policy.state_dict()
+    original = make_policy(str(SHIPPED_2P / "model.zip")).model.policy.state_dict()
+    for name, tensor in weights.items():
+        assert torch.equal(tensor, original[name].half().float()), name
+    assert "`ship.py --float16`" in (out / "half" / "MODEL_CARD.md").read_text()
+    assert "float16" not in (out / "ppo-2p" / "MODEL_CARD.md").read_text()

@@ -127,12 +127,17 @@ export function applyAction(state: GameState, action: number, rules: Rules): { s
 export function randomDice(n: number, random?: () => number): number[];
 
 // ------------------------------------------------------------------ the network
-/** bundle.json's network.plain: ONNX operators over weights.bin's float32 tensors. */
+/** bundle.json's network.plain: ONNX operators over weights.bin's float tensors
+ * (`dtype`: "float32", or "float16" when every weight is a float16 exactly). */
 export interface PlainNetwork {
   weights: string;
+  dtype?: string;
   tensors: Record<string, { dtype: string; shape: number[]; offset?: number; count?: number; values?: number[] }>;
   nodes: { op: string; inputs: string[]; outputs: string[]; attributes?: Record<string, unknown> }[];
 }
+
+/** The number a float16's bits (an integer 0..65535) stand for, exactly. */
+export function fromHalf(bits: number): number;
 
 /** The network prepared once; `run` gives its output for one observation in a buffer
  * that the next call reuses. */

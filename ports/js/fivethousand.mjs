@@ -4,7 +4,7 @@
 // game comes from the bundle folder (`fivethousand export AGENT --out DIR`): the rules
 // and the scoring, the observation and action layouts, the turn-EV table, and the
 // network in its plain form (bundle.json's network.plain: ONNX operators over the
-// float32 weights of weights.bin), whose forward pass is written out below, so no ONNX
+// float32 or float16 weights of weights.bin), whose forward pass is written out below, so no ONNX
 // runtime is needed. It runs in Node (18 or later) and in browsers.
 //
 //   node fivethousand.mjs BUNDLE          # replay the bundle's test vectors
@@ -265,9 +265,9 @@ export function randomDice(n, random) {
 
 // ------------------------------------------------------------------ the network
 // The forward pass of bundle.json's network.plain: ONNX operators, batch axis first.
-// Tensors are {shape, data}; arithmetic in float64 on the float32 weights, each sum
-// taken in the order of its terms and the bias added after it (what the test vectors'
-// actions match). For speed the graph is prepared once (`Network`): constants read, a
+// Tensors are {shape, data}; arithmetic in float64 on the float32 weights (float16 ones
+// decoded once, exactly), each sum taken in the order of its terms and the bias added
+// after it (what the test vectors' actions match). For speed the graph is prepared once (`Network`): constants read, a
 // MatMul with its bias Add and its Relu fused into one loop, and every node writing into
 // a buffer of its own that is kept between calls, so a decision allocates no buffers.
 
@@ -550,6 +550,17 @@ const OPS = {
   },
 };
 
+/** The number a float16's bits (an integer 0..65535) stand for: Node 20 has no
+ * Float16Array. Subnormals, signed zeros, infinities and NaN as IEEE 754 says. */
+export function fromHalf(bits) {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exponent = (bits >> 10) & 0x1f;
+  const fraction = bits & 0x3ff;
+  if (exponent === 0) return sign * fraction * 2 ** -24;
+  if (exponent === 31) return fraction ? NaN : sign * Infinity;
+  return sign * (1024 + fraction) * 2 ** (exponent - 25);
+}
+
 /** bundle.json's network.plain prepared to run: `run(obs)` gives the network's output
  * for a batch of one observation (Float32Array), in a buffer that the next call reuses. */
 export class Network {
@@ -558,11 +569,12 @@ export class Network {
     this.output = output;
     this.values = new Map();
     for (const [name, t] of Object.entries(plain.tensors)) {
-      // float64 copies of the float32 weights: the same values, read faster
-      const data =
-        t.dtype === "float32"
-          ? Float64Array.from(new Float32Array(weights, t.offset, t.count))
-          : Float64Array.from(t.values, Number);
+      // float64 copies of the float32 (or float16) weights: the same values, read faster
+      let data;
+      if (t.dtype === "float32") data = Float64Array.from(new Float32Array(weights, t.offset, t.count));
+      else if (t.dtype === "float16") data = Float64Array.from(new Uint16Array(weights, t.offset, t.count), fromHalf);
+      else if (t.dtype === "int64") data = Float64Array.from(t.values, Number);
+      else throw new BundleError(`the tensor ${name} is of ${t.dtype}, which this port lacks`);
       if (data.length !== size(t.shape)) throw new BundleError(`the tensor ${name} has the wrong size`);
       this.values.set(name, { shape: t.shape, data });
     }

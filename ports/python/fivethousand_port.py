@@ -37,6 +37,7 @@ FORMAT_VERSION = 1
 NUM_DICE = 5
 NUM_ACTIONS = 64
 MASKED_LOGIT = np.float32(-1e8)
+FLOAT_TYPES = {"float32": "<f4", "float16": "<f2"}  # the weights file's, little-endian
 
 
 class BundleError(ValueError):
@@ -215,16 +216,29 @@ OPS = {
 }
 
 
-def forward(plain: dict, weights: bytes, input_name: str, output: str, obs: np.ndarray):
-    """The network's output for a batch of observations (float32, numpy): each node of
-    the plain layout in turn, float32 tensors from `weights`, integer ones inline."""
-    values: dict[str, np.ndarray | None] = {"": None}
+def read_tensors(plain: dict, weights: bytes) -> dict[str, np.ndarray]:
+    """The plain layout's tensors: float ones from `weights` (float16 ones widened, once,
+    to the float32 they equal exactly), integer ones inline."""
+    tensors = {}
     for name, t in plain["tensors"].items():
-        if t["dtype"] == "float32":
-            data = np.frombuffer(weights, "<f4", t["count"], t["offset"])
-            values[name] = data.reshape(t["shape"])
+        if t["dtype"] in FLOAT_TYPES:
+            data = np.frombuffer(weights, FLOAT_TYPES[t["dtype"]], t["count"], t["offset"])
+            tensors[name] = data.astype(np.float32).reshape(t["shape"])
+        elif t["dtype"] == "int64":
+            tensors[name] = np.array(t["values"], dtype=np.int64).reshape(t["shape"])
         else:
-            values[name] = np.array(t["values"], dtype=np.int64).reshape(t["shape"])
+            raise BundleError(f"the tensor {name} is of {t['dtype']}, which this port lacks")
+    return tensors
+
+
+def forward(
+    plain: dict, weights: bytes | dict, input_name: str, output: str, obs: np.ndarray
+) -> np.ndarray:
+    """The network's output for a batch of observations (float32, numpy): each node of
+    the plain layout in turn, on its tensors (``read_tensors``; or `weights` the file's
+    bytes, read here)."""
+    tensors = weights if isinstance(weights, dict) else read_tensors(plain, weights)
+    values: dict[str, np.ndarray | None] = {"": None, **tensors}
     values[input_name] = obs
     for node in plain["nodes"]:
         op = OPS.get(node["op"])
@@ -276,7 +290,8 @@ class Bundle:
             self.turn_ev_cap, self.turn_ev_step = table["cap"], table["step"]
             self.network = meta["network"]
             if self.network.get("file") is None:  # a runtime bundle: the plain layout
-                self.weights = (self.folder / self.network["plain"]["weights"]).read_bytes()
+                plain = self.network["plain"]
+                self.weights = read_tensors(plain, (self.folder / plain["weights"]).read_bytes())
         except (KeyError, TypeError, ValueError) as e:
             raise BundleError(f"{self.folder}: bundle.json lacks or garbles {e}") from None
         self.session = None if self.network.get("file") is None else self._session()
