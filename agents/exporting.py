@@ -508,8 +508,8 @@ RULE_MEANINGS = {
 
 
 # The texts of the page that plays a bundle in a browser (ports/web/play.mjs), as
-# msgids of the project's catalogues (envs/locale), every one of them already translated
-# there for the web app or the terminal: a plural one is (singular, plural).
+# msgids of the project's catalogues (envs/locale), translated there for the web app or
+# the terminal, or (N_) for the page alone: a plural one is (singular, plural).
 PAGE_MESSAGES: tuple[str | tuple[str, str], ...] = (
     "5000 - dice against the bots",
     "New game",
@@ -517,6 +517,10 @@ PAGE_MESSAGES: tuple[str | tuple[str, str], ...] = (
     "Bank",
     "dice",
     "you",
+    "{bot} (seat {seat})",
+    # on the scoreboard, by a seat another's bank sent to 0 or gave its total to (R9)
+    N_("bumped to 0 by {who}"),
+    N_("gift of {points} from {who}"),
     "entered",
     "not entered",
     "+{points} this turn",

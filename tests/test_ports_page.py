@@ -10,7 +10,12 @@ Issue 55 items 2 and 5: a runtime bundle (``export --runtime``: no graph, no tes
 vectors) plays, and the page fetches only what playing needs; served on a loopback
 address other than localhost (not a secure context: no crypto.subtle) it checks the
 hashes all the same; opened as file://, in a browser too old, with its scripts or a
-bundle file missing or damaged, it says why in one line, in the browser's language."""
+bundle file missing or damaged, it says why in one line, in the browser's language.
+
+Issue 55 item 1: a bundle of a bot for more than two (ppo-4p) plays at its own table, the
+person at seat 0 and the bot at every other seat, each decision from the mover's seat;
+the scoreboard shows every seat, whose turn it is and what the engine's banks did to the
+others (bumps, gifts, R9); the bundle's vectors replay in both ports."""
 
 from __future__ import annotations
 
@@ -43,6 +48,9 @@ needs_chromium = pytest.mark.skipif(
 )
 LOCALES = {"fr": "fr-FR", "ms": "ms-MY", "ru": "ru-RU", "hi": "hi-IN"}
 SEED = 3  # the page's dice (?seed=): any seed plays a whole game
+# ppo-4p's table: a short game (15 moves of the person's) with a bump shown on the board
+# at the person's move and, at the end, the person's overshoot given to a bot seat (R9)
+SEED_4P = 531
 # What a translated page may show in Latin letters: the bot's name.
 NAMES = {"ppo", "policy"}  # the first word of a bundled bot's name (ppo-2p, policy-2p)
 NAMES |= {"mit"}  # the licence's name, as SPDX writes it in any language
@@ -93,6 +101,7 @@ def site(tmp_path_factory) -> Path:
     shutil.copytree(PORTS / "js", root / "js")
     assert export.main(["policy-2p", "--out", str(root / "web" / "bundle")]) == 0
     assert export.main(["policy-2p", "--out", str(root / "web" / "slim"), "--runtime"]) == 0
+    assert export.main(["ppo-4p", "--out", str(root / "web" / "four")]) == 0  # a 4-seat table
     for case in ("missing", "damaged"):  # the runtime bundle, one file missing or changed
         shutil.copytree(root / "web" / "slim", root / "web" / case)
     (root / "web" / "missing" / "turn_ev.f64").unlink()
@@ -153,7 +162,9 @@ def browser():
         b.close()
 
 
-def opened(browser, server: str, locale: str = "en-US", delay: int = 0, query: str = ""):
+def opened(
+    browser, server: str, locale: str = "en-US", delay: int = 0, query: str = "", seed: int = SEED
+):
     """A page on the game (its dice seeded, the bot without pauses) and the errors it
     logs, once it waits for the person or shows the end; `query`: more of the URL's."""
     context = browser.new_context(locale=locale, viewport={"width": 900, "height": 900})
@@ -161,7 +172,7 @@ def opened(browser, server: str, locale: str = "en-US", delay: int = 0, query: s
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server}index.html?seed={SEED}&delay={delay}{query}")
+    page.goto(f"{server}index.html?seed={seed}&delay={delay}{query}")
     settle(page)
     return page, errors
 
@@ -239,12 +250,13 @@ def serious_violations(page) -> list[dict]:
 
 # ------------------------------------------------------------------ the tests
 def check_decisions(decisions: list[dict], bundle: Path) -> None:
-    """Each decision of the bot: a legal action, the Python port's for that state."""
+    """Each decision of the bot: at a bot's seat (the person's is 0), a legal action, the
+    Python port's for that state (seen from the mover's seat)."""
     port = load_python_port().Bundle(bundle)
     rules = Rules()
     for d in decisions:
         state = GameState.from_dict(d["state"], rules)  # a valid state of the engine's
-        assert state.phase == DECIDE and state.current == 1
+        assert state.phase == DECIDE and state.current != 0
         legal = [a for a, ok in enumerate(port_mask(d["state"], port)) if ok]
         assert d["legal"] == legal and d["action"] in legal, d
         assert port.act(d["state"]) == d["action"], d
@@ -471,3 +483,110 @@ def test_the_plain_sha256_matches_known_vectors(tmp_path):
     done = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+
+
+# ------------------------------------------------------------------ issue 55 item 1
+BOARD = """() => [...document.querySelectorAll('#scores li')].map((li) => ({
+  seat: Number(li.dataset.seat), name: li.querySelector('.name').textContent,
+  score: li.querySelector('.score').textContent, note: li.querySelector('.note').textContent,
+  current: li.getAttribute('aria-current') === 'true'}))"""
+
+
+def marks(events: list[dict], names: list[str]) -> dict[int, str]:
+    """What the scoreboard says a seat suffered from another's bank (R9): sent to 0 by a
+    bump, or a gift of an overshoot, until that seat's own turn ends."""
+    marked: dict[int, str] = {}
+    for e in events:
+        bank = e["move"]["bank"] if e["kind"] == "moved" else None
+        if e.get("bust") or bank:
+            marked.pop(e["seat"], None)
+        if bank:
+            who = names[e["seat"]]
+            marked |= {p: f"bumped to 0 by {who}" for p in bank["bumped"]}
+            if bank["giftTo"] is not None:
+                marked[bank["giftTo"]] = f"gift of {e['move']['total']} from {who}"
+    return marked
+
+
+def check_board(page, names: list[str]) -> list[str]:
+    """Every seat on the scoreboard with its score, the mover marked, and the bumps and
+    gifts of the game's banks where they fell (those it shows)."""
+    state = page.evaluate("fivethousandPage.state")
+    events = page.evaluate("fivethousandPage.events")
+    board = page.evaluate(BOARD)
+    assert [row["seat"] for row in board] == list(range(len(names)))
+    assert [row["name"] for row in board] == names
+    assert [row["score"] for row in board] == [str(x) for x in state["scores"]]
+    moving = state["current"] if state["phase"] != "over" else None
+    assert [row["current"] for row in board] == [s == moving for s in range(len(names))]
+    marked = marks(events, names)
+    for row in board:
+        said = row["note"].split(", ")[1:]
+        assert said == ([marked[row["seat"]]] if row["seat"] in marked else []), (row, marked)
+    return list(marked.values())
+
+
+@needs_chromium
+def test_a_whole_4_player_game_against_three_seats_of_the_bot(browser, server, site):
+    """ppo-4p's bundle: the person and three seats of the bot, to the end of a game with
+    a bump and a gift on the board; every decision a bot seat's, each the Python port's
+    from that seat."""
+    page, errors = opened(browser, server, query="&bundle=four/", seed=SEED_4P)
+    names = ["you", "ppo-4p (seat 1)", "ppo-4p (seat 2)", "ppo-4p (seat 3)"]
+    assert page.evaluate("fivethousandPage.names") == names
+    if AXE.is_file():
+        assert serious_violations(page) == [], "the person's move"
+    shown: list[str] = []
+    for _move in range(2000):
+        status = settle(page)
+        shown += check_board(page, names)
+        if status == "over":
+            break
+        play_one_move(page)
+    state = page.evaluate("fivethousandPage.state")
+    assert state["phase"] == "over" and len(state["scores"]) == 4
+    assert state["scores"][state["winner"]] == 5000
+    assert any(m.startswith("bumped to 0 by ") for m in shown), shown
+    assert any(m.startswith("gift of ") for m in shown), shown
+    log = page.locator("#log li").all_inner_texts()
+    assert any("which bumped" in line for line in log)
+    assert any(": overshoot, gift of " in line for line in log)
+    decisions = page.evaluate("fivethousandPage.decisions")
+    assert {d["state"]["current"] for d in decisions} == {1, 2, 3}
+    check_decisions(decisions, site / "web" / "four")
+    if AXE.is_file():
+        assert serious_violations(page) == [], "the end"
+    assert errors == []
+    page.context.close()
+
+
+@needs_chromium
+def test_the_4_player_table_speaks_the_browser_s_language(browser, server):
+    page, errors = opened(browser, server, LOCALES["ru"], query="&bundle=four/")
+    assert page.locator("#scores li").count() == 4
+    assert page.evaluate("fivethousandPage.names")[1] == "ppo-4p (место 1)"
+    hold_every_scoring_die(page)
+    assert untranslated(page, "ru") == []
+    assert errors == []
+    page.context.close()
+
+
+def test_the_4_player_bundle_replays_its_vectors_in_both_ports(site, tmp_path):
+    """The bundle the page plays at four seats: every test vector (the observation from
+    the mover's seat, the mask, the action) replayed exactly by the Python port, and by
+    the JavaScript port where Node is installed."""
+    import subprocess
+    import sys
+
+    bundle = site / "web" / "four"
+    count = json.loads((bundle / "bundle.json").read_text())["test_vectors"]["count"]
+    assert json.loads((bundle / "bundle.json").read_text())["players"] == 4
+    commands = [[sys.executable, str(PORTS / "python" / "fivethousand_port.py"), str(bundle)]]
+    if shutil.which("node"):
+        commands.append([shutil.which("node"), str(PORTS / "js" / "fivethousand.mjs"), str(bundle)])
+    for command in commands:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads(done.stdout)
+        assert result["vectors"] == count >= 1000
+        assert set(result["differences"].values()) == {0}, result

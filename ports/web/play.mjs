@@ -5,6 +5,10 @@
 // demos), and every text is the project's own, translated, from the bundle's
 // messages.json (the browser's language, else English; ?lang= to choose).
 //
+// The table is the bundle's (bot.meta.players, 2 to 8 seats): the person at seat 0, the
+// bundle's bot at every other seat, each decision seen from the seat to move (the
+// network's observation is the mover's, as in the toolkit's tables of one agent).
+//
 // Query: ?bundle=URL (the bundle folder, relative to this page; default bundle/),
 // ?seed=N, ?delay=MS (the pause between the bot's steps; default 700), ?lang=fr.
 import {
@@ -24,7 +28,7 @@ const params = new URLSearchParams(location.search);
 const BUNDLE = new URL(params.get("bundle") || "bundle/", location.href).href;
 const DELAY = Math.max(0, Number(params.get("delay") ?? 700) || 0);
 const SEED = params.get("seed");
-const PERSON = 0; // the person's seat; the bot sits in the other
+const PERSON = 0; // the person's seat; the bot sits at every other
 const $ = (id) => document.getElementById(id);
 
 // ------------------------------------------------------------------ languages
@@ -173,6 +177,7 @@ let events = [];
 let decisions = []; // the bot's: {state, legal, action}, for tests and the curious
 let gameNo = 0;
 let random = null;
+let marks = new Map(); // seat -> what another's bank did to it (a bump, a gift), until its turn ends
 
 // A seeded generator (mulberry32) for ?seed=, else the browser's cryptographic one.
 function seeded(seed) {
@@ -186,14 +191,36 @@ function seeded(seed) {
   };
 }
 
-const names = () => [_("you"), bot.meta.name];
+/** Who sits where: "you", then the bot, by seat where it sits more than once (as the
+ * toolkit's terminal and web app name them). */
+function names() {
+  const players = bot.meta.players;
+  const seats = Array.from({ length: players - 1 }, (_seat, i) => i + 1);
+  const named = (seat) => _("{bot} (seat {seat})", { bot: bot.meta.name, seat });
+  return [_("you"), ...seats.map((seat) => (players > 2 ? named(seat) : bot.meta.name))];
+}
 const pause = () => new Promise((resolve) => setTimeout(resolve, DELAY));
 const yourMove = () => state && state.phase === DECIDE && state.current === PERSON;
 
 function record(event) {
   events.push(event);
+  markBank(event);
   if (event.kind === "rolled") shown = { dice: event.dice, held: [], bust: event.bust };
   else shown = { dice: event.roll, held: event.move.held, bust: false };
+}
+
+/** Remember what a bank did to the other seats (R9: bumps, a gift), for the scoreboard;
+ * a seat's own marks go when its turn ends (a bust or a bank). */
+function markBank(event) {
+  const ended = event.kind === "rolled" ? event.bust : event.move.bank !== null;
+  if (ended) marks.delete(event.seat);
+  if (event.kind !== "moved" || event.move.bank === null) return;
+  const outcome = event.move.bank;
+  const who = names()[event.seat];
+  for (const seat of outcome.bumped) marks.set(seat, _("bumped to 0 by {who}", { who }));
+  if (outcome.giftTo !== null) {
+    marks.set(outcome.giftTo, _("gift of {points} from {who}", { points: event.move.total, who }));
+  }
 }
 
 /** Roll for whoever rolls and let the bot decide, step by step, until the person has a
@@ -222,8 +249,10 @@ async function advance(game) {
 function startGame() {
   gameNo += 1;
   random = SEED === null ? undefined : seeded(Number(SEED) + gameNo - 1);
-  state = newGame(2, (gameNo - 1) % 2); // the person starts the first game, then in turn
+  // the person starts the first game, then each seat in turn
+  state = newGame(bot.meta.players, (gameNo - 1) % bot.meta.players);
   events = [];
+  marks = new Map();
   decisions = [];
   shown = { dice: [], held: [], bust: false };
   selected = new Set();
@@ -288,15 +317,20 @@ function drawScores(who) {
   list.replaceChildren();
   state.scores.forEach((score, seat) => {
     const li = document.createElement("li");
-    li.className = [seat === state.current && state.phase !== OVER ? "current" : "",
-      seat === state.winner ? "winner" : ""].join(" ").trim();
-    const note = seat === state.current && state.turn_total && state.phase !== OVER
-      ? _("+{points} this turn", { points: state.turn_total })
-      : score ? _("entered") : _("not entered");
-    for (const [cls, text] of [["name", who[seat]], ["score", NUMBERS.format(score)], ["note", note]]) {
+    const current = seat === state.current && state.phase !== OVER;
+    li.className = [current ? "current" : "", seat === state.winner ? "winner" : ""].join(" ").trim();
+    li.dataset.seat = String(seat);
+    if (current) li.setAttribute("aria-current", "true");
+    const notes = [current && state.turn_total ? _("+{points} this turn", { points: state.turn_total })
+      : score ? _("entered") : _("not entered")];
+    if (marks.has(seat)) notes.push(marks.get(seat));
+    const marker = current ? "▶" : seat === state.winner ? "★" : "";
+    for (const [cls, text] of [["marker", marker], ["name", who[seat]], ["score", NUMBERS.format(score)],
+      ["note", notes.join(_(", "))]]) {
       const span = document.createElement("span");
       span.className = cls;
       span.textContent = text;
+      if (cls === "marker") span.setAttribute("aria-hidden", "true"); // aria-current says it
       li.append(span);
     }
     list.append(li);
@@ -427,7 +461,9 @@ function keys(e) {
 globalThis.fivethousandPage = {
   get state() { return state; },
   get decisions() { return decisions; },
+  get events() { return events; },
   get rules() { return rules; },
+  get names() { return names(); },
   get language() { return LANG; },
 };
 
@@ -455,11 +491,6 @@ async function main() {
   const raw = bot.files[bot.meta.messages?.file || "messages.json"];
   useLanguage(raw ? JSON.parse(new TextDecoder().decode(raw)) : {});
   rules = bot.rules;
-  if (bot.meta.players !== 2) {
-    $("headline").textContent = `error: this page plays 2-player bots; ${bot.meta.name} plays ${bot.meta.players}`;
-    document.body.dataset.status = "error";
-    return;
-  }
   $("roll").addEventListener("click", () => play(false));
   $("bank").addEventListener("click", () => play(true));
   $("new-game").addEventListener("click", startGame);
