@@ -22,6 +22,7 @@ PLAYS = {
     "planner-4p": 4,
     "planner-6p": 6,
     "policy-2p": 2,
+    "policy-4p": 4,
     "ppo-2p": 2,
     "ppo-4p": 4,
 }
