@@ -32,7 +32,9 @@ SHIPPED: dict[str, str] = {
     "planner-4p": "value_net.npz",
     "planner-6p": "value_net.npz",
     "policy-2p": "model.zip",
+    "policy-3p": "model.zip",
     "policy-4p": "model.zip",
+    "policy-6p": "model.zip",
     "ppo-2p": "model.zip",
     "ppo-4p": "model.zip",
 }

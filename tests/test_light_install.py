@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET_MB = 250  # the bound on the light install's site-packages
 PPO = [name for name, model in SHIPPED.items() if model.endswith(".zip")]
 PLAYERS = {"planner-multi": 3, "planner-3p": 3, "planner-4p": 4, "planner-6p": 6, "ppo-4p": 4}
-PLAYERS |= {"policy-4p": 4}
+PLAYERS |= {"policy-3p": 3, "policy-4p": 4, "policy-6p": 6}
 BANK_ELSE_ROLL = "b\nr\n" * 1500  # bank when allowed, else roll on with the best hold
 
 # Run first in a fresh interpreter: the training extra's modules cannot be imported.

@@ -591,10 +591,12 @@ RUN_RECORDS = [
     "planner_table_6p_finetune",
     "policy_2p_free_seed0",
     "policy_4p_free_seed0",
+    "policy_6p_free_seed0",
+    "policy_3p_free_seed0",
 ]
 RECORD_FILES = {"config.json", "command.txt", "evals.json", "summary.json", "best/eval.json"}
 SHIPPED = ["ppo-2p", "ppo-4p", "planner-2p", "planner-multi", "planner-3p", "planner-4p"]
-SHIPPED += ["planner-6p", "policy-2p", "policy-4p"]
+SHIPPED += ["planner-6p", "policy-2p", "policy-4p", "policy-3p", "policy-6p"]
 
 
 def test_every_shipped_card_names_the_project_s_licence():

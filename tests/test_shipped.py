@@ -22,7 +22,9 @@ PLAYS = {
     "planner-4p": 4,
     "planner-6p": 6,
     "policy-2p": 2,
+    "policy-3p": 3,
     "policy-4p": 4,
+    "policy-6p": 6,
     "ppo-2p": 2,
     "ppo-4p": 4,
 }
