@@ -86,13 +86,14 @@ def shipped_folder(name: str) -> Path:
 
 def shipped_model(name: str) -> Path:
     """The model file of the shipped agent `name` (a value net's .npz or a PPO .zip;
-    without the training extra, the agent's ONNX export if it has one: ``EXPORTED``);
+    without the training extra, or without the .zip (the wheel leaves out the imitation
+    policies' checkpoints), the agent's ONNX export if it has one: ``EXPORTED``);
     a one-line ValueError if the name is not shipped or its file is missing."""
     path = shipped_folder(name) / SHIPPED[name]
     exported = path.parent / EXPORTED
     playable = exported.is_file() and exported.with_suffix(".json").is_file()
-    if path.suffix == ".zip" and playable and not training_installed():
-        return exported
+    if path.suffix == ".zip" and playable and not (training_installed() and path.is_file()):
+        return exported  # no torch here, or a checkpoint the wheel leaves out (pyproject)
     if not path.is_file():
         raise ValueError(
             f"the shipped agent {name!r} is missing its model ({path}): reinstall the "

@@ -319,6 +319,9 @@ def test_the_shipped_models_carry_the_spec_of_their_run():
     )  # value nets carry their own feature spec (fivethousand_rl.agents.value_net), not an ObsSpec
     assert [p.relative_to(ROOT).as_posix() for p in files] == [
         "checkpoints/policy-2p/model.zip",
+        "checkpoints/policy-3p/model.zip",
+        "checkpoints/policy-4p/model.zip",
+        "checkpoints/policy-6p/model.zip",
         "checkpoints/ppo-2p/model.zip",
         "checkpoints/ppo-4p/model.zip",
     ]
