@@ -27,6 +27,7 @@ TABLES = {
     "no bump, overshoot lost, 4 players": (Rules(bump=False, overshoot="lost"), 4, 20),
     "no 50 rule, entry 350, target 3000": (Rules(fifty_rule=False, entry=350, target=3000), 2, 30),
     "gifts among 5": (Rules(target=2000, entry=300), 5, 30),
+    "6 players (policy-6p's table)": (Rules(), 6, 12),
 }
 
 # Replays each game's record: after every step, the state and the event as the engine
