@@ -60,3 +60,16 @@ def raw_error_answer(answer: bytes, status: int) -> dict:
     for name, value in SECURITY_HEADERS:
         assert name + b": " + value.lower() in lines, answer
     return json.loads(body)
+
+
+def load_python_port():
+    """The reference Python port (ports/python/fivethousand_port.py), loaded from its file
+    as a porter would, not as a module of the package."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "ports" / "python" / "fivethousand_port.py"
+    spec = importlib.util.spec_from_file_location("fivethousand_port", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -19,6 +19,7 @@ from fivethousand_rl.envs.encoding import ObsSpec
 from fivethousand_rl.envs.game import Game, GameState
 from fivethousand_rl.envs.rules import Rules
 from fivethousand_rl.envs.solver import turn_ev_table
+from tests.helpers import load_python_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -503,17 +504,6 @@ def test_the_built_positions_reach_the_rare_edges_under_house_rules(rules, n):
 ROOT_PORTS = ROOT / "ports"
 
 
-def port_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "fivethousand_port", ROOT_PORTS / "python" / "fivethousand_port.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def runtime_bundle(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bundles") / "ppo-2p-runtime"
@@ -545,11 +535,11 @@ def test_both_ports_play_the_full_bundle_s_vectors_from_the_runtime_bundle(
     import subprocess
 
     cases = read(bundle, "test_vectors.json")["vectors"]
-    port = port_module().Bundle(runtime_bundle)
+    port = load_python_port().Bundle(runtime_bundle)
     assert port.session is None
     assert [port.act(c["state"]) for c in cases] == [c["action"] for c in cases]
     with pytest.raises(ValueError, match="a runtime bundle, without test vectors"):
-        port_module().replay(port)
+        load_python_port().replay(port)
     node = shutil.which("node")
     if node is None:
         pytest.skip("no node on PATH")

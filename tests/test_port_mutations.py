@@ -4,7 +4,6 @@ zeroed, a cap dropped, a clip undone, a rounding or a column left out, the two
 misreadings issue 55 found passing every vector among them (no `turn_total` cap, `NEED`
 unclipped); each one must fail at least one vector, as it would a port written that way."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -13,16 +12,10 @@ import pytest
 from fivethousand_rl import export
 from fivethousand_rl.envs.encoding import Col, ObsSpec
 from fivethousand_rl.envs.rules import Rules
+from tests.helpers import load_python_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_PORT = ROOT / "ports" / "python" / "fivethousand_port.py"
-
-
-def load_python_port():
-    spec = importlib.util.spec_from_file_location("fivethousand_port", PYTHON_PORT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 PORT = load_python_port()

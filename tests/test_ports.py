@@ -20,6 +20,7 @@ from fivethousand_rl.agents import exporting
 from fivethousand_rl.envs.encoding import ObsSpec
 from fivethousand_rl.envs.game import DECIDE, Game
 from fivethousand_rl.envs.rules import Rules
+from tests.helpers import load_python_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_PORT = ROOT / "ports" / "python" / "fivethousand_port.py"
@@ -264,15 +265,6 @@ def house_cases(rules: Rules, n: int, count: int = 400) -> list[dict]:
             # lean to banking, so scores climb to the bumps, gifts and overshoots
             game.act(int(rng.choice(banks if banks and rng.random() < 0.6 else legal)))
     return out
-
-
-def load_python_port():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("fivethousand_port", PYTHON_PORT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 JS_HOUSE = """

@@ -38,6 +38,8 @@ from fivethousand_rl.envs.rules import Rules
 pytest.importorskip("playwright", reason="the browser tests need playwright (dev extras)")
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from tests.helpers import load_python_port  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 PORTS = ROOT / "ports"
 PAGE_SCRIPT = PORTS / "web" / "play.mjs"
@@ -260,17 +262,6 @@ def check_decisions(decisions: list[dict], bundle: Path) -> None:
         legal = [a for a, ok in enumerate(port_mask(d["state"], port)) if ok]
         assert d["legal"] == legal and d["action"] in legal, d
         assert port.act(d["state"]) == d["action"], d
-
-
-def load_python_port():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "fivethousand_port", PORTS / "python" / "fivethousand_port.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def port_mask(state: dict, port) -> list[bool]:
